@@ -1,0 +1,33 @@
+"""Errors the library raises, each with the exit code the CLI maps it to (see README, "Exit codes")."""
+from __future__ import annotations
+
+
+class InjectorError(Exception):
+    """Base class; `exit_code` is what `inject` exits with when this reaches the CLI."""
+
+    exit_code = 1
+
+
+class UserError(InjectorError):
+    """Something the user must fix: usage, configuration, a missing key, bad input (exit 2)."""
+
+    exit_code = 2
+
+
+class InputError(UserError):
+    """A bad input record, reported as `FILE:LINE: what is wrong`."""
+
+    def __init__(self, path: str, line: int | None, message: str):
+        self.path, self.line, self.message = str(path), line, message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class AuthenticationRefused(UserError):
+    """The provider refused the credentials (401/403): the run stops at once."""
+
+
+class BudgetExceeded(InjectorError):
+    """A budget stopped the run; running the same command again resumes it (exit 3)."""
+
+    exit_code = 3

@@ -1,0 +1,26 @@
+"""Where the bundled taxonomy, prompts and sample data live (a source checkout or an installed wheel)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def bundled_root() -> Path:
+    """The directory holding `taxonomy.yaml`, `prompts/` and `data/`.
+
+    In a checkout (or an editable install) that is the repository root; a wheel carries them as
+    `injector/bundled/` (see pyproject.toml).
+    """
+    for root in (_PACKAGE_DIR.parent, _PACKAGE_DIR / "bundled"):
+        if (root / "taxonomy.yaml").is_file() and (root / "prompts").is_dir():
+            return root
+    raise FileNotFoundError(f"bundled taxonomy not found beside {_PACKAGE_DIR}; reinstall prm-injector")
+
+
+def bundled_taxonomy_path() -> Path:
+    return bundled_root() / "taxonomy.yaml"
+
+
+def bundled_data_path() -> Path:
+    return bundled_root() / "data" / "sample.jsonl"
