@@ -1,0 +1,28 @@
+"""prm-injector: synthesize process-level error benchmarks from fully correct step-by-step solutions.
+
+Public API (the `inject` CLI uses nothing else):
+
+    from injector import Taxonomy, load_trajectories, LLMEngine, run
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .contract import AnswerError, FullAnswer, MultiSolutionAnswer, parse_answer  # noqa: E402
+from .engines.base import Engine, Proposal  # noqa: E402
+from .engines.llm import LLMEngine  # noqa: E402
+from .errors import BudgetExceeded, InjectorError, InputError, UserError  # noqa: E402
+from .pipeline import RunResult, inject_one, run  # noqa: E402
+from .prompts import render_messages  # noqa: E402
+from .records import Candidate, Rejection, RunManifest  # noqa: E402
+from .sources import TrajectorySource, load_trajectories  # noqa: E402
+from .taxonomy import Category, Rules, Taxonomy  # noqa: E402
+from .trajectory import Trajectory  # noqa: E402
+from .validate import Verdict, validate_answer  # noqa: E402
+
+__all__ = [
+    "AnswerError", "BudgetExceeded", "Candidate", "Category", "Engine", "FullAnswer", "InjectorError", "InputError",
+    "LLMEngine", "MultiSolutionAnswer", "Proposal", "Rejection", "Rules", "RunManifest", "RunResult", "Taxonomy",
+    "Trajectory", "TrajectorySource", "UserError", "Verdict", "inject_one", "load_trajectories", "parse_answer",
+    "render_messages", "run", "validate_answer",
+]

@@ -1,0 +1,167 @@
+"""`inject`: a thin command-line skin over the public API (parse options, call the API, map errors to exit codes)."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import InjectorError
+
+EXIT_INTERNAL, EXIT_USER, EXIT_INTERRUPTED = 1, 2, 130
+
+
+class InjectGroup(click.Group):
+    """Turns library errors into one-line messages and the documented exit codes, never a bare traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except InjectorError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted; run the same command again to continue", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug: keep the traceback, show one line
+            path = _save_traceback()
+            click.echo(f"internal error: {type(exc).__name__}: {exc} (traceback saved to {path})", err=True)
+            ctx.exit(EXIT_INTERNAL)
+
+
+def _save_traceback() -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = Path(tempfile.gettempdir()) / f"inject-crash-{stamp}-{os.getpid()}.txt"
+    path.write_text(traceback.format_exc(), encoding="utf-8")
+    return path
+
+
+def _parse_fields(values: tuple[str, ...]) -> dict[str, str] | None:
+    fields = {}
+    for value in values:
+        target, sep, source = value.partition("=")
+        if not sep or not target or not source:
+            raise click.UsageError(f"--field {value!r}: expected TARGET=SOURCE, e.g. --field question=problem")
+        fields[target.strip()] = source.strip()
+    return fields or None
+
+
+def input_options(function):
+    """Options shared by the commands that read trajectories."""
+    options = [
+        click.option("--input", "input_path", metavar="PATH|hf:NAME",
+                     help="Trajectories: a JSONL file, a save_to_disk directory or hf:NAME. Default: bundled sample."),
+        click.option("--input-format", type=click.Choice(["prm800k", "trajectories", "prmbench"]),
+                     help="Record format; detected from the first record when omitted."),
+        click.option("--field", "fields", multiple=True, metavar="TARGET=SOURCE",
+                     help="Map a record field onto a Trajectory field (repeatable; dotted SOURCE paths allowed)."),
+        click.option("--split", help="Split of a Hugging Face dataset with several splits."),
+        click.option("--strict", is_flag=True, help="PRM800K: also require every chosen step to be rated 1."),
+        click.option("--skip-invalid", is_flag=True, help="Count and skip malformed records instead of stopping."),
+        click.option("--limit", type=click.IntRange(min=1), help="Use at most N trajectories."),
+        click.option("--category", "categories", multiple=True, required=True, metavar="ID",
+                     help="Category id (repeatable), or `all`."),
+        click.option("--taxonomy", "taxonomy_path", type=click.Path(dir_okay=False),
+                     help="Taxonomy YAML file. Default: the bundled PRMBench taxonomy."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _load(input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path):
+    from . import Taxonomy, load_trajectories
+
+    taxonomy = Taxonomy.load(taxonomy_path)
+    selected = taxonomy.select(list(categories))
+    source = load_trajectories(
+        input_path, input_format, strict=strict, skip_invalid=skip_invalid, fields=_parse_fields(fields), split=split
+    )
+    return taxonomy, selected, source
+
+
+@click.group(cls=InjectGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="inject")
+def main() -> None:
+    """Inject validated process-level errors into fully correct step-by-step solutions."""
+
+
+@main.command()
+@click.option("--taxonomy", "taxonomy_path", type=click.Path(dir_okay=False), help="Taxonomy YAML file.")
+def categories(taxonomy_path: str | None) -> None:
+    """List the categories of the taxonomy."""
+    from . import Taxonomy
+
+    taxonomy = Taxonomy.load(taxonomy_path)
+    click.echo(f"taxonomy {taxonomy.name}: {len(taxonomy.categories)} categories")
+    for category in taxonomy.categories:
+        click.echo(f"{category.id:22} {category.name:28} {category.domain:12} {category.classification}")
+        click.echo(f"{'':22} {category.definition}")
+
+
+@main.command()
+@input_options
+def render(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path) -> None:
+    """Print the exact messages that would be sent, without calling any model."""
+    from . import render_messages
+
+    taxonomy, selected, source = _load(
+        input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path
+    )
+    for count, trajectory in enumerate(source):
+        if limit is not None and count >= limit:
+            break
+        for category in selected:
+            click.echo(f"=== {trajectory.id} / {category.id} ===")
+            for message in render_messages(taxonomy, category, trajectory):
+                click.echo(f"--- {message['role']} ---\n{message['content']}\n")
+    click.echo(source.describe(), err=True)
+
+
+@main.command()
+@input_options
+@click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
+@click.option("--model", envvar="INJECT_MODEL", show_envvar=True,
+              help="Any litellm model string: gpt-4o, anthropic/..., hosted_vllm/..., ollama_chat/..., openai/NAME.")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Sample k of a unit is sent seed+k.")
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Candidates to ask for per (trajectory, category).")
+@click.option("--no-schema", is_flag=True, help="Do not send a JSON-schema response_format (for servers that reject it).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Requests in flight.")
+@click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected.")
+def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, out, model,
+        api_base, temperature, max_tokens, seed, samples, no_schema, concurrency, retry_rejects) -> None:
+    """Inject errors into trajectories and write candidates and rejects to a run directory."""
+    from . import LLMEngine
+    from . import run as run_injection
+
+    if not model:
+        raise click.UsageError(
+            "no model: pass --model (any litellm model string) or set INJECT_MODEL; "
+            "`inject render` shows the prompts without a model"
+        )
+    taxonomy, selected, source = _load(
+        input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path
+    )
+    engine = LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
+                       use_schema=not no_schema)
+    result = run_injection(
+        source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples, seed=seed,
+        limit=limit, concurrency=concurrency, retry_rejects=retry_rejects, command=["inject", *sys.argv[1:]],
+    )
+    counts = result.manifest.counts
+    click.echo(source.describe(), err=True)
+    click.echo(
+        f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
+        f"({result.written} new, {result.skipped_existing} already there)"
+    )

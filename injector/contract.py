@@ -1,0 +1,287 @@
+"""What an engine answers: one JSON object, parsed tolerantly and checked for shape.
+
+Models asked for JSON often leave LaTeX backslashes unescaped. `\\sqrt` then makes the JSON invalid, and worse,
+`\\frac`, `\\beta`, `\\neq`, `\\times` are valid JSON escapes that decode silently into a form feed, a backspace,
+a newline or a tab. `escape_latex_backslashes` undoes that damage before any JSON decoding.
+
+Top level: an answer that decodes to something other than an object (a list, a string) is a `parse_error`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any
+
+import json_repair
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+
+class AnswerError(Exception):
+    """The answer could not be used; `message` is worded to be sent back to the model as feedback."""
+
+    code: str
+    """"parse_error" (no JSON object could be read) or "schema" (the object has the wrong shape)."""
+    message: str
+
+    def __init__(self, code: str, message: str):
+        self.code, self.message = code, message
+        super().__init__(f"{code}: {message}")
+
+
+# LaTeX / amsmath / amssymb commands (plus common text-mode and package ones) whose name starts with a JSON escape
+# letter. A backslash followed by one of these whole names is LaTeX, not an escape; commands starting with any
+# other letter need no list, since `\c`, `\s`, ... are invalid JSON escapes anyway. Single-letter accents (`\b`,
+# `\t`, `\u`, `\r`) are left out on purpose: `\n`, `\t` alone must stay a newline and a tab.
+_LATEX_B = """
+    backepsilon backprime backsim backsimeq backslash bar barwedge baselineskip bbox because begin beta beth
+    between bf bfseries big bigbreak bigcap bigcirc bigcup bigg biggl biggm biggr bigl bigm bigodot bigoplus
+    bigotimes bigr bigskip bigsqcup bigstar bigtriangledown bigtriangleup biguplus bigvee bigwedge binom
+    blacklozenge blacksquare blacktriangle blacktriangledown blacktriangleleft blacktriangleright bm bmod
+    boldmath boldsymbol bot bowtie box boxdot boxed boxminus boxplus boxtimes brace bracevert brack break breve
+    buildrel bullet bumpeq
+"""
+_LATEX_F = """
+    fallingdotseq fbox fboxsep fill flat fontsize footnote footnotesize forall frac frak framebox frown
+"""
+_LATEX_N = """
+    nabla natural ncong ne nearrow neg negmedspace negthickspace negthinspace neq newcommand newenvironment
+    newline newpage nexists ngeq ngeqq ngeqslant ngtr ni nLeftarrow nleftarrow nLeftrightarrow nleftrightarrow
+    nleq nleqq nleqslant nless nmid nobreak noindent nolimits nonumber normalfont normalsize not notag notin
+    nparallel nprec npreceq nRightarrow nrightarrow nshortmid nshortparallel nsim nsubseteq nsubseteqq nsucc
+    nsucceq nsupseteq nsupseteqq ntriangleleft ntrianglelefteq ntriangleright ntrianglerighteq nu null
+    numberwithin nVDash nVdash nvDash nvdash nwarrow
+"""
+_LATEX_R = """
+    raggedleft raggedright raisebox rangle rbrace rbrack rceil ref renewcommand restriction rfloor rgroup
+    rhd rho right rightarrow rightarrowtail rightharpoondown rightharpoonup rightleftarrows rightleftharpoons
+    rightrightarrows rightsquigarrow rightthreetimes risingdotseq rlap rm rmfamily rmoustache root rtimes rule
+    rVert rvert
+"""
+_LATEX_T = """
+    tag tan tanh tau tbinom text textasciicircum textasciitilde textbackslash textbf textcolor textcopyright
+    textdegree textemdash textendash textgreater textit textless textmd textnormal textperiodcentered
+    textquotedbl textregistered textrm textsc textsf textsl textstyle texttrademark texttt textup textwidth
+    tfrac therefore theta thetasym thickapprox thicksim thickspace thinspace thispagestyle tilde times tiny to
+    today top triangle triangledown triangleleft trianglelefteq triangleq triangleright trianglerighteq tt
+    ttfamily twoheadleftarrow twoheadrightarrow
+"""
+_LATEX_U = """
+    ulcorner underbrace underline underset unit unlhd unrhd upalpha uparrow upbeta updelta updownarrow upgamma
+    upharpoonleft upharpoonright uplambda uplus upmu uppi upshape upsigma upsilon uptheta upuparrows urcorner
+    usepackage
+"""
+LATEX_COMMANDS: frozenset[str] = frozenset(
+    " ".join((_LATEX_B, _LATEX_F, _LATEX_N, _LATEX_R, _LATEX_T, _LATEX_U)).split()
+)
+"""LaTeX command names (without the backslash) that begin with b, f, n, r, t or u."""
+
+_BACKSLASH_RUN = re.compile(r"\\+")
+_LETTER_RUN = re.compile(r"[A-Za-z]*")
+_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
+
+
+def _is_json_escape(text: str, after: int) -> bool:
+    """Whether the single backslash just before `after` starts an escape JSON defines and the model meant."""
+    if after >= len(text):
+        return False
+    char = text[after]
+    if char in '"/':
+        return True
+    if char not in "bfnrtu":
+        return False  # `\(`, `\sqrt`, `\ `, ...: invalid JSON, so it can only be LaTeX
+    # LaTeX, like this rule, reads the longest run of letters as the command name: `\neq5` is `neq`,
+    # `\nThe` is `nThe` (no command, so a newline and "The").
+    if _LETTER_RUN.match(text, after).group() in LATEX_COMMANDS:
+        return False
+    if char == "u":
+        return _HEX4.match(text, after + 1) is not None
+    return True
+
+
+def escape_latex_backslashes(text: str) -> str:
+    """Double every lone backslash that is LaTeX rather than a JSON escape, so `json.loads` keeps it literally.
+
+    An even run of backslashes is escaped pairs and is left alone; in an odd run the last one is judged by what
+    follows it (see `_is_json_escape`).
+    """
+    pieces: list[str] = []
+    last = 0
+    for run in _BACKSLASH_RUN.finditer(text):
+        if len(run.group()) % 2 == 1 and not _is_json_escape(text, run.end()):
+            pieces.append(text[last : run.end()])
+            pieces.append("\\")
+            last = run.end()
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+# strict=False lets raw newlines and tabs stand inside strings, a common and unambiguous slip.
+_DECODER = json.JSONDecoder(strict=False)
+_ANSWER_WITH_ONE_OBJECT = "Answer with exactly one JSON object and nothing else."
+
+
+def _parse_error(detail: str) -> AnswerError:
+    return AnswerError("parse_error", f"{detail} {_ANSWER_WITH_ONE_OBJECT}")
+
+
+def _strip_fence(text: str) -> str:
+    """The content of the first code fence that holds a `{` (else of the first fence), else the text itself."""
+    fences = [fence.group(1).strip() for fence in _FENCE.finditer(text)]
+    return next((fence for fence in fences if "{" in fence), fences[0] if fences else text.strip())
+
+
+def _outermost_object(text: str) -> dict | None:
+    """The longest `{...}` in the text that decodes; braces inside strings are handled by the decoder."""
+    best: dict | None = None
+    best_length = 0
+    position = text.find("{")
+    while position != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, position)
+        except json.JSONDecodeError:
+            position = text.find("{", position + 1)
+            continue
+        if end - position > best_length:
+            best, best_length = value, end - position
+        # everything inside a decoded object is shorter than it, so skip past it
+        position = text.find("{", end)
+    return best
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def parse_json_object(text: str) -> dict:
+    """The JSON object the model meant, from a reply that may carry fences, prose and unescaped LaTeX."""
+    if not isinstance(text, str) or not text.strip():
+        raise _parse_error("The answer is empty.")
+    escaped = escape_latex_backslashes(text)
+    body = _strip_fence(escaped)
+    try:
+        value = _DECODER.decode(body)
+    except json.JSONDecodeError:
+        pass
+    else:
+        if isinstance(value, dict):
+            return value
+        raise _parse_error(f"The answer is {_json_type(value)}, not a JSON object.")
+    found = _outermost_object(escaped)
+    if found is not None:
+        return found
+    if "{" in body:
+        # Last resort for broken JSON (trailing commas, missing quotes or commas, truncation).
+        repaired = json_repair.loads(body)
+        if isinstance(repaired, dict):
+            return repaired
+    raise _parse_error("The answer does not contain a readable JSON object.")
+
+
+def _reject_bool(value: Any) -> Any:
+    # pydantic's lax mode reads true as 1; a boolean is no step number, so let it fail as one.
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a step number")
+    return value
+
+
+StepNumber = Annotated[int, BeforeValidator(_reject_bool)]
+"""A 1-based step index; lax mode still accepts "3" and 3.0, which mean 3 unambiguously."""
+
+_CONFIG = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+
+class FullAnswer(BaseModel):
+    """The full form: the modified question and solution, which steps changed and which are wrong, and why."""
+
+    model_config = _CONFIG
+
+    modified_question: str
+    """The question after the modification (the original, unchanged, unless the category changes it)."""
+    modified_process: list[str]
+    """Every step of the modified solution, in order, one string per step."""
+    modified_steps: list[StepNumber]
+    """1-based numbers of the steps of modified_process that were changed or inserted."""
+    error_steps: list[StepNumber]
+    """1-based numbers of the steps of modified_process that are erroneous."""
+    reason: str
+    """Why the modification is an error of this category."""
+
+
+class MultiSolutionAnswer(BaseModel):
+    """The multi-solution form: a different complete correct solution."""
+
+    model_config = _CONFIG
+
+    modified_process: list[str]
+    """Every step of the new solution, in order, one string per step."""
+    reason: str = ""
+    """How this solution differs from the original."""
+
+
+_EXPECTED = {
+    "modified_question": "a string",
+    "modified_process": "a list of strings, one per step",
+    "modified_steps": "a list of integers (1-based step numbers)",
+    "error_steps": "a list of integers (1-based step numbers)",
+    "reason": "a string",
+}
+
+
+def _describe(error: dict[str, Any]) -> str:
+    location = error["loc"]
+    field = str(location[0])
+    expected = _EXPECTED.get(field, "a value of another type")
+    if error["type"] == "missing":
+        return f"{field}: missing; expected {expected}"
+    if len(location) > 1 and isinstance(location[1], int):
+        shown = json.dumps(error["input"], ensure_ascii=False)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return f"{field}: expected {expected}, but item {location[1] + 1} is {shown}"
+    return f"{field}: expected {expected}, got {_json_type(error['input'])}"
+
+
+def _schema_message(error: ValidationError) -> str:
+    lines = list(dict.fromkeys(_describe(item) for item in error.errors()))
+    return "; ".join(lines)
+
+
+def parse_answer(text: str, *, multi_solution: bool) -> FullAnswer | MultiSolutionAnswer:
+    """Parse a model reply and check its shape; raises `AnswerError` ("parse_error" or "schema")."""
+    data = parse_json_object(text)
+    model = MultiSolutionAnswer if multi_solution else FullAnswer
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise AnswerError("schema", _schema_message(error)) from None
+
+
+def _strict_clean(node: Any) -> Any:
+    """Drop what OpenAI strict mode rejects or does not need (defaults, titles); property names are kept."""
+    if isinstance(node, list):
+        return [_strict_clean(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned = {key: _strict_clean(value) for key, value in node.items() if key not in ("default", "title")}
+    if isinstance(node.get("properties"), dict):
+        cleaned["properties"] = {name: _strict_clean(value) for name, value in node["properties"].items()}
+    return cleaned
+
+
+def response_schema(*, multi_solution: bool) -> dict:
+    """The JSON schema of an answer, valid as an OpenAI strict `json_schema` response format."""
+    model = MultiSolutionAnswer if multi_solution else FullAnswer
+    schema = _strict_clean(model.model_json_schema(mode="validation"))
+    schema["required"] = list(schema["properties"])
+    schema["additionalProperties"] = False
+    return schema

@@ -1,0 +1,205 @@
+"""The LLM engine: any model litellm can reach (APIs, vLLM, Ollama), imported lazily and retried explicitly."""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+from urllib.parse import urlparse
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+
+from ..errors import AuthenticationRefused, UserError
+from ..taxonomy import Category
+from ..trajectory import Trajectory
+from .base import Proposal, ProviderError, TransientProviderError
+
+# Providers that take a JSON-schema response_format although litellm's price list does not say so
+# (its support check only knows listed models; forwarding works for local servers).
+SCHEMA_PREFIXES = ("openai/", "hosted_vllm/", "ollama_chat/")
+PLACEHOLDER_KEY = "sk-no-key-needed"
+
+
+def set_offline_environment() -> None:
+    """litellm fetches a price map and HF tokenizers at import unless told not to; nothing here reaches the net."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@functools.lru_cache(maxsize=1)
+def import_litellm() -> Any:
+    """Import litellm on first use (~2 s, ~190 MB), with its banners and hidden retries off."""
+    set_offline_environment()
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.num_retries = 0
+    litellm.disable_hf_tokenizer_download = True
+    return litellm
+
+
+def api_base_host(api_base: str | None) -> str | None:
+    """Host (and port) of an api base, the part recorded in configuration and provenance."""
+    return urlparse(api_base).netloc or api_base if api_base else None
+
+
+class LLMEngine:
+    """Sends a unit's messages through litellm and returns the text, usage and cost."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        temperature: float = 1.0,
+        max_tokens: int | None = 4096,
+        use_schema: bool = True,
+        timeout: float = 300.0,
+        transient_attempts: int = 4,
+        backoff_seconds: float = 1.0,
+    ):
+        self.model = model
+        self.api_base = api_base
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.use_schema = use_schema
+        self.timeout = timeout
+        self.transient_attempts = transient_attempts
+        self.backoff_seconds = backoff_seconds
+        self._api_key: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": self.name,
+            "model": self.model,
+            "api_base_host": api_base_host(self.api_base),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "schema": self.use_schema,
+        }
+
+    def check_ready(self) -> None:
+        """A missing key is a one-line error naming the variable; with --api-base a placeholder key is sent."""
+        litellm = import_litellm()
+        try:
+            status = litellm.validate_environment(model=self.model, api_base=self.api_base)
+        except Exception as exc:  # litellm raises for model strings it cannot route
+            raise UserError(f"model {self.model!r} is not usable: {exc}") from None
+        missing = status.get("missing_keys") or []
+        if not missing:
+            return
+        if self.api_base:
+            self._api_key = PLACEHOLDER_KEY  # local servers ignore the key, but the openai client insists on one
+            return
+        raise UserError(
+            f"no API key for model {self.model!r}: set {' and '.join(missing)} in the environment "
+            "(or point --api-base at a local OpenAI-compatible server)"
+        )
+
+    def sends_schema(self) -> bool:
+        if not self.use_schema:
+            return False
+        if self.model.startswith(SCHEMA_PREFIXES):
+            return True
+        try:
+            return bool(import_litellm().supports_response_schema(model=self.model))
+        except Exception:
+            return False
+
+    async def propose(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        trajectory: Trajectory,
+        category: Category,
+        seed: int,
+        response_schema: dict[str, Any] | None,
+    ) -> Proposal:
+        """One completion, retrying transient faults with exponential backoff and jitter."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "seed": seed,
+            "timeout": self.timeout,
+            "num_retries": 0,
+            "max_retries": 0,  # the openai SDK's own retries; ours are explicit
+            "drop_params": True,  # providers without `seed` still answer
+        }
+        if self.max_tokens:
+            kwargs["max_tokens"] = self.max_tokens
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        if response_schema is not None and self.sends_schema():
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": f"{category.id}_answer", "schema": response_schema, "strict": True},
+            }
+        backoff = wait_exponential_jitter(initial=self.backoff_seconds, max=60)
+
+        def wait(state: RetryCallState) -> float:
+            # A provider's Retry-After beats our own guess.
+            error = state.outcome.exception() if state.outcome else None
+            retry_after = getattr(error, "retry_after", None)
+            return retry_after if retry_after is not None else backoff(state)
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(TransientProviderError),
+            stop=stop_after_attempt(self.transient_attempts),
+            wait=wait,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._complete_once(kwargs)
+        raise AssertionError("unreachable")  # tenacity either returns or re-raises
+
+    async def _complete_once(self, kwargs: dict[str, Any]) -> Proposal:
+        litellm = import_litellm()
+        try:
+            response = await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise classify_provider_error(litellm, exc) from exc
+        text = response.choices[0].message.content or ""
+        usage = getattr(response, "usage", None)
+        usage_dict = {
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        }
+        try:
+            cost = float(litellm.completion_cost(completion_response=response))
+        except Exception:  # unknown models have no price
+            cost = None
+        return Proposal(text=text, usage=usage_dict, cost=cost)
+
+
+def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
+    """Map a litellm exception to: stop the run, reject the unit, or retry."""
+    status = getattr(exc, "status_code", None)
+    message = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
+        return AuthenticationRefused(f"the provider refused the credentials ({message}); check the API key")
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return ProviderError(message)
+    if isinstance(exc, (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
+                        litellm.ServiceUnavailableError, litellm.InternalServerError)) or status in (
+        429, 500, 502, 503, 504,
+    ):
+        return TransientProviderError(message, retry_after=_retry_after(exc))
+    if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)) or status in (400, 404, 422):
+        return ProviderError(message)
+    return ProviderError(message)
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None

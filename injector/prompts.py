@@ -1,0 +1,68 @@
+"""Rendering a category's prompt: a sandboxed Jinja environment, a static system part, the trajectory last.
+
+Each category template extends `prompts/_base.j2` and is rendered twice: with `part="system"` it sees only the
+category (so the system message is byte-identical across requests and providers can cache the prefix), with
+`part="user"` it also sees the trajectory. Text from the data is passed as values, never as template source,
+so a question containing `{{ }}` comes through verbatim.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import FileSystemLoader, StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from .errors import UserError
+from .taxonomy import Category, Taxonomy
+from .trajectory import Trajectory
+
+
+def _to_json(value: Any) -> str:
+    # Readable JSON for the model: real Unicode and backslashes as JSON needs them, unlike Jinja's HTML-safe tojson.
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+@functools.lru_cache(maxsize=16)
+def _environment(template_dir: Path) -> SandboxedEnvironment:
+    env = SandboxedEnvironment(
+        loader=FileSystemLoader(str(template_dir)),
+        undefined=StrictUndefined,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["to_json"] = _to_json
+    return env
+
+
+def category_context(category: Category) -> dict[str, Any]:
+    return {"category": category.model_dump()}
+
+
+def trajectory_context(trajectory: Trajectory) -> dict[str, Any]:
+    return {
+        "question": trajectory.question,
+        "steps": list(trajectory.steps),
+        "answer": trajectory.answer,
+        "images": list(trajectory.images),
+    }
+
+
+def render_messages(taxonomy: Taxonomy, category: Category, trajectory: Trajectory) -> list[dict[str, str]]:
+    """The chat messages that ask for one injection of `category` into `trajectory`."""
+    template_name = category.template
+    try:
+        template = _environment(taxonomy.base_dir).get_template(template_name)
+        static = category_context(category)
+        system = template.render(part="system", **static).strip()
+        user = template.render(part="user", **static, **trajectory_context(trajectory)).strip()
+    except TemplateError as exc:
+        where = getattr(exc, "filename", None) or template_name
+        line = getattr(exc, "lineno", None)
+        location = f"{where}:{line}" if line else str(where)
+        raise UserError(f"{location}: template error in category {category.id!r}: {exc}") from None
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -1,0 +1,194 @@
+"""What a run writes: `Candidate`, `Rejection` and `RunManifest`, and the run directory that holds them."""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import UserError
+
+CANDIDATES_FILE = "candidates.jsonl"
+REJECTS_FILE = "rejects.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+class Candidate(BaseModel):
+    """An injected solution that passed validation, in PRMBench's record format plus our own fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    original_question: str
+    modified_question: str
+    original_process: list[str]
+    modified_process: list[str]
+    modified_steps: list[int]
+    """1-based indices into `modified_process` of the changed or inserted steps, computed from the text."""
+    error_steps: list[int]
+    reason: str
+    idx: str
+    """The source's own id (PRMBench `idx`, or the trajectory id)."""
+    question: str
+    """The raw problem text."""
+    classification: str
+    """The category's PRMBench id."""
+    id: str
+    category: str
+    trajectory_id: str
+    sample: int
+    warnings: list[str] = Field(default_factory=list)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class Rejection(BaseModel):
+    """A unit that produced no candidate, with every reason code that applied."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    trajectory_id: str
+    idx: str
+    category: str
+    sample: int
+    codes: list[str]
+    messages: list[str] = Field(default_factory=list)
+    raw: str | None = None
+    """The model's last answer text, when there was one."""
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunManifest(BaseModel):
+    """`manifest.json`: how a run was made and what it produced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str]
+    config: dict[str, Any]
+    config_hash: str
+    toolkit_version: str
+    started: str
+    finished: str | None = None
+    status: str = "running"
+    """running, finished, interrupted, budget_exceeded or failed."""
+    source: dict[str, Any] = Field(default_factory=dict)
+    """What the input loader read, selected and skipped (this invocation)."""
+    counts: dict[str, Any] = Field(default_factory=dict)
+    totals: dict[str, Any] = Field(default_factory=dict)
+
+
+def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:
+    """Deterministic id of a unit of work (trajectory, category, sample)."""
+    return f"{trajectory_id}::{category_id}::{sample}"
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file we wrote; a torn last line (a crash mid-write) is ignored."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+class RunDirectory:
+    """A run directory: append-only candidates and rejects, plus the manifest."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.candidates_path = self.path / CANDIDATES_FILE
+        self.rejects_path = self.path / REJECTS_FILE
+        self.manifest_path = self.path / MANIFEST_FILE
+
+    def read_manifest(self) -> dict[str, Any] | None:
+        if not self.manifest_path.exists():
+            return None
+        try:
+            return json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{self.manifest_path}: not valid JSON ({exc}); remove the run directory or fix it") from None
+
+    def prepare(self, config_hash: str) -> None:
+        """Create the directory, or check that an existing one was made with the same configuration."""
+        manifest = self.read_manifest()
+        if manifest is not None and manifest.get("config_hash") != config_hash:
+            raise UserError(
+                f"{self.path} holds a run with a different configuration; "
+                "choose another --out, or rerun with the settings recorded in its manifest.json"
+            )
+        if manifest is None and self.path.exists() and any(self.path.iterdir()):
+            raise UserError(f"{self.path} exists and is not a run directory; choose another --out")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._drop_torn_lines()
+
+    def _drop_torn_lines(self) -> None:
+        # A crash mid-write can leave a last line without its newline; appending after it would corrupt two records.
+        for path in (self.candidates_path, self.rejects_path):
+            if path.exists() and path.stat().st_size:
+                data = path.read_bytes()
+                if not data.endswith(b"\n"):
+                    path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+    def written_ids(self) -> tuple[set[str], set[str]]:
+        """Ids of units that already have a candidate, and of units that have a reject."""
+        accepted = {record["id"] for record in read_jsonl(self.candidates_path)}
+        rejected = {record["id"] for record in read_jsonl(self.rejects_path)} - accepted
+        return accepted, rejected
+
+    def append(self, record: Candidate | Rejection) -> None:
+        path = self.candidates_path if isinstance(record, Candidate) else self.rejects_path
+        line = record.model_dump_json() + "\n"
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def remove_rejects(self, ids: set[str]) -> None:
+        """Drop the rejects of units that have since succeeded (atomic rewrite)."""
+        if not ids or not self.rejects_path.exists():
+            return
+        temporary = self.rejects_path.with_suffix(".jsonl.tmp")
+        with temporary.open("w", encoding="utf-8") as out:
+            for record in read_jsonl(self.rejects_path):
+                if record.get("id") not in ids:
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        os.replace(temporary, self.rejects_path)
+
+    def count_outcomes(self) -> dict[str, Any]:
+        """Counts by outcome, category and reason code, over everything the directory holds."""
+        by_category: dict[str, Counter[str]] = {}
+        codes: Counter[str] = Counter()
+        outcomes: Counter[str] = Counter()
+        totals: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "cost_known": True}
+        for outcome, path in (("candidates", self.candidates_path), ("rejects", self.rejects_path)):
+            for record in read_jsonl(path):
+                outcomes[outcome] += 1
+                by_category.setdefault(record["category"], Counter())[outcome] += 1
+                codes.update(record.get("codes", []))
+                provenance = record.get("provenance", {})
+                for key, value in (provenance.get("usage") or {}).items():
+                    totals[key] = totals.get(key, 0) + value
+                if provenance.get("cost") is None:
+                    totals["cost_known"] = False
+                else:
+                    totals["cost"] += provenance["cost"]
+        return {
+            "candidates": outcomes["candidates"],
+            "rejects": outcomes["rejects"],
+            "codes": dict(sorted(codes.items())),
+            "by_category": {k: dict(v) for k, v in sorted(by_category.items())},
+            "totals": totals,
+        }
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        temporary = self.manifest_path.with_suffix(".json.tmp")
+        temporary.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        os.replace(temporary, self.manifest_path)

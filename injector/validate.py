@@ -1,0 +1,266 @@
+"""Validation: derive what an answer changed from the text itself, then apply the category's rules.
+
+Nothing the model says about its own edit is trusted: the changed steps are computed by aligning the normalized
+original and modified steps, and the declared `modified_steps` are only checked against that.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .answers import answers_equivalent, final_answer_of_steps
+from .contract import FullAnswer, MultiSolutionAnswer
+from .taxonomy import Category, Taxonomy
+from .trajectory import Trajectory
+
+# Every reason code the validator can emit, in the order they are reported.
+VALIDATION_CODES = (
+    "schema",
+    "index_out_of_range",
+    "empty_step",
+    "undeclared_change",
+    "no_error_steps",
+    "error_on_unchanged_step",
+    "question_edit_not_allowed",
+    "label_leak",
+    "deletion_not_allowed",
+    "answer_unknown",
+    "answer_mismatch",
+    "not_different",
+)
+
+_NUMBERING = re.compile(r"^\s*(?:step\s+\d+\s*[.:]|\d+\s*[.:)])(?=\s)", re.IGNORECASE)
+_WHITESPACE = re.compile(r"\s+")
+
+
+def normalize_step(text: str) -> str:
+    """Drop a leading `Step N.`/`N.`/`N:`/`N)` followed by whitespace, collapse whitespace, strip trailing periods."""
+    text = _NUMBERING.sub("", text, count=1)
+    text = _WHITESPACE.sub(" ", text).strip()
+    return text.rstrip(".").rstrip()
+
+
+def normalize_question(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+@dataclass
+class Alignment:
+    """How modified steps relate to original steps (all indices 0-based)."""
+
+    matched: dict[int, int] = field(default_factory=dict)
+    """modified index -> original index, for steps unchanged after normalization."""
+    replaced: dict[int, int] = field(default_factory=dict)
+    """modified index -> original index it replaces."""
+    inserted: list[int] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)
+    """original indices with no counterpart in the modified steps."""
+
+    @property
+    def changed(self) -> list[int]:
+        return sorted([*self.replaced, *self.inserted])
+
+
+def align_steps(original: list[str], modified: list[str]) -> Alignment:
+    """Align normalized steps by their longest common subsequence, made unique by a greedy walk.
+
+    Suffix LCS lengths first; then from the first steps: equal steps match; otherwise skip the original step if
+    that keeps the LCS length, else skip the modified step. Inside each gap between matches, unmatched original
+    steps pair left to right with the changed steps (replaced); surplus originals are deleted, surplus modified
+    steps inserted.
+    """
+    a = [normalize_step(s) for s in original]
+    b = [normalize_step(s) for s in modified]
+    n, m = len(a), len(b)
+    lcs = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            lcs[i][j] = lcs[i + 1][j + 1] + 1 if a[i] == b[j] else max(lcs[i + 1][j], lcs[i][j + 1])
+
+    alignment = Alignment()
+    gap_original: list[int] = []
+    gap_modified: list[int] = []
+
+    def close_gap() -> None:
+        for k, j in enumerate(gap_modified):
+            if k < len(gap_original):
+                alignment.replaced[j] = gap_original[k]
+            else:
+                alignment.inserted.append(j)
+        alignment.deleted.extend(gap_original[len(gap_modified):])
+        gap_original.clear()
+        gap_modified.clear()
+
+    i = j = 0
+    while i < n or j < m:
+        if i < n and j < m and a[i] == b[j]:
+            close_gap()
+            alignment.matched[j] = i
+            i, j = i + 1, j + 1
+        elif i < n and (j == m or lcs[i + 1][j] == lcs[i][j]):
+            gap_original.append(i)
+            i += 1
+        else:
+            gap_modified.append(j)
+            j += 1
+    close_gap()
+    return alignment
+
+
+@dataclass
+class Verdict:
+    """The validator's outcome for one answer: accepted when `codes` is empty."""
+
+    codes: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    modified_question: str = ""
+    modified_process: list[str] = field(default_factory=list)
+    modified_steps: list[int] = field(default_factory=list)
+    """1-based, computed from the text (never the model's declaration)."""
+    error_steps: list[int] = field(default_factory=list)
+    deleted_steps: list[int] = field(default_factory=list)
+    """1-based indices into the ORIGINAL steps."""
+
+    @property
+    def accepted(self) -> bool:
+        return not self.codes
+
+    def fail(self, code: str, message: str) -> None:
+        if code not in self.codes:
+            self.codes.append(code)
+        self.messages.append(message)
+
+
+def _leak_pattern(phrases: list[str]) -> re.Pattern[str] | None:
+    parts = []
+    for phrase in phrases:
+        escaped = re.escape(phrase)
+        # Whole words: a word boundary only where the phrase itself starts or ends with a word character.
+        start = r"(?<!\w)" if phrase[:1].isalnum() else ""
+        end = r"(?!\w)" if phrase[-1:].isalnum() else ""
+        parts.append(f"{start}{escaped}{end}")
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+def _fmt(indices: list[int]) -> str:
+    return ", ".join(str(i) for i in indices)
+
+
+def validate_answer(
+    taxonomy: Taxonomy,
+    category: Category,
+    trajectory: Trajectory,
+    answer: FullAnswer | MultiSolutionAnswer,
+) -> Verdict:
+    """Check `answer` against `trajectory` under `category`'s rules; every failing rule adds its code."""
+    rules = category.rules
+    verdict = Verdict()
+    original = list(trajectory.steps)
+    modified = list(answer.modified_process)
+    if not modified:
+        verdict.fail("schema", "modified_process is empty: return the full list of steps")
+        return verdict
+
+    size = len(modified)
+    declared_modified = [] if rules.multi_solution else list(answer.modified_steps)
+    declared_errors = [] if rules.multi_solution else list(answer.error_steps)
+    out_of_range = sorted({i for i in [*declared_modified, *declared_errors] if not 1 <= i <= size})
+    if out_of_range:
+        verdict.fail(
+            "index_out_of_range",
+            f"index {_fmt(out_of_range)} is outside 1..{size}: indices are 1-based positions in modified_process",
+        )
+    empty = [k + 1 for k, step in enumerate(modified) if not normalize_step(step)]
+    if empty:
+        verdict.fail("empty_step", f"step {_fmt(empty)} is empty: remove it or give it text")
+
+    alignment = align_steps(original, modified)
+    # Unchanged steps keep the source's exact text, whatever cosmetic drift the model introduced.
+    for j, i in alignment.matched.items():
+        modified[j] = original[i]
+    changed = [j + 1 for j in alignment.changed]
+    verdict.modified_process = modified
+    if rules.multi_solution:
+        # A new solution replaces the old one wholesale: deletions and step indices mean nothing here.
+        verdict.modified_question = trajectory.question
+        _check_multi_solution(verdict, trajectory, size)
+        return verdict
+
+    verdict.deleted_steps = [i + 1 for i in sorted(alignment.deleted)]
+    if verdict.deleted_steps:
+        verdict.warnings.append(f"deleted original steps: {_fmt(verdict.deleted_steps)}")
+        if not rules.allow_deletions:
+            verdict.fail(
+                "deletion_not_allowed",
+                f"original step {_fmt(verdict.deleted_steps)} was deleted: this category keeps every original step",
+            )
+
+    assert isinstance(answer, FullAnswer)
+    verdict.modified_steps = changed
+    verdict.error_steps = sorted({i for i in declared_errors if 1 <= i <= size})
+
+    undeclared = sorted(set(changed) - set(declared_modified))
+    if undeclared:
+        verdict.fail(
+            "undeclared_change",
+            f"you changed step {_fmt(undeclared)} but did not list it in modified_steps; "
+            "either restore its original text exactly or declare it",
+        )
+    if not declared_errors:
+        verdict.fail("no_error_steps", "error_steps is empty: list the 1-based index of every erroneous step")
+    if not rules.allow_error_on_unchanged_step:
+        unchanged_errors = sorted(set(verdict.error_steps) - set(changed))
+        if unchanged_errors:
+            verdict.fail(
+                "error_on_unchanged_step",
+                f"error step {_fmt(unchanged_errors)} is unchanged from the original, which is correct; "
+                "an error step must be a step you changed or inserted",
+            )
+
+    if normalize_question(answer.modified_question) == normalize_question(trajectory.question):
+        verdict.modified_question = trajectory.question
+    elif rules.allow_question_edit:
+        verdict.modified_question = answer.modified_question
+    else:
+        verdict.modified_question = answer.modified_question
+        verdict.fail(
+            "question_edit_not_allowed",
+            f"the question was changed, which {category.id} does not allow: return it exactly as given",
+        )
+
+    pattern = _leak_pattern(taxonomy.leak_phrases(category))
+    if pattern:
+        leaks = [(k, pattern.search(modified[k - 1])) for k in changed]
+        leaks = [(k, m.group(0)) for k, m in leaks if m]
+        if leaks:
+            verdict.fail(
+                "label_leak",
+                "a changed step announces its own error ("
+                + "; ".join(f"step {k}: {word!r}" for k, word in leaks)
+                + "): the step must read as plausible work; explain the error only in `reason`",
+            )
+    return verdict
+
+
+def _check_multi_solution(verdict: Verdict, trajectory: Trajectory, size: int) -> None:
+    original_answer = trajectory.answer or final_answer_of_steps(list(trajectory.steps))
+    new_answer = final_answer_of_steps(verdict.modified_process)
+    if original_answer is None or new_answer is None:
+        missing = "the new solution's" if new_answer is None else "the original solution's"
+        verdict.fail(
+            "answer_unknown",
+            f"{missing} final answer cannot be determined: end the last step with `# Answer` and the answer",
+        )
+    elif not answers_equivalent(original_answer, new_answer):
+        verdict.fail(
+            "answer_mismatch",
+            f"the new solution's final answer {new_answer!r} is not equivalent to the original's {original_answer!r}",
+        )
+    original_steps = {normalize_step(step) for step in trajectory.steps}
+    repeated = sum(normalize_step(step) in original_steps for step in verdict.modified_process)
+    if repeated * 2 > size:
+        verdict.fail(
+            "not_different",
+            f"{repeated} of the {size} new steps repeat original steps: write a different solution",
+        )

@@ -1,0 +1,91 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1, so tests run the real litellm -> HTTP path."""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Reply:
+    """One scripted reply: a chat answer (`content`), or an HTTP error (`status` with `error` text)."""
+
+    content: str | None = None
+    status: int = 200
+    error: str = "scripted failure"
+    headers: dict[str, str] = field(default_factory=dict)
+    prompt_tokens: int = 100
+    completion_tokens: int = 50
+
+
+Script = Callable[[dict[str, Any]], "Reply | str"]
+
+
+class ScriptedServer:
+    """Answers each POST to /v1/chat/completions from `script(request_json)`; records every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.script: Script = lambda request: Reply(status=500, error="no script set")
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+                reply = server.script(body)
+                if isinstance(reply, str):
+                    reply = Reply(content=reply)
+                if reply.status != 200:
+                    payload = {"error": {"message": reply.error, "type": "scripted", "code": reply.status}}
+                else:
+                    payload = {
+                        "id": "chatcmpl-scripted",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model", "scripted"),
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": reply.content}}],
+                        "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                                  "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+                    }
+                data = json.dumps(payload).encode()
+                self.send_response(reply.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.api_base = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def start(self) -> "ScriptedServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def reply_in_order(self, replies: list["Reply | str"]) -> None:
+        """Serve these replies one per request, in order (then fail with 500)."""
+        queue = list(replies)
+
+        def script(request: dict[str, Any]) -> "Reply | str":
+            with self._lock:
+                return queue.pop(0) if queue else Reply(status=500, error="script exhausted")
+
+        self.script = script
