@@ -26,9 +26,10 @@ def _to_json(value: Any) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _environment(template_dir: Path) -> SandboxedEnvironment:
+def _environment(base_dir: Path, template_dir: Path) -> SandboxedEnvironment:
+    # Category templates are named relative to the taxonomy file; `{% extends "_base.j2" %}` resolves beside them.
     env = SandboxedEnvironment(
-        loader=FileSystemLoader(str(template_dir)),
+        loader=FileSystemLoader([str(base_dir), str(template_dir)]),
         undefined=StrictUndefined,
         keep_trailing_newline=False,
         trim_blocks=True,
@@ -39,8 +40,9 @@ def _environment(template_dir: Path) -> SandboxedEnvironment:
     return env
 
 
-def category_context(category: Category) -> dict[str, Any]:
-    return {"category": category.model_dump()}
+def category_context(taxonomy: Taxonomy, category: Category) -> dict[str, Any]:
+    """What the static (system) part sees: the category, with the taxonomy's leak phrases merged in."""
+    return {"category": {**category.model_dump(), "label_leak_phrases": taxonomy.leak_phrases(category)}}
 
 
 def trajectory_context(trajectory: Trajectory) -> dict[str, Any]:
@@ -56,8 +58,9 @@ def render_messages(taxonomy: Taxonomy, category: Category, trajectory: Trajecto
     """The chat messages that ask for one injection of `category` into `trajectory`."""
     template_name = category.template
     try:
-        template = _environment(taxonomy.base_dir).get_template(template_name)
-        static = category_context(category)
+        template_path = taxonomy.template_path(category)
+        template = _environment(taxonomy.base_dir, template_path.parent).get_template(template_name)
+        static = category_context(taxonomy, category)
         system = template.render(part="system", **static).strip()
         user = template.render(part="user", **static, **trajectory_context(trajectory)).strip()
     except TemplateError as exc:

@@ -139,7 +139,7 @@ class LLMEngine:
                 "type": "json_schema",
                 "json_schema": {"name": f"{category.id}_answer", "schema": response_schema, "strict": True},
             }
-        backoff = wait_exponential_jitter(initial=self.backoff_seconds, max=60)
+        backoff = wait_exponential_jitter(multiplier=self.backoff_seconds, max=60, jitter=self.backoff_seconds)
 
         def wait(state: RetryCallState) -> float:
             # A provider's Retry-After beats our own guess.
@@ -180,7 +180,7 @@ class LLMEngine:
 def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
     """Map a litellm exception to: stop the run, reject the unit, or retry."""
     status = getattr(exc, "status_code", None)
-    message = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+    message = str(getattr(exc, "message", None) or exc)  # litellm's message names the error class and provider
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
         return AuthenticationRefused(f"the provider refused the credentials ({message}); check the API key")
     if isinstance(exc, litellm.ContextWindowExceededError):
