@@ -11,8 +11,9 @@ __version__ = "0.1.0"
 from .contract import AnswerError, FullAnswer, MultiSolutionAnswer, parse_answer  # noqa: E402
 from .engines.base import Engine, Proposal  # noqa: E402
 from .engines.llm import LLMEngine  # noqa: E402
+from .engines.offline import OfflineEngine  # noqa: E402
 from .errors import BudgetExceeded, InjectorError, InputError, UserError  # noqa: E402
-from .pipeline import RunResult, inject_one, run  # noqa: E402
+from .pipeline import RunResult, inject_one, run, split_by_support  # noqa: E402
 from .prompts import render_messages  # noqa: E402
 from .records import Candidate, Rejection, RunManifest  # noqa: E402
 from .sources import TrajectorySource, load_trajectories  # noqa: E402
@@ -22,7 +23,7 @@ from .validate import Verdict, validate_answer  # noqa: E402
 
 __all__ = [
     "AnswerError", "BudgetExceeded", "Candidate", "Category", "Engine", "FullAnswer", "InjectorError", "InputError",
-    "LLMEngine", "MultiSolutionAnswer", "Proposal", "Rejection", "Rules", "RunManifest", "RunResult", "Taxonomy",
+    "LLMEngine", "MultiSolutionAnswer", "OfflineEngine", "Proposal", "Rejection", "Rules", "RunManifest", "RunResult", "Taxonomy",
     "Trajectory", "TrajectorySource", "UserError", "Verdict", "inject_one", "load_trajectories", "parse_answer",
-    "render_messages", "run", "validate_answer",
+    "render_messages", "run", "split_by_support", "validate_answer",
 ]

@@ -14,6 +14,7 @@ from . import __version__
 from .errors import InjectorError
 
 EXIT_INTERNAL, EXIT_USER, EXIT_INTERRUPTED = 1, 2, 130
+OFFLINE_MODEL = "offline"
 
 
 class InjectGroup(click.Group):
@@ -129,7 +130,8 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
 @input_options
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
 @click.option("--model", envvar="INJECT_MODEL", show_envvar=True,
-              help="Any litellm model string: gpt-4o, anthropic/..., hosted_vllm/..., ollama_chat/..., openai/NAME.")
+              help="`offline` (the default: rule-based, no LLM) or any litellm model string: gpt-4o, anthropic/..., "
+                   "hosted_vllm/..., ollama_chat/..., openai/NAME.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1.")
 @click.option("--temperature", type=float, default=1.0, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True)
@@ -142,19 +144,22 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
 def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, out, model,
         api_base, temperature, max_tokens, seed, samples, no_schema, concurrency, retry_rejects) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
-    from . import LLMEngine
+    from . import LLMEngine, OfflineEngine, split_by_support
     from . import run as run_injection
 
-    if not model:
-        raise click.UsageError(
-            "no model: pass --model (any litellm model string) or set INJECT_MODEL; "
-            "`inject render` shows the prompts without a model"
-        )
     taxonomy, selected, source = _load(
         input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path
     )
-    engine = LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
-                       use_schema=not no_schema)
+    if not model:
+        click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
+                   "--model, e.g. --model gpt-4o, or set INJECT_MODEL", err=True)
+    if not model or model == OFFLINE_MODEL:
+        engine = OfflineEngine()
+    else:
+        engine = LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
+                           use_schema=not no_schema)
+    for category_id, reason in split_by_support(engine, selected)[1].items():
+        click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
     result = run_injection(
         source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples, seed=seed,
         limit=limit, concurrency=concurrency, retry_rejects=retry_rejects, command=["inject", *sys.argv[1:]],

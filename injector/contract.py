@@ -8,6 +8,8 @@ Top level: an answer that decodes to something other than an object (a list, a s
 """
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from typing import Annotated, Any
@@ -280,6 +282,12 @@ def _strict_clean(node: Any) -> Any:
 
 def response_schema(*, multi_solution: bool) -> dict:
     """The JSON schema of an answer, valid as an OpenAI strict `json_schema` response format."""
+    return copy.deepcopy(_response_schema(multi_solution))
+
+
+@functools.lru_cache(maxsize=2)
+def _response_schema(multi_solution: bool) -> dict:
+    # Built once: pydantic's schema generation costs about a millisecond, as much as the rest of a unit.
     model = MultiSolutionAnswer if multi_solution else FullAnswer
     schema = _strict_clean(model.model_json_schema(mode="validation"))
     schema["required"] = list(schema["properties"])

@@ -16,7 +16,8 @@ from typing import Any, Iterable, Iterator
 
 from . import __version__
 from .contract import AnswerError, parse_answer, response_schema
-from .engines.base import Engine, ProviderError, TransientProviderError
+from .engines.base import Engine, NotApplicable, ProviderError, TransientProviderError
+from .errors import UserError
 from .prompts import render_messages
 from .records import Candidate, Rejection, RunDirectory, RunManifest, unit_id
 from .taxonomy import Category, Taxonomy
@@ -63,7 +64,7 @@ async def inject_one(
         "taxonomy": taxonomy.name,
         "taxonomy_hash": taxonomy.file_hash(),
         "template_hash": taxonomy.template_hash(category),
-        "seed": seed + sample,
+        "seed": seed,
         "output_mode": OUTPUT_MODE,
         "toolkit_version": __version__,
     }
@@ -71,9 +72,9 @@ async def inject_one(
     schema = response_schema(multi_solution=category.rules.multi_solution)
     try:
         proposal = await engine.propose(
-            messages, trajectory=trajectory, category=category, seed=seed + sample, response_schema=schema
+            messages, trajectory=trajectory, category=category, seed=seed, sample=sample, response_schema=schema
         )
-    except (ProviderError, TransientProviderError) as exc:
+    except (ProviderError, TransientProviderError, NotApplicable) as exc:
         provenance.update(attempts=[{"codes": [exc.code]}], time=utc_now())
         return _rejection(unit, [exc.code], [str(exc)], None, provenance)
 
@@ -141,6 +142,24 @@ class RunResult:
     skipped_existing: int = 0
 
 
+def split_by_support(engine: Engine, categories: list[Category]) -> tuple[list[Category], dict[str, str]]:
+    """The categories the engine can make, and why it skips the others (skipped categories are not units)."""
+    supported, skipped = [], {}
+    for category in categories:
+        reason = engine.unsupported_reason(category)
+        if reason is None:
+            supported.append(category)
+        else:
+            skipped[category.id] = reason
+    if not supported:
+        names = ", ".join(f"{cid} ({why})" for cid, why in skipped.items())
+        raise UserError(
+            f"the {engine.describe()['engine']} engine cannot make {names}; pass --model with an LLM, e.g. "
+            "--model gpt-4o, or --model openai/NAME --api-base http://127.0.0.1:8000/v1"
+        )
+    return supported, skipped
+
+
 def run_configuration(
     *, source: dict[str, Any], taxonomy: Taxonomy, categories: list[Category], engine: Engine, samples: int, seed: int
 ) -> dict[str, Any]:
@@ -185,6 +204,7 @@ def run(
     """
     source = source if source is not None else getattr(trajectories, "identity", lambda: {"input": "python"})()
     engine.check_ready()
+    categories, skipped_categories = split_by_support(engine, categories)
     config = run_configuration(
         source=source, taxonomy=taxonomy, categories=categories, engine=engine, samples=samples, seed=seed
     )
@@ -197,6 +217,7 @@ def run(
         config_hash=digest,
         toolkit_version=__version__,
         started=utc_now(),
+        skipped_categories=skipped_categories,
     )
     run_dir.write_manifest(manifest)
     result = RunResult(out_dir=run_dir.path, manifest=manifest)

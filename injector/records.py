@@ -73,6 +73,8 @@ class RunManifest(BaseModel):
     finished: str | None = None
     status: str = "running"
     """running, finished, interrupted, budget_exceeded or failed."""
+    skipped_categories: dict[str, str] = Field(default_factory=dict)
+    """Categories the engine cannot make, with the reason (they are not units)."""
     source: dict[str, Any] = Field(default_factory=dict)
     """What the input loader read, selected and skipped (this invocation)."""
     counts: dict[str, Any] = Field(default_factory=dict)
@@ -145,11 +147,10 @@ class RunDirectory:
 
     def append(self, record: Candidate | Rejection) -> None:
         path = self.candidates_path if isinstance(record, Candidate) else self.rejects_path
-        line = record.model_dump_json() + "\n"
+        # One write per record, closed at once: a killed process loses nothing it reported as written (no fsync
+        # per record: power loss may drop the last few, which a rerun redoes since they are not in the files).
         with path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+            handle.write(record.model_dump_json() + "\n")
 
     def remove_rejects(self, ids: set[str]) -> None:
         """Drop the rejects of units that have since succeeded (atomic rewrite)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .errors import UserError
 from .resources import bundled_taxonomy_path
@@ -67,6 +67,7 @@ class Taxonomy(BaseModel):
     label_leak_phrases: list[str] = Field(default_factory=list)
     categories: list[Category]
     path: Path | None = Field(default=None, exclude=True)
+    _hashes: dict[str, str] = PrivateAttr(default_factory=dict)  # file hashes, read once per load
 
     @model_validator(mode="after")
     def _ids_unique(self) -> "Taxonomy":
@@ -135,13 +136,17 @@ class Taxonomy(BaseModel):
 
     def file_hash(self) -> str:
         """SHA-256 (16 hex digits) of the taxonomy file as written, for provenance and run configuration."""
-        return _hash_bytes(self.path.read_bytes() if self.path else self.model_dump_json().encode())
+        if "" not in self._hashes:
+            self._hashes[""] = _hash_bytes(self.path.read_bytes() if self.path else self.model_dump_json().encode())
+        return self._hashes[""]
 
     def template_hash(self, category: Category) -> str:
         """Hash of the category's template and the shared templates (`_*.j2`) beside it."""
-        template = self.template_path(category)
-        shared = sorted(p for p in template.parent.glob("_*.j2") if p != template)
-        return _hash_bytes(b"".join(p.read_bytes() for p in [template, *shared]))
+        if category.id not in self._hashes:
+            template = self.template_path(category)
+            shared = sorted(p for p in template.parent.glob("_*.j2") if p != template)
+            self._hashes[category.id] = _hash_bytes(b"".join(p.read_bytes() for p in [template, *shared]))
+        return self._hashes[category.id]
 
 
 def _hash_bytes(data: bytes) -> str:

@@ -148,12 +148,6 @@ def test_missing_key_names_the_variable(tmp_path, monkeypatch):
     assert "set OPENAI_API_KEY in the environment" in result.output
 
 
-def test_no_model_is_a_usage_error(monkeypatch):
-    monkeypatch.delenv("INJECT_MODEL", raising=False)
-    result = invoke("run", "--category", "redundancy")
-    assert result.exit_code == 2 and "no model: pass --model" in result.output
-
-
 def test_inject_model_environment_variable(scripted_server, trajectories_file, tmp_path):
     scripted_server.script = lambda request: json.dumps(CIRCULAR)
     result = invoke("run", "--category", "circular_logic", "--input", str(trajectories_file), "--api-base",

@@ -17,7 +17,7 @@ def test_python_example_runs(capsys):
         exec(compile(example, "README.md", "exec"), {})
     finally:
         os.chdir(cwd)
-    assert capsys.readouterr().out.strip() == "['undeclared_change'] [1]"
+    assert capsys.readouterr().out.split("\n")[:2] == ["['undeclared_change'] [1]", "3"]
 
 
 def test_setup_commands_come_first_and_ci_runs_the_test_command():

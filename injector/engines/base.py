@@ -37,6 +37,12 @@ class TransientProviderError(Exception):
         self.retry_after = retry_after
 
 
+class NotApplicable(Exception):
+    """The engine finds nothing to work on in this trajectory for this category (or no further sample)."""
+
+    code = "not_applicable"
+
+
 class Engine(Protocol):
     """Both engines (LLM and, later, offline) implement this."""
 
@@ -50,6 +56,10 @@ class Engine(Protocol):
         """Raise a UserError if the engine cannot run (e.g. a missing API key)."""
         ...
 
+    def unsupported_reason(self, category: Category) -> str | None:
+        """Why this engine cannot make `category`, or None when it can."""
+        ...
+
     async def propose(
         self,
         messages: list[dict[str, Any]],
@@ -57,5 +67,6 @@ class Engine(Protocol):
         trajectory: Trajectory,
         category: Category,
         seed: int,
+        sample: int,
         response_schema: dict[str, Any] | None,
     ) -> Proposal: ...

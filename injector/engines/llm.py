@@ -98,6 +98,9 @@ class LLMEngine:
             "(or point --api-base at a local OpenAI-compatible server)"
         )
 
+    def unsupported_reason(self, category: Category) -> str | None:
+        return None  # a model can be asked for any category
+
     def sends_schema(self) -> bool:
         if not self.use_schema:
             return False
@@ -115,14 +118,15 @@ class LLMEngine:
         trajectory: Trajectory,
         category: Category,
         seed: int,
+        sample: int,
         response_schema: dict[str, Any] | None,
     ) -> Proposal:
-        """One completion, retrying transient faults with exponential backoff and jitter."""
+        """One completion (sent seed+sample), retrying transient faults with exponential backoff and jitter."""
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": self.temperature,
-            "seed": seed,
+            "seed": seed + sample,
             "timeout": self.timeout,
             "num_retries": 0,
             "max_retries": 0,  # the openai SDK's own retries; ours are explicit

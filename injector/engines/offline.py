@@ -1,0 +1,313 @@
+"""The offline engine: rule-based perturbations of correct solutions, with no model, no key and no network.
+
+Each operator is correct by construction for its category: it changes only the steps it declares, and the step it
+marks is an error of that category (for redundancy, a step that can be removed). Its answer goes out as the same
+JSON an LLM would write, through the same parser, validator and writer. It is for cheap negatives at scale and
+offline smoke runs; subtle, deceptive or novel errors need an LLM (`deception` and `multi_solution` are not offered).
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..answers import final_answer_of_steps
+from ..taxonomy import Category
+from ..trajectory import Trajectory
+from .base import NotApplicable, Proposal
+
+OPERATORS_VERSION = "1"
+
+# A standalone number: not part of a word, a LaTeX argument in braces, an exponent, a subscript or a longer number.
+NUMBER = re.compile(r"(?<![\w.^_\\{])\d+(?:\.\d+)?(?![\w^}]|\.\d)")
+# A computed quantity: a number right after "=" (optionally a dollar sign), e.g. "$4 \cdot 2.75 = 11$".
+RESULT = re.compile(r"=\s*(?:\\\$\s*)?(" + NUMBER.pattern + ")")
+MATH_WITH_EQUALS = re.compile(r"\$([^$]*=[^$]*)\$")
+ANSWER_MARK = re.compile(r"\n*#+ *(?:Final )?Answer\b", re.IGNORECASE)
+# A counted quantity in plain text: "4 notebooks", "12 students".
+COUNTED = re.compile(r"(?<![\w.$\\{])(\d+) ([a-z]{3,}s)\b")
+ASKING = re.compile(r"(?:find|what|how|compute|determine|express|evaluate|simplify|solve|show|calculate)\b",
+                    re.IGNORECASE)
+SENTENCE_END = re.compile(r"(?<=[.!])\s+(?=[A-Z])")
+
+CERTAINTY = ("Clearly, ", "Obviously, ", "It is obvious that ", "It is well known that ", "Certainly, ")
+RESTATEMENTS = (
+    "As a quick check, ${math}$ indeed holds, as found above.",
+    "In other words, we have ${math}$.",
+    "Restating the result so far: ${math}$.",
+    "Note once more that ${math}$.",
+)
+
+
+@dataclass
+class Edit:
+    """An operator's output: the answer fields an LLM would return, plus the operator's name."""
+
+    operator: str
+    modified_process: list[str]
+    modified_steps: list[int]
+    error_steps: list[int]
+    reason: str
+    modified_question: str | None = None
+
+
+Option = Callable[[random.Random], Edit]
+
+
+def split_answer(step: str) -> tuple[str, str]:
+    """A step's body and its `# Answer ...` tail (empty when there is none), so operators leave the answer alone."""
+    mark = ANSWER_MARK.search(step)
+    return (step[: mark.start()], step[mark.start():]) if mark else (step, "")
+
+
+def perturb_number(text: str, rng: random.Random) -> str:
+    """A different number of the same shape (same decimal places; never negative when the original is not)."""
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    value = round(float(text) * 10**decimals)
+    deltas = [d for d in (1, 2, 3, -1, -2, 10) if value + d >= 0 and value + d != value]
+    new = value + rng.choice(deltas)
+    if decimals:
+        return f"{new // 10**decimals}.{new % 10**decimals:0{decimals}d}"
+    return str(new)
+
+
+def replace_span(text: str, start: int, end: int, new: str) -> str:
+    return text[:start] + new + text[end:]
+
+
+def lower_first(text: str) -> str:
+    # "The pens cost ..." -> "the pens cost ...", but leave "I", LaTeX and acronyms alone.
+    if len(text) > 1 and text[0].isupper() and text[1].islower():
+        return text[0].lower() + text[1:]
+    return text
+
+
+def _with_step(steps: list[str], index: int, text: str) -> list[str]:
+    changed = list(steps)
+    changed[index] = text
+    return changed
+
+
+# --- operators: each returns the options it has for a trajectory (empty when it finds nothing to work on) ---
+
+def counterfactual_options(trajectory: Trajectory) -> list[Option]:
+    options: list[Option] = []
+    for index, step in enumerate(trajectory.steps):
+        body, tail = split_answer(step)
+        for match in RESULT.finditer(body):
+            def option(rng: random.Random, index=index, body=body, tail=tail, match=match) -> Edit:
+                old = match.group(1)
+                new = perturb_number(old, rng)
+                text = replace_span(body, match.start(1), match.end(1), new) + tail
+                return Edit("change_result", _with_step(trajectory.steps, index, text), [index + 1], [index + 1],
+                            f"Step {index + 1} states {new} where the correct value is {old}.")
+            options.append(option)
+    return options
+
+
+def confidence_options(trajectory: Trajectory) -> list[Option]:
+    def certain(option: Option) -> Option:
+        def wrapped(rng: random.Random) -> Edit:
+            edit = option(rng)
+            index = edit.error_steps[0] - 1
+            phrase = rng.choice(CERTAINTY)
+            edit.modified_process[index] = phrase + lower_first(edit.modified_process[index])
+            edit.operator = "confident_false_result"
+            edit.reason += f" The step asserts this with unwarranted certainty ({phrase.strip(' ,')!r})."
+            return edit
+        return wrapped
+
+    return [certain(option) for option in counterfactual_options(trajectory)]
+
+
+def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
+    """A later step restates a value an earlier step derived, but differently."""
+    options: list[Option] = []
+    bodies = [split_answer(step) for step in trajectory.steps]
+    for i, (earlier, _) in enumerate(bodies):
+        derived = {m.group(1) for m in RESULT.finditer(earlier)}
+        for j in range(i + 1, len(bodies)):
+            body, tail = bodies[j]
+            for match in NUMBER.finditer(body):
+                if match.group(0) not in derived:
+                    continue
+
+                def option(rng: random.Random, i=i, j=j, body=body, tail=tail, match=match) -> Edit:
+                    old = match.group(0)
+                    new = perturb_number(old, rng)
+                    text = replace_span(body, match.start(), match.end(), new) + tail
+                    return Edit("restate_inconsistently", _with_step(trajectory.steps, j, text), [j + 1], [j + 1],
+                                f"Step {j + 1} uses {new} for the value that step {i + 1} found to be {old}.")
+                options.append(option)
+    return options
+
+
+def redundancy_options(trajectory: Trajectory) -> list[Option]:
+    """Insert, right after a step that derives an equation, a step that only restates it."""
+    options: list[Option] = []
+    for index, step in enumerate(trajectory.steps[:-1]):
+        for match in MATH_WITH_EQUALS.finditer(split_answer(step)[0]):
+            def option(rng: random.Random, index=index, math=match.group(1).strip()) -> Edit:
+                inserted = rng.choice(RESTATEMENTS).replace("{math}", math)
+                process = [*trajectory.steps[: index + 1], inserted, *trajectory.steps[index + 1:]]
+                return Edit("restate_result", process, [index + 2], [index + 2],
+                            f"Step {index + 2} only restates the result of step {index + 1}; removing it changes "
+                            "nothing.")
+            options.append(option)
+    return options
+
+
+def circular_logic_options(trajectory: Trajectory) -> list[Option]:
+    """Assume the final answer early, then let the last step "confirm" it by that assumption."""
+    answer = trajectory.answer or final_answer_of_steps(list(trajectory.steps))
+    steps = trajectory.steps
+    if answer is None or len(steps) < 2:
+        return []
+    options: list[Option] = []
+    for position in range(0, max(1, (len(steps) - 1) // 2)):
+        def option(rng: random.Random, position=position) -> Edit:
+            assumed = (f"We know the final answer must be ${answer}$, so we take ${answer}$ as given and check "
+                       "that the remaining steps agree with it.")
+            body, tail = split_answer(steps[-1])
+            confirmed = (body.rstrip() + f" This agrees with the value ${answer}$ we started from, which confirms "
+                         f"that ${answer}$ is the answer." + tail)
+            process = [*steps[:position + 1], assumed, *steps[position + 1:-1], confirmed]
+            return Edit("assume_the_answer", process, [position + 2, len(process)], [position + 2, len(process)],
+                        f"Step {position + 2} assumes the final answer {answer} before deriving it, and the last "
+                        "step confirms the answer by that assumption: the conclusion supports itself.")
+        options.append(option)
+    return options
+
+
+def _content_words(text: str) -> set[str]:
+    # Crude stems ("notebooks" -> "notebook") of the longer words, enough to tell a use of "4 notebooks" from a
+    # coincidental 4 elsewhere.
+    return {word.lower().rstrip("s") for word in re.findall(r"[A-Za-z]{4,}", text)} - _COMMON_WORDS
+
+
+_COMMON_WORDS = {"what", "that", "this", "then", "with", "from", "each", "have", "many", "much", "there", "their",
+                 "which", "when", "find", "given", "your", "answer", "express", "does", "into", "after", "same"}
+
+
+def _first_use(trajectory: Trajectory, number: str, context: str) -> int | None:
+    """Index of the first step that uses `number` together with a content word of `context` (where it came from)."""
+    words = _content_words(context)
+    for index, step in enumerate(trajectory.steps):
+        body = split_answer(step)[0]
+        if any(m.group(0) == number for m in NUMBER.finditer(body)) and words & _content_words(body):
+            return index
+    return None
+
+
+def missing_condition_options(trajectory: Trajectory) -> list[Option]:
+    """Take from the question a condition the solution uses; the first step using it is the error step.
+
+    Either drop a whole sentence that gives a number the steps use, or make a counted quantity vague
+    ("4 notebooks" -> "some notebooks").
+    """
+    sentences = SENTENCE_END.split(trajectory.question.strip())
+    options: list[Option] = []
+    for k, sentence in enumerate(sentences[:-1]):  # the last sentence asks the question
+        if ASKING.match(sentence):
+            continue  # "Find the larger root of ..." is the task itself, not a condition
+        for number in dict.fromkeys(m.group(0) for m in NUMBER.finditer(sentence)):
+            first_use = _first_use(trajectory, number, sentence)
+            if first_use is None:
+                continue
+
+            def drop(rng: random.Random, k=k, first_use=first_use, number=number) -> Edit:
+                question = " ".join(s for n, s in enumerate(sentences) if n != k)
+                return Edit("drop_condition", list(trajectory.steps), [], [first_use + 1],
+                            f"The question no longer gives the condition \"{sentences[k]}\"; step {first_use + 1} "
+                            f"still uses {number} from it.", modified_question=question)
+            options.append(drop)
+            break  # one option per sentence
+    for match in COUNTED.finditer(trajectory.question):
+        first_use = _first_use(trajectory, match.group(1), match.group(2))
+        if first_use is None:
+            continue
+
+        def vague(rng: random.Random, match=match, first_use=first_use) -> Edit:
+            question = replace_span(trajectory.question, match.start(), match.end(), f"some {match.group(2)}")
+            return Edit("vague_quantity", list(trajectory.steps), [], [first_use + 1],
+                        f"The question no longer says how many {match.group(2)} (it said {match.group(1)}); step "
+                        f"{first_use + 1} still uses {match.group(1)}.", modified_question=question)
+        options.append(vague)
+    return options
+
+
+def domain_inconsistency_options(trajectory: Trajectory) -> list[Option]:
+    """Drop the plus-or-minus of a square root (every one in the step), keeping only the positive root."""
+    options: list[Option] = []
+    plus_minus = re.compile(r"(=\s*)?\\pm(?![A-Za-z])\s*")
+    for index, step in enumerate(trajectory.steps):
+        body, tail = split_answer(step)
+        if not plus_minus.search(body):
+            continue
+
+        def option(rng: random.Random, index=index, body=body, tail=tail) -> Edit:
+            text = plus_minus.sub(lambda m: m.group(1) or "+ ", body) + tail
+            return Edit("drop_plus_minus", _with_step(trajectory.steps, index, text), [index + 1], [index + 1],
+                        f"Step {index + 1} takes only the positive square root, as if the quantity were known to "
+                        "be non-negative; the negative root is lost.")
+        options.append(option)
+    return options
+
+
+OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
+    "redundancy": redundancy_options,
+    "circular_logic": circular_logic_options,
+    "counterfactual": counterfactual_options,
+    "step_contradiction": step_contradiction_options,
+    "confidence": confidence_options,
+    "missing_condition": missing_condition_options,
+    "domain_inconsistency": domain_inconsistency_options,
+}
+NEEDS_A_MODEL = {
+    "deception": "a subtle, plausible-looking error needs a model's judgement",
+    "multi_solution": "writing a different correct solution needs a model",
+}
+
+
+class OfflineEngine:
+    """Deterministic rule-based injection: the same trajectory, category, seed and sample give the same answer."""
+
+    name = "offline"
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": self.name, "model": "offline", "api_base_host": None, "operators": OPERATORS_VERSION}
+
+    def check_ready(self) -> None:
+        """Always ready: nothing to configure."""
+
+    def unsupported_reason(self, category: Category) -> str | None:
+        """Why this engine cannot make `category` (None when it can)."""
+        if category.id in OPERATORS:
+            return None
+        return NEEDS_A_MODEL.get(category.id, f"the offline engine has no operator for {category.id!r}")
+
+    def edit(self, trajectory: Trajectory, category: Category, *, seed: int, sample: int) -> Edit:
+        """The `sample`-th perturbation in a seeded order; NotApplicable when there is none left."""
+        options = OPERATORS[category.id](trajectory)
+        if sample >= len(options):
+            found = f"only {len(options)} place(s)" if options else "nothing"
+            raise NotApplicable(f"{category.id}: the offline operator found {found} to work on in this trajectory")
+        # String seeds are hashed with SHA-512 by `random`, so the order is stable across processes and platforms.
+        key = f"{seed}\x00{trajectory.id}\x00{category.id}"
+        order = list(range(len(options)))
+        random.Random(f"order\x00{key}").shuffle(order)
+        return options[order[sample]](random.Random(f"edit\x00{key}\x00{sample}"))
+
+    async def propose(self, messages: list[dict[str, Any]], *, trajectory: Trajectory, category: Category,
+                      seed: int, sample: int, response_schema: dict[str, Any] | None) -> Proposal:
+        edit = self.edit(trajectory, category, seed=seed, sample=sample)
+        answer = {
+            "modified_question": edit.modified_question if edit.modified_question is not None else trajectory.question,
+            "modified_process": edit.modified_process,
+            "modified_steps": edit.modified_steps,
+            "error_steps": edit.error_steps,
+            "reason": edit.reason,
+        }
+        return Proposal(text=json.dumps(answer, ensure_ascii=False), details={"operator": edit.operator})

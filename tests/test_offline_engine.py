@@ -1,0 +1,160 @@
+"""The offline engine: every operator's output passes the validator, changes only what it declares, and is an
+error of its category; same seed, same records; the README's main command works with no network."""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from injector import OfflineEngine, Taxonomy, inject_one, load_trajectories
+from injector.cli import main
+from injector.engines.base import NotApplicable
+from injector.engines.offline import CERTAINTY, NUMBER, OPERATORS, split_answer
+from injector.records import Candidate, Rejection
+from injector.validate import normalize_step
+
+ENGINE = OfflineEngine()
+
+
+@pytest.fixture(scope="module")
+def taxonomy() -> Taxonomy:
+    return Taxonomy.load()
+
+
+@pytest.fixture(scope="module")
+def trajectories():
+    return list(load_trajectories())  # the bundled sample
+
+
+def records_for(taxonomy, category_id, trajectories, seed=0, sample=0):
+    category = taxonomy.category(category_id)
+    return [asyncio.run(inject_one(taxonomy, category, t, ENGINE, seed=seed, sample=sample)) for t in trajectories]
+
+
+def numbers(text: str) -> list[str]:
+    return [m.group(0) for m in NUMBER.finditer(text)]
+
+
+def unchanged_steps_are_original(candidate: Candidate) -> None:
+    """The undeclared steps are original steps, verbatim and in order, and no original step is lost."""
+    kept = [s for k, s in enumerate(candidate.modified_process, 1) if k not in candidate.modified_steps]
+    remaining = iter(candidate.original_process)
+    assert all(step in remaining for step in kept)  # an ordered subsequence of the original
+    assert len(candidate.original_process) - len(kept) <= len(candidate.modified_steps)  # nothing deleted
+    assert candidate.warnings == []
+
+
+@pytest.mark.parametrize("category_id", sorted(OPERATORS))
+def test_every_operator_passes_the_validator_and_changes_only_what_it_declares(taxonomy, trajectories,
+                                                                              category_id):
+    records = records_for(taxonomy, category_id, trajectories)
+    candidates = [r for r in records if isinstance(r, Candidate)]
+    rejects = [r for r in records if isinstance(r, Rejection)]
+    assert candidates, f"{category_id}: no candidate on the bundled data"
+    assert all(r.codes == ["not_applicable"] for r in rejects), [r.codes for r in rejects]
+    for candidate in candidates:
+        assert candidate.provenance["engine"] == "offline" and candidate.provenance["operator"]
+        unchanged_steps_are_original(candidate)
+        assert_error_of_category(category_id, candidate)
+
+
+def assert_error_of_category(category_id: str, c: Candidate) -> None:
+    errors = [c.modified_process[k - 1] for k in c.error_steps]
+    if category_id in ("counterfactual", "confidence", "step_contradiction"):
+        [k] = c.error_steps
+        old, new = c.original_process[k - 1], c.modified_process[k - 1]
+        if category_id == "confidence":
+            phrase = next(p for p in CERTAINTY if new.startswith(p))
+            new = new[len(phrase):]
+            assert new[:1].lower() == old[:1].lower()
+        old_body, new_body = split_answer(old)[0], split_answer(new)[0]
+        assert split_answer(old)[1] == split_answer(new)[1]  # the answer line is untouched
+        old_numbers, new_numbers = numbers(old_body), numbers(new_body)
+        assert len(old_numbers) == len(new_numbers)
+        differing = [(a, b) for a, b in zip(old_numbers, new_numbers) if a != b]
+        assert len(differing) == 1  # exactly one number changed, to a different value
+        if category_id == "step_contradiction":
+            # The changed number restates a value an earlier step derived after "=".
+            original_value = differing[0][0]
+            earlier = " ".join(c.original_process[: k - 1])
+            assert re.search(r"=\s*(?:\\\$\s*)?" + re.escape(original_value) + r"(?![\d.])", earlier)
+    elif category_id == "redundancy":
+        [k] = c.error_steps
+        inserted = c.modified_process[k - 1]
+        math = re.search(r"\$([^$]*=[^$]*)\$", inserted).group(1)
+        assert any(math in step for step in c.modified_process[: k - 1])  # restates an earlier result
+    elif category_id == "circular_logic":
+        first, last = c.error_steps
+        answer = split_answer(c.original_process[-1])[1].split("\n")[-1].strip()
+        assert f"${answer}$" in c.modified_process[first - 1] and "as given" in c.modified_process[first - 1]
+        assert last == len(c.modified_process) and "confirms" in c.modified_process[-1]
+        assert first < last
+    elif category_id == "missing_condition":
+        [k] = c.error_steps
+        assert c.modified_steps == [] and c.modified_question != c.original_question
+        removed = [n for n in numbers(c.original_question) if n not in numbers(c.modified_question)]
+        assert removed and any(n in numbers(errors[0]) for n in removed)  # the error step uses the dropped number
+    elif category_id == "domain_inconsistency":
+        [k] = c.error_steps
+        assert "\\pm" in c.original_process[k - 1] and not re.search(r"\\pm(?![A-Za-z])", errors[0])
+
+
+def test_same_seed_same_records_other_seed_differs(taxonomy, trajectories):
+    def strip_time(records):
+        return [r.model_dump(exclude={"provenance"}) | {"p": {**r.provenance, "time": None}} for r in records]
+
+    for category_id in OPERATORS:
+        first = strip_time(records_for(taxonomy, category_id, trajectories, seed=3))
+        again = strip_time(records_for(taxonomy, category_id, trajectories, seed=3))
+        assert first == again
+    a = [getattr(r, "modified_process", None) for r in records_for(taxonomy, "counterfactual", trajectories, seed=0)]
+    b = [getattr(r, "modified_process", None) for r in records_for(taxonomy, "counterfactual", trajectories, seed=1)]
+    assert a != b
+
+
+def test_samples_are_different_until_the_trajectory_runs_out(taxonomy, trajectories):
+    trajectory = trajectories[0]
+    category = taxonomy.category("redundancy")
+    options = len(OPERATORS["redundancy"](trajectory))
+    edits = [ENGINE.edit(trajectory, category, seed=0, sample=k) for k in range(options)]
+    assert len({json.dumps(e.modified_process) for e in edits}) == options > 1
+    with pytest.raises(NotApplicable):
+        ENGINE.edit(trajectory, category, seed=0, sample=options)
+
+
+def test_not_applicable_when_nothing_to_work_on(taxonomy):
+    from injector import Trajectory
+
+    plain = Trajectory(id="p", question="Is a square a rectangle?", steps=["Yes, by definition."], answer=None)
+    for category_id in OPERATORS:
+        [record] = records_for(taxonomy, category_id, [plain])
+        assert isinstance(record, Rejection) and record.codes == ["not_applicable"]
+        assert "found nothing to work on" in record.messages[0]
+
+
+def test_readme_main_command_runs_offline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("INJECT_MODEL", raising=False)
+    result = CliRunner().invoke(main, ["run", "--category", "circular_logic"])
+    assert result.exit_code == 0, result.output
+    assert "using the offline rule-based engine" in result.output
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    candidates = [json.loads(line) for line in (run_dir / "candidates.jsonl").read_text().splitlines()]
+    assert len(candidates) == 30 and {c["classification"] for c in candidates} == {"circular"}
+
+
+def test_model_categories_exit_2_alone_and_are_skipped_with_all(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--category", "deception", "--model", "offline"])
+    assert result.exit_code == 2
+    assert "pass --model with an LLM" in result.output and "deception" in result.output
+    result = CliRunner().invoke(main, ["run", "--category", "all", "--model", "offline", "--limit", "2",
+                                       "--out", "r"])
+    assert result.exit_code == 0, result.output
+    assert "skipping deception:" in result.output and "skipping multi_solution:" in result.output
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert set(manifest["skipped_categories"]) == {"deception", "multi_solution"}
+    assert "deception" not in manifest["config"]["categories"]
