@@ -1,6 +1,7 @@
 """`inject`: a thin command-line skin over the public API (parse options, call the API, map errors to exit codes)."""
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
@@ -92,6 +93,7 @@ def _load(input_path, input_format, fields, split, strict, skip_invalid, categor
 @click.version_option(__version__, prog_name="inject")
 def main() -> None:
     """Inject validated process-level errors into fully correct step-by-step solutions."""
+    logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
 
 
 @main.command()
@@ -139,14 +141,35 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
 @click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
               help="Candidates to ask for per (trajectory, category).")
 @click.option("--no-schema", is_flag=True, help="Do not send a JSON-schema response_format (for servers that reject it).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Requests in flight.")
-@click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected.")
+@click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Attempts per unit; a failed answer is sent back with the validator's messages.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight.")
+@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, at most.")
+@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, at most.")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+              help="Request cache file (SQLite). Default: the user cache directory.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the request cache.")
+@click.option("--price-in", type=click.FloatRange(min=0), help="Dollars per million prompt tokens (unknown models).")
+@click.option("--price-out", type=click.FloatRange(min=0), help="Dollars per million completion tokens.")
+@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly (exit 3, resumable) once this run has "
+              "spent this many dollars.")
+@click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
+@click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
+              "(transient failures are always redone).")
 def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, out, model,
-        api_base, temperature, max_tokens, seed, samples, no_schema, concurrency, retry_rejects) -> None:
+        api_base, temperature, max_tokens, seed, samples, no_schema, max_attempts, concurrency, rpm, tpm, cache_path,
+        no_cache, price_in, price_out, max_cost, dry_run, retry_rejects) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from . import LLMEngine, OfflineEngine, split_by_support
+    from . import dry_run as plan_run
     from . import run as run_injection
+    from .cache import RequestCache
+    from .limits import RateLimiter
+    from .pipeline import default_run_dir
+    from .progress import ProgressDisplay, dry_run_table, summary_table
 
+    if (price_in is None) != (price_out is None):
+        raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
     taxonomy, selected, source = _load(
         input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path
     )
@@ -156,17 +179,34 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
     if not model or model == OFFLINE_MODEL:
         engine = OfflineEngine()
     else:
+        cache = None if no_cache or dry_run else RequestCache(cache_path)
         engine = LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
-                           use_schema=not no_schema)
+                           use_schema=not no_schema, limiter=RateLimiter(rpm, tpm), cache=cache,
+                           price_in=price_in, price_out=price_out)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
-    result = run_injection(
-        source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples, seed=seed,
-        limit=limit, concurrency=concurrency, retry_rejects=retry_rejects, command=["inject", *sys.argv[1:]],
-    )
+    if dry_run:
+        report = plan_run(source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples,
+                          limit=limit, max_attempts=max_attempts, retry_rejects=retry_rejects)
+        click.echo(dry_run_table(report))
+        return
+    out = Path(out) if out else default_run_dir()
+    command = ["inject", *sys.argv[1:]]
+    try:
+        with ProgressDisplay() as display:
+            result = run_injection(
+                source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples, seed=seed,
+                limit=limit, concurrency=concurrency, max_attempts=max_attempts, max_cost=max_cost,
+                retry_rejects=retry_rejects, on_progress=display.update, command=command,
+            )
+    except KeyboardInterrupt:
+        resume = " ".join(command) + ("" if "--out" in command else f" --out {out}")
+        click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     counts = result.manifest.counts
     click.echo(source.describe(), err=True)
+    click.echo(summary_table(result.progress), err=True)
     click.echo(
         f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
-        f"({result.written} new, {result.skipped_existing} already there)"
+        f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )

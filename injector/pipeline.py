@@ -1,7 +1,8 @@
-"""The run loop: trajectories x categories x samples -> engine -> parse -> validate -> run directory.
+"""The run loop: trajectories x categories x samples -> `inject_one` -> run directory.
 
-Units stream from the source through a bounded queue to a fixed number of workers, so memory stays flat however
-large the input; every unit ends as exactly one candidate or one reject, and a rerun skips what is written.
+Units stream from the source through a bounded queue to `concurrency` workers, so memory stays flat however large
+the input; every unit ends as exactly one candidate or one reject; a rerun skips what is written (and retries
+transient failures); a cost budget stops the run cleanly, resumable.
 """
 from __future__ import annotations
 
@@ -9,26 +10,20 @@ import asyncio
 import hashlib
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from . import __version__
-from .contract import AnswerError, parse_answer, response_schema
-from .engines.base import Engine, NotApplicable, ProviderError, TransientProviderError
-from .errors import UserError
+from .engines.base import Engine
+from .errors import BudgetExceeded, UserError
+from .inject import DEFAULT_MAX_ATTEMPTS, OUTPUT_MODE, Unit, inject_one, utc_now
 from .prompts import render_messages
-from .records import Candidate, Rejection, RunDirectory, RunManifest, unit_id
+from .records import Candidate, RunDirectory, RunManifest
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
-from .validate import validate_answer
-
-OUTPUT_MODE = "full"  # the model writes back the whole modified solution
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def default_run_dir() -> Path:
@@ -36,110 +31,56 @@ def default_run_dir() -> Path:
 
 
 @dataclass
-class Unit:
-    """One unit of work: inject `category` into `trajectory`, the `sample`-th time."""
+class RunProgress:
+    """Live counts of a run, passed to the `on_progress` callback after every unit."""
 
-    trajectory: Trajectory
-    category: Category
-    sample: int
+    planned: int | None = None
+    """Units this invocation expects to do (an upper bound from the input size), when known."""
+    done: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    skipped_existing: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = 0.0
+    """Dollars spent by this invocation; None once any answer had no known price."""
+    codes: dict[str, int] = field(default_factory=dict)
+    by_category: dict[str, dict[str, int]] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    retries: Callable[[], int] = lambda: 0
+    """Transient retries so far (read from the engine)."""
 
-    @property
-    def id(self) -> str:
-        return unit_id(self.trajectory.id, self.category.id, self.sample)
+    def rate(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0
 
+    def eta_seconds(self) -> float | None:
+        rate = self.rate()
+        if self.planned is None or rate <= 0:
+            return None
+        return max(0.0, (self.planned - self.done) / rate)
 
-async def inject_one(
-    taxonomy: Taxonomy,
-    category: Category,
-    trajectory: Trajectory,
-    engine: Engine,
-    *,
-    sample: int = 0,
-    seed: int = 0,
-) -> Candidate | Rejection:
-    """Ask the engine for one injection and return the validated candidate, or the rejection with its codes."""
-    unit = Unit(trajectory, category, sample)
-    provenance: dict[str, Any] = {
-        **engine.describe(),
-        "taxonomy": taxonomy.name,
-        "taxonomy_hash": taxonomy.file_hash(),
-        "template_hash": taxonomy.template_hash(category),
-        "seed": seed,
-        "output_mode": OUTPUT_MODE,
-        "toolkit_version": __version__,
-    }
-    messages = render_messages(taxonomy, category, trajectory)
-    schema = response_schema(multi_solution=category.rules.multi_solution)
-    try:
-        proposal = await engine.propose(
-            messages, trajectory=trajectory, category=category, seed=seed, sample=sample, response_schema=schema
-        )
-    except (ProviderError, TransientProviderError, NotApplicable) as exc:
-        provenance.update(attempts=[{"codes": [exc.code]}], time=utc_now())
-        return _rejection(unit, [exc.code], [str(exc)], None, provenance)
-
-    provenance.update(usage=proposal.usage, cost=proposal.cost, **proposal.details)
-    try:
-        answer = parse_answer(proposal.text, multi_solution=category.rules.multi_solution)
-    except AnswerError as exc:
-        provenance.update(attempts=[{"codes": [exc.code]}], time=utc_now())
-        return _rejection(unit, [exc.code], [exc.message], proposal.text, provenance)
-
-    verdict = validate_answer(taxonomy, category, trajectory, answer)
-    provenance.update(attempts=[{"codes": list(verdict.codes)}], time=utc_now())
-    if not verdict.accepted:
-        return _rejection(unit, verdict.codes, verdict.messages, proposal.text, provenance)
-    record: dict[str, Any] = {}
-    if category.rules.multi_solution and trajectory.answer is not None:
-        record["ground_truth"] = trajectory.answer
-    return Candidate(
-        original_question=trajectory.question,
-        modified_question=verdict.modified_question,
-        original_process=list(trajectory.steps),
-        modified_process=verdict.modified_process,
-        modified_steps=verdict.modified_steps,
-        error_steps=verdict.error_steps,
-        reason=answer.reason,
-        idx=_source_idx(trajectory),
-        question=str(trajectory.meta.get("question", trajectory.question)),
-        classification=category.classification,
-        id=unit.id,
-        category=category.id,
-        trajectory_id=trajectory.id,
-        sample=sample,
-        warnings=verdict.warnings,
-        provenance=provenance,
-        **record,
-    )
-
-
-def _source_idx(trajectory: Trajectory) -> str:
-    return str(trajectory.meta.get("idx", trajectory.id))
-
-
-def _rejection(unit: Unit, codes: list[str], messages: list[str], raw: str | None, provenance: dict) -> Rejection:
-    return Rejection(
-        id=unit.id,
-        trajectory_id=unit.trajectory.id,
-        idx=_source_idx(unit.trajectory),
-        category=unit.category.id,
-        sample=unit.sample,
-        codes=list(codes),
-        messages=list(messages),
-        raw=raw,
-        provenance=provenance,
-    )
+    def record(self, record: Any) -> None:
+        self.done += 1
+        outcome = "accepted" if isinstance(record, Candidate) else "rejected"
+        setattr(self, outcome, getattr(self, outcome) + 1)
+        self.by_category.setdefault(record.category, {"accepted": 0, "rejected": 0})[outcome] += 1
+        for code in getattr(record, "codes", []):
+            self.codes[code] = self.codes.get(code, 0) + 1
+        usage = record.provenance.get("usage") or {}
+        self.prompt_tokens += usage.get("prompt_tokens", 0)
+        self.completion_tokens += usage.get("completion_tokens", 0)
+        cost = record.provenance.get("cost")
+        self.cost = None if self.cost is None or cost is None else self.cost + cost
 
 
 @dataclass
 class RunResult:
-    """What `run` returns: where the outputs are and the manifest it wrote."""
+    """What `run` returns: where the outputs are, the manifest it wrote and this invocation's progress."""
 
     out_dir: Path
     manifest: RunManifest
-    written: int = 0
-    """Units processed by this invocation (the rest were already in the run directory)."""
-    skipped_existing: int = 0
+    progress: RunProgress
 
 
 def split_by_support(engine: Engine, categories: list[Category]) -> tuple[list[Category], dict[str, str]]:
@@ -182,6 +123,27 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def iter_units(
+    trajectories: Iterable[Trajectory], categories: list[Category], samples: int, limit: int | None
+) -> Iterator[Unit]:
+    for count, trajectory in enumerate(trajectories):
+        if limit is not None and count >= limit:
+            return
+        for category in categories:
+            for sample in range(samples):
+                yield Unit(trajectory, category, sample)
+
+
+def _planned_units(trajectories: Iterable[Trajectory], categories: list[Category], samples: int,
+                   limit: int | None) -> int | None:
+    estimate = getattr(trajectories, "estimated_count", lambda: None)()
+    if estimate is None:
+        estimate = limit
+    elif limit is not None:
+        estimate = min(estimate, limit)
+    return None if estimate is None else estimate * len(categories) * samples
+
+
 def run(
     trajectories: Iterable[Trajectory],
     *,
@@ -192,19 +154,26 @@ def run(
     samples: int = 1,
     seed: int = 0,
     limit: int | None = None,
-    concurrency: int = 8,
+    concurrency: int = 16,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    max_cost: float | None = None,
     retry_rejects: bool = False,
+    on_progress: Callable[[RunProgress], None] | None = None,
     source: dict[str, Any] | None = None,
     command: list[str] | None = None,
 ) -> RunResult:
     """Inject every category into every trajectory (`samples` times each) and write a run directory.
 
     `source` identifies the input in the run configuration (a `TrajectorySource` provides it); an existing run
-    directory of the same configuration is continued. Rejects are a normal outcome, not an exception.
+    directory of the same configuration is continued. Rejects are a normal outcome, not an exception; a reached
+    `max_cost` (dollars, this invocation) raises `BudgetExceeded` after the requests in flight are written.
     """
     source = source if source is not None else getattr(trajectories, "identity", lambda: {"input": "python"})()
     engine.check_ready()
     categories, skipped_categories = split_by_support(engine, categories)
+    if max_cost is not None and engine_prices(engine) is None:
+        raise UserError(f"--max-cost needs a price, and {engine.describe()['model']!r} has none in litellm's list: "
+                        "set --price-in and --price-out (dollars per million tokens)")
     config = run_configuration(
         source=source, taxonomy=taxonomy, categories=categories, engine=engine, samples=samples, seed=seed
     )
@@ -220,83 +189,89 @@ def run(
         skipped_categories=skipped_categories,
     )
     run_dir.write_manifest(manifest)
-    result = RunResult(out_dir=run_dir.path, manifest=manifest)
+    progress = RunProgress(planned=_planned_units(trajectories, categories, samples, limit),
+                           retries=lambda: getattr(engine, "retries", 0))
     try:
-        asyncio.run(_run_units(trajectories, taxonomy, categories, engine, run_dir, result,
-                               samples=samples, seed=seed, limit=limit, concurrency=concurrency,
-                               retry_rejects=retry_rejects))
+        asyncio.run(_run_units(
+            iter_units(trajectories, categories, samples, limit), taxonomy, engine, run_dir, progress,
+            seed=seed, concurrency=concurrency, max_attempts=max_attempts, max_cost=max_cost,
+            retry_rejects=retry_rejects, on_progress=on_progress,
+        ))
         manifest.status = "finished"
     except KeyboardInterrupt:
         manifest.status = "interrupted"
+        raise
+    except BudgetExceeded:
+        manifest.status = "budget_exceeded"
         raise
     except BaseException:
         manifest.status = "failed"
         raise
     finally:
+        run_dir.compact_rejects()
         stats = getattr(trajectories, "stats", None)
         manifest.source = stats.as_dict() if stats is not None else {}
         manifest.counts = run_dir.count_outcomes()
         manifest.totals = manifest.counts.pop("totals")
         manifest.finished = utc_now()
         run_dir.write_manifest(manifest)
-    return result
+        run_dir.release()
+    return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
 
 
-def _units(
-    trajectories: Iterable[Trajectory], categories: list[Category], samples: int, limit: int | None
-) -> Iterator[Unit]:
-    for count, trajectory in enumerate(trajectories):
-        if limit is not None and count >= limit:
-            return
-        for category in categories:
-            for sample in range(samples):
-                yield Unit(trajectory, category, sample)
+def engine_prices(engine: Engine) -> tuple[float, float] | None:
+    """Dollars per prompt and completion token; engines without a `prices` method cost nothing."""
+    prices = getattr(engine, "prices", None)
+    return prices() if prices is not None else (0.0, 0.0)
 
 
 async def _run_units(
-    trajectories: Iterable[Trajectory],
+    units: Iterator[Unit],
     taxonomy: Taxonomy,
-    categories: list[Category],
     engine: Engine,
     run_dir: RunDirectory,
-    result: RunResult,
+    progress: RunProgress,
     *,
-    samples: int,
     seed: int,
-    limit: int | None,
     concurrency: int,
+    max_attempts: int,
+    max_cost: float | None,
     retry_rejects: bool,
+    on_progress: Callable[[RunProgress], None] | None,
 ) -> None:
-    accepted, rejected = run_dir.written_ids()
-    run_dir.remove_rejects(accepted & rejected)  # a crash between "candidate written" and "reject removed"
-    done = accepted | (set() if retry_rejects else rejected)
+    written = run_dir.written()
+    finished = written.finished(retry_rejects)
     queue: asyncio.Queue[Unit | None] = asyncio.Queue(maxsize=2 * concurrency)
-    succeeded_after_reject: set[str] = set()
     failures: list[BaseException] = []
+
+    def over_budget() -> bool:
+        return max_cost is not None and progress.cost is not None and progress.cost >= max_cost
 
     async def worker() -> None:
         while (unit := await queue.get()) is not None:
-            if failures:
+            if failures or over_budget():
                 continue  # keep draining so the producer never blocks on a full queue
             try:
-                record = await inject_one(
-                    taxonomy, unit.category, unit.trajectory, engine, sample=unit.sample, seed=seed
-                )
+                record = await inject_one(taxonomy, unit.category, unit.trajectory, engine, sample=unit.sample,
+                                          seed=seed, max_attempts=max_attempts,
+                                          read_cache=unit.id not in written.rejected)
             except Exception as exc:  # authentication refused, a bug: stop the whole run
                 failures.append(exc)
                 continue
             run_dir.append(record)
-            result.written += 1
-            if isinstance(record, Candidate) and unit.id in rejected:
-                succeeded_after_reject.add(unit.id)
+            progress.record(record)
+            if on_progress:
+                on_progress(progress)
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
     try:
-        for unit in _units(trajectories, categories, samples, limit):
-            if failures:
+        for unit in units:
+            if failures or over_budget():
                 break
-            if unit.id in done:
-                result.skipped_existing += 1
+            if unit.id in finished:
+                progress.skipped_existing += 1
+                if progress.planned is not None:
+                    progress.planned -= 1
                 continue
             await queue.put(unit)
         for _ in workers:
@@ -307,7 +282,58 @@ async def _run_units(
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         raise
-    finally:
-        run_dir.remove_rejects(succeeded_after_reject)
     if failures:
         raise failures[0]
+    if over_budget():
+        raise BudgetExceeded(f"spent ${progress.cost:.4f}, reaching --max-cost ${max_cost:g}; "
+                             "run the same command again to continue")
+
+
+@dataclass
+class DryRunReport:
+    """What a run would send, counted before anything is spent."""
+
+    units: int = 0
+    skipped_existing: int = 0
+    prompt_tokens: int = 0
+    completion_tokens_estimate: int = 0
+    cost_estimate: float | None = None
+    """Dollars for one attempt per unit; None when the model has no known price."""
+    max_attempts: int = 1
+
+
+def dry_run(
+    trajectories: Iterable[Trajectory],
+    *,
+    taxonomy: Taxonomy,
+    categories: list[Category],
+    engine: Engine,
+    out: str | Path | None = None,
+    samples: int = 1,
+    limit: int | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    retry_rejects: bool = False,
+) -> DryRunReport:
+    """Count the requests and prompt tokens of a run (skipping what `out` already holds), and estimate its cost.
+
+    The answer's length is estimated as the length of the solution it writes back (full mode echoes every step).
+    """
+    categories, _ = split_by_support(engine, categories)
+    finished: set[str] = set()
+    if out is not None and RunDirectory(out).read_manifest() is not None:
+        finished = RunDirectory(out).written().finished(retry_rejects)
+    count_tokens = getattr(engine, "count_tokens", lambda messages: sum(len(m["content"]) for m in messages) // 4)
+    report = DryRunReport(max_attempts=max_attempts if getattr(engine, "takes_feedback", False) else 1)
+    for unit in iter_units(trajectories, categories, samples, limit):
+        if unit.id in finished:
+            report.skipped_existing += 1
+            continue
+        messages = render_messages(taxonomy, unit.category, unit.trajectory)
+        report.units += 1
+        report.prompt_tokens += count_tokens(messages)
+        answer = json.dumps({"modified_process": unit.trajectory.steps}, ensure_ascii=False)
+        report.completion_tokens_estimate += len(answer) // 4 + 60
+    prices = engine_prices(engine)
+    if prices is not None:
+        report.cost_estimate = report.prompt_tokens * prices[0] + report.completion_tokens_estimate * prices[1]
+    return report

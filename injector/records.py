@@ -1,9 +1,12 @@
 """What a run writes: `Candidate`, `Rejection` and `RunManifest`, and the run directory that holds them."""
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
 import os
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -14,6 +17,9 @@ from .errors import UserError
 CANDIDATES_FILE = "candidates.jsonl"
 REJECTS_FILE = "rejects.jsonl"
 MANIFEST_FILE = "manifest.json"
+TRANSIENT_FAILURE = "transient_failure"
+
+log = logging.getLogger("injector")
 
 
 class Candidate(BaseModel):
@@ -87,28 +93,45 @@ def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file we wrote; a torn last line (a crash mid-write) is ignored."""
+    """Records of a JSONL file we wrote; a torn line (a write cut short by a kill) is skipped with a warning."""
     if not path.exists():
         return
     with path.open(encoding="utf-8") as handle:
-        for line in handle:
+        for number, line in enumerate(handle, 1):
             line = line.strip()
             if not line:
                 continue
             try:
                 yield json.loads(line)
             except json.JSONDecodeError:
-                continue
+                log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
+
+
+@dataclass
+class WrittenUnits:
+    """What a run directory already holds, by unit id."""
+
+    accepted: set[str] = field(default_factory=set)
+    rejected: dict[str, list[str]] = field(default_factory=dict)
+    """Unit id -> the codes of its latest reject."""
+
+    def finished(self, retry_rejects: bool) -> set[str]:
+        """Units a rerun skips: candidates, and rejects other than transient failures (unless retry_rejects)."""
+        if retry_rejects:
+            return set(self.accepted)
+        final = {uid for uid, codes in self.rejected.items() if codes != [TRANSIENT_FAILURE]}
+        return self.accepted | final
 
 
 class RunDirectory:
-    """A run directory: append-only candidates and rejects, plus the manifest."""
+    """A run directory: append-only candidates and rejects, plus the manifest; one writer at a time."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.candidates_path = self.path / CANDIDATES_FILE
         self.rejects_path = self.path / REJECTS_FILE
         self.manifest_path = self.path / MANIFEST_FILE
+        self._lock: Any = None
 
     def read_manifest(self) -> dict[str, Any] | None:
         if not self.manifest_path.exists():
@@ -119,7 +142,7 @@ class RunDirectory:
             raise UserError(f"{self.manifest_path}: not valid JSON ({exc}); remove the run directory or fix it") from None
 
     def prepare(self, config_hash: str) -> None:
-        """Create the directory, or check that an existing one was made with the same configuration."""
+        """Create the directory, or check that an existing one was made with the same configuration, and lock it."""
         manifest = self.read_manifest()
         if manifest is not None and manifest.get("config_hash") != config_hash:
             raise UserError(
@@ -129,21 +152,34 @@ class RunDirectory:
         if manifest is None and self.path.exists() and any(self.path.iterdir()):
             raise UserError(f"{self.path} exists and is not a run directory; choose another --out")
         self.path.mkdir(parents=True, exist_ok=True)
-        self._drop_torn_lines()
+        self._lock = (self.path / ".lock").open("w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise UserError(f"{self.path} is being written by another inject process; wait for it to finish") from None
+        self._drop_torn_tails()
 
-    def _drop_torn_lines(self) -> None:
-        # A crash mid-write can leave a last line without its newline; appending after it would corrupt two records.
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def _drop_torn_tails(self) -> None:
+        # A kill mid-write can leave a last line without its newline; appending after it would corrupt two records.
         for path in (self.candidates_path, self.rejects_path):
             if path.exists() and path.stat().st_size:
                 data = path.read_bytes()
                 if not data.endswith(b"\n"):
+                    log.warning("%s: dropping a torn last line (an interrupted write); its unit will be redone", path)
                     path.write_bytes(data[: data.rfind(b"\n") + 1])
 
-    def written_ids(self) -> tuple[set[str], set[str]]:
-        """Ids of units that already have a candidate, and of units that have a reject."""
-        accepted = {record["id"] for record in read_jsonl(self.candidates_path)}
-        rejected = {record["id"] for record in read_jsonl(self.rejects_path)} - accepted
-        return accepted, rejected
+    def written(self) -> WrittenUnits:
+        """Units already written; a unit with a candidate counts as accepted whatever rejects it has."""
+        units = WrittenUnits(accepted={record["id"] for record in read_jsonl(self.candidates_path)})
+        for record in read_jsonl(self.rejects_path):
+            if record["id"] not in units.accepted:
+                units.rejected[record["id"]] = record.get("codes", [])
+        return units
 
     def append(self, record: Candidate | Rejection) -> None:
         path = self.candidates_path if isinstance(record, Candidate) else self.rejects_path
@@ -152,14 +188,24 @@ class RunDirectory:
         with path.open("a", encoding="utf-8") as handle:
             handle.write(record.model_dump_json() + "\n")
 
-    def remove_rejects(self, ids: set[str]) -> None:
-        """Drop the rejects of units that have since succeeded (atomic rewrite)."""
-        if not ids or not self.rejects_path.exists():
+    def compact_rejects(self) -> None:
+        """Keep each unit's latest outcome only: drop rejects of accepted units and all but the last reject of a
+        unit tried again. Rewrites the file atomically, and only when there is something to drop."""
+        if not self.rejects_path.exists():
+            return
+        accepted = {record["id"] for record in read_jsonl(self.candidates_path)}
+        last_line: dict[str, int] = {}
+        total = 0
+        for number, record in enumerate(read_jsonl(self.rejects_path)):
+            last_line[record["id"]] = number
+            total += 1
+        keep = {number for uid, number in last_line.items() if uid not in accepted}
+        if len(keep) == total:
             return
         temporary = self.rejects_path.with_suffix(".jsonl.tmp")
         with temporary.open("w", encoding="utf-8") as out:
-            for record in read_jsonl(self.rejects_path):
-                if record.get("id") not in ids:
+            for number, record in enumerate(read_jsonl(self.rejects_path)):
+                if number in keep:
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
         os.replace(temporary, self.rejects_path)
 

@@ -65,6 +65,21 @@ class TrajectorySource:
         self.options: dict[str, Any] = {}
         """The loader options that change what is selected (part of a run's configuration)."""
 
+    def estimated_count(self) -> int | None:
+        """Records in the input, counted cheaply by lines (an upper bound on trajectories); None when unknown."""
+        path = Path(self.path)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".json"))
+        else:
+            files = [path] if path.is_file() and path.suffix in (".jsonl", ".json") else []
+        if not files:
+            return None
+        total = 0
+        for file in files:
+            with file.open("rb") as handle:
+                total += sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+        return total
+
     def identity(self) -> dict[str, Any]:
         """What identifies this input in a run configuration: a rerun on the same input continues the run."""
         path = self.path if self.path.startswith("hf:") else str(Path(self.path).resolve())

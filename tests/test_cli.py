@@ -107,8 +107,9 @@ def test_rejects_keep_raw_codes_and_messages(scripted_server, trajectories_file,
     assert invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "1")).exit_code == 0
     [reject] = read_jsonl(out / "rejects.jsonl")
     assert reject["codes"] == ["undeclared_change"] and "step 2" in reject["messages"][0]
-    assert reject["raw"].startswith("Here you go") and reject["provenance"]["attempts"] == [
-        {"codes": ["undeclared_change"]}]
+    assert reject["raw"].startswith("Here you go")
+    assert reject["provenance"]["attempts"] == [{"codes": ["undeclared_change"]}] * 3  # re-asked twice
+    assert reject["provenance"]["usage"] == {"prompt_tokens": 300, "completion_tokens": 150}  # summed
     # --retry-rejects redoes it; on success the reject is removed, so each unit is in exactly one file.
     scripted_server.script = lambda request: json.dumps(CIRCULAR)
     assert invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "1", "--retry-rejects")).exit_code == 0

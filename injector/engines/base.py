@@ -32,9 +32,10 @@ class TransientProviderError(Exception):
 
     code = "transient_failure"
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status
 
 
 class NotApplicable(Exception):
@@ -69,4 +70,7 @@ class Engine(Protocol):
         seed: int,
         sample: int,
         response_schema: dict[str, Any] | None,
-    ) -> Proposal: ...
+        read_cache: bool = True,
+    ) -> Proposal:
+        """The engine's answer to `messages`; `read_cache=False` asks for a fresh one (a retried reject)."""
+        ...

@@ -6,9 +6,12 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+from tenacity import (AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_after_delay,
+                      wait_exponential_jitter)
 
+from ..cache import RequestCache, request_key
 from ..errors import AuthenticationRefused, UserError
+from ..limits import RateLimiter
 from ..taxonomy import Category
 from ..trajectory import Trajectory
 from .base import Proposal, ProviderError, TransientProviderError
@@ -47,6 +50,7 @@ class LLMEngine:
     """Sends a unit's messages through litellm and returns the text, usage and cost."""
 
     name = "llm"
+    takes_feedback = True
 
     def __init__(
         self,
@@ -57,8 +61,13 @@ class LLMEngine:
         max_tokens: int | None = 4096,
         use_schema: bool = True,
         timeout: float = 300.0,
-        transient_attempts: int = 4,
+        transient_attempts: int = 6,
+        transient_seconds: float = 600.0,
         backoff_seconds: float = 1.0,
+        limiter: RateLimiter | None = None,
+        cache: RequestCache | None = None,
+        price_in: float | None = None,
+        price_out: float | None = None,
     ):
         self.model = model
         self.api_base = api_base
@@ -67,7 +76,14 @@ class LLMEngine:
         self.use_schema = use_schema
         self.timeout = timeout
         self.transient_attempts = transient_attempts
+        self.transient_seconds = transient_seconds
         self.backoff_seconds = backoff_seconds
+        self.limiter = limiter or RateLimiter()
+        self.cache = cache
+        self.price_in, self.price_out = price_in, price_out
+        """Dollars per million prompt / completion tokens, for models litellm has no price for."""
+        self.retries = 0
+        """Transient faults retried so far (shown in progress; not attempts)."""
         self._api_key: str | None = None
 
     def describe(self) -> dict[str, Any]:
@@ -101,6 +117,20 @@ class LLMEngine:
     def unsupported_reason(self, category: Category) -> str | None:
         return None  # a model can be asked for any category
 
+    def prices(self) -> tuple[float, float] | None:
+        """Dollars per prompt token and per completion token, or None when unknown."""
+        if self.price_in is not None and self.price_out is not None:
+            return self.price_in / 1e6, self.price_out / 1e6
+        try:
+            info = import_litellm().get_model_info(self.model)
+        except Exception:  # litellm raises for models it does not know
+            return None
+        price_in, price_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+        return (price_in, price_out) if price_in is not None and price_out is not None else None
+
+    def count_tokens(self, messages: list[dict[str, Any]]) -> int:
+        return int(import_litellm().token_counter(model=self.model, messages=messages))
+
     def sends_schema(self) -> bool:
         if not self.use_schema:
             return False
@@ -111,6 +141,20 @@ class LLMEngine:
         except Exception:
             return False
 
+    def request(self, messages: list[dict[str, Any]], seed: int, schema: dict | None, name: str) -> dict[str, Any]:
+        """The litellm arguments that decide the answer (what the cache key covers): no key, no transport."""
+        request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                                   "seed": seed}
+        if self.max_tokens:
+            request["max_tokens"] = self.max_tokens
+        if self.api_base:
+            request["api_base"] = self.api_base
+        if schema is not None and self.sends_schema():
+            request["response_format"] = {
+                "type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True},
+            }
+        return request
+
     async def propose(
         self,
         messages: list[dict[str, Any]],
@@ -120,29 +164,19 @@ class LLMEngine:
         seed: int,
         sample: int,
         response_schema: dict[str, Any] | None,
+        read_cache: bool = True,
     ) -> Proposal:
-        """One completion (sent seed+sample), retrying transient faults with exponential backoff and jitter."""
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.temperature,
-            "seed": seed + sample,
-            "timeout": self.timeout,
-            "num_retries": 0,
-            "max_retries": 0,  # the openai SDK's own retries; ours are explicit
-            "drop_params": True,  # providers without `seed` still answer
-        }
-        if self.max_tokens:
-            kwargs["max_tokens"] = self.max_tokens
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-        if self._api_key:
-            kwargs["api_key"] = self._api_key
-        if response_schema is not None and self.sends_schema():
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": f"{category.id}_answer", "schema": response_schema, "strict": True},
-            }
+        """One answer (sent seed+sample): from the cache, else from the provider with transient faults retried."""
+        request = self.request(messages, seed + sample, response_schema, f"{category.id}_answer")
+        key = request_key(request) if self.cache else None
+        if self.cache and read_cache and (hit := self.cache.get(key)):
+            return Proposal(text=hit["text"], usage={}, cost=0.0, details={"cached": True})
+        proposal = await self._complete_with_retries(request)
+        if self.cache:
+            self.cache.put(key, proposal.text, proposal.usage, proposal.cost)
+        return proposal
+
+    async def _complete_with_retries(self, request: dict[str, Any]) -> Proposal:
         backoff = wait_exponential_jitter(multiplier=self.backoff_seconds, max=60, jitter=self.backoff_seconds)
 
         def wait(state: RetryCallState) -> float:
@@ -151,34 +185,52 @@ class LLMEngine:
             retry_after = getattr(error, "retry_after", None)
             return retry_after if retry_after is not None else backoff(state)
 
+        def count_retry(state: RetryCallState) -> None:
+            self.retries += 1
+
         retrying = AsyncRetrying(
             retry=retry_if_exception_type(TransientProviderError),
-            stop=stop_after_attempt(self.transient_attempts),
+            stop=stop_after_attempt(self.transient_attempts) | stop_after_delay(self.transient_seconds),
             wait=wait,
+            before_sleep=count_retry,
             reraise=True,
         )
         async for attempt in retrying:
             with attempt:
-                return await self._complete_once(kwargs)
+                return await self._complete_once(request)
         raise AssertionError("unreachable")  # tenacity either returns or re-raises
 
-    async def _complete_once(self, kwargs: dict[str, Any]) -> Proposal:
+    async def _complete_once(self, request: dict[str, Any]) -> Proposal:
         litellm = import_litellm()
+        await self.limiter.before_request(sum(len(str(m.get("content", ""))) for m in request["messages"]) // 4)
+        extra: dict[str, Any] = {"timeout": self.timeout, "num_retries": 0, "drop_params": True,
+                                 "max_retries": 0}  # the openai SDK's own retries; ours are explicit
+        if self._api_key:
+            extra["api_key"] = self._api_key
         try:
-            response = await litellm.acompletion(**kwargs)
+            response = await litellm.acompletion(**request, **extra)
         except Exception as exc:
-            raise classify_provider_error(litellm, exc) from exc
+            error = classify_provider_error(litellm, exc)
+            if isinstance(error, TransientProviderError) and error.status == 429:
+                # Slow the whole run down, not just this request.
+                self.limiter.pause(error.retry_after if error.retry_after is not None else self.backoff_seconds)
+            raise error from exc
         text = response.choices[0].message.content or ""
         usage = getattr(response, "usage", None)
         usage_dict = {
             "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
             "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
         }
+        await self.limiter.after_response(usage_dict["completion_tokens"])
+        return Proposal(text=text, usage=usage_dict, cost=self._cost(litellm, response, usage_dict))
+
+    def _cost(self, litellm: Any, response: Any, usage: dict[str, int]) -> float | None:
+        if self.price_in is not None and self.price_out is not None:
+            return (usage["prompt_tokens"] * self.price_in + usage["completion_tokens"] * self.price_out) / 1e6
         try:
-            cost = float(litellm.completion_cost(completion_response=response))
-        except Exception:  # unknown models have no price
-            cost = None
-        return Proposal(text=text, usage=usage_dict, cost=cost)
+            return float(litellm.completion_cost(completion_response=response))
+        except Exception:  # unknown models have no price: the cost is unknown, not 0
+            return None
 
 
 def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
@@ -189,14 +241,12 @@ def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
         return AuthenticationRefused(f"the provider refused the credentials ({message}); check the API key")
     if isinstance(exc, litellm.ContextWindowExceededError):
         return ProviderError(message)
-    if isinstance(exc, (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
-                        litellm.ServiceUnavailableError, litellm.InternalServerError)) or status in (
-        429, 500, 502, 503, 504,
-    ):
-        return TransientProviderError(message, retry_after=_retry_after(exc))
-    if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)) or status in (400, 404, 422):
-        return ProviderError(message)
-    return ProviderError(message)
+    if isinstance(exc, litellm.RateLimitError) or status == 429:
+        return TransientProviderError(message, retry_after=_retry_after(exc), status=429)
+    if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError, litellm.ServiceUnavailableError,
+                        litellm.InternalServerError)) or status in (500, 502, 503, 504):
+        return TransientProviderError(message, retry_after=None, status=status)
+    return ProviderError(message)  # 400, 404, 422 and anything else we cannot fix by waiting
 
 
 def _retry_after(exc: Exception) -> float | None:

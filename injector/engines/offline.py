@@ -301,7 +301,8 @@ class OfflineEngine:
         return options[order[sample]](random.Random(f"edit\x00{key}\x00{sample}"))
 
     async def propose(self, messages: list[dict[str, Any]], *, trajectory: Trajectory, category: Category,
-                      seed: int, sample: int, response_schema: dict[str, Any] | None) -> Proposal:
+                      seed: int, sample: int, response_schema: dict[str, Any] | None,
+                      read_cache: bool = True) -> Proposal:
         edit = self.edit(trajectory, category, seed=seed, sample=sample)
         answer = {
             "modified_question": edit.modified_question if edit.modified_question is not None else trajectory.question,
@@ -310,4 +311,4 @@ class OfflineEngine:
             "error_steps": edit.error_steps,
             "reason": edit.reason,
         }
-        return Proposal(text=json.dumps(answer, ensure_ascii=False), details={"operator": edit.operator})
+        return Proposal(text=json.dumps(answer, ensure_ascii=False), cost=0.0, details={"operator": edit.operator})

@@ -1,0 +1,92 @@
+"""How a run shows itself: a rich progress bar on a terminal, plain periodic lines otherwise, a summary table."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+from .pipeline import DryRunReport, RunProgress
+
+PLAIN_INTERVAL_SECONDS = 10.0
+
+
+def _cost(cost: float | None) -> str:
+    return "unknown" if cost is None else f"${cost:.4f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def status_line(progress: RunProgress) -> str:
+    planned = f"/{progress.planned}" if progress.planned is not None else ""
+    return (f"{progress.done}{planned} done, {progress.accepted} accepted, {progress.rejected} rejected, "
+            f"{progress.retries()} retries, {progress.prompt_tokens + progress.completion_tokens} tokens, "
+            f"{_cost(progress.cost)}, {progress.rate():.1f}/s, ETA {_duration(progress.eta_seconds())}")
+
+
+class ProgressDisplay:
+    """A context manager whose `update` is the run's `on_progress` callback."""
+
+    def __init__(self, stream: TextIO = sys.stderr, interactive: bool | None = None):
+        self.stream = stream
+        self.interactive = stream.isatty() if interactive is None else interactive
+        self._bar: Any = None
+        self._task: Any = None
+        self._last_line = 0.0
+
+    def __enter__(self) -> "ProgressDisplay":
+        if self.interactive:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("[bold]inject"), BarColumn(), TextColumn("{task.description}"),
+                                 TimeRemainingColumn(), console=Console(file=self.stream), transient=False)
+            self._bar.__enter__()
+            self._task = self._bar.add_task("starting", total=None)
+        return self
+
+    def update(self, progress: RunProgress) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=progress.done, total=progress.planned,
+                             description=status_line(progress))
+        elif time.monotonic() - self._last_line >= PLAIN_INTERVAL_SECONDS:
+            self._last_line = time.monotonic()
+            print(status_line(progress), file=self.stream, flush=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+def summary_table(progress: RunProgress) -> str:
+    """Outcomes of this invocation by category, then by reason code, as plain aligned text."""
+    lines = [f"{'category':24} {'accepted':>9} {'rejected':>9}"]
+    for category, counts in sorted(progress.by_category.items()):
+        lines.append(f"{category:24} {counts['accepted']:9d} {counts['rejected']:9d}")
+    lines.append(f"{'total':24} {progress.accepted:9d} {progress.rejected:9d}")
+    if progress.codes:
+        lines.append("")
+        lines.append(f"{'reason code':24} {'rejects':>9}")
+        for code, count in sorted(progress.codes.items(), key=lambda item: -item[1]):
+            lines.append(f"{code:24} {count:9d}")
+    lines.append("")
+    lines.append(f"tokens: {progress.prompt_tokens} prompt + {progress.completion_tokens} completion; "
+                 f"cost {_cost(progress.cost)}; {progress.retries()} transient retries")
+    return "\n".join(lines)
+
+
+def dry_run_table(report: DryRunReport) -> str:
+    requests = (f"{report.units}" if report.max_attempts == 1
+                else f"{report.units} (up to {report.units * report.max_attempts} with re-asks)")
+    return "\n".join([
+        f"units to run       {report.units} ({report.skipped_existing} already in the run directory)",
+        f"requests           {requests}",
+        f"prompt tokens      {report.prompt_tokens}",
+        f"completion tokens  ~{report.completion_tokens_estimate} (estimated: the solution written back)",
+        f"estimated cost     {_cost(report.cost_estimate)} for one attempt per unit",
+    ])
