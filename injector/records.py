@@ -149,7 +149,7 @@ class RunDirectory:
                 f"{self.path} holds a run with a different configuration; "
                 "choose another --out, or rerun with the settings recorded in its manifest.json"
             )
-        if manifest is None and self.path.exists() and any(self.path.iterdir()):
+        if manifest is None and self.path.exists() and any(p.name != ".lock" for p in self.path.iterdir()):
             raise UserError(f"{self.path} exists and is not a run directory; choose another --out")
         self.path.mkdir(parents=True, exist_ok=True)
         self._lock = (self.path / ".lock").open("w")

@@ -1,0 +1,229 @@
+"""The production run loop against the scripted server: re-asks with feedback, cache, resume, budgets, dry run,
+key redaction, progress output, interruption."""
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from scripted_server import Reply
+
+from injector.cli import main
+from injector.limits import RateLimiter
+from injector.pipeline import RunProgress
+from injector.progress import ProgressDisplay, summary_table
+from injector.records import RunDirectory
+
+QUESTION = "What is $2 + 3$?"
+STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
+GOOD = {"modified_question": QUESTION, "modified_process": [STEPS[0], "Then $x + 3 = 6$.", STEPS[2]],
+        "modified_steps": [2], "error_steps": [2], "reason": "2 + 3 is 5, not 6."}
+UNDECLARED = dict(GOOD, modified_steps=[])
+
+
+@pytest.fixture
+def input_file(tmp_path: Path) -> Path:
+    path = tmp_path / "input.jsonl"
+    rows = [{"id": f"t{k}", "question": QUESTION, "steps": [*STEPS[:2], STEPS[2] + "." * k], "answer": "5"}
+            for k in range(4)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def run_cli(server, input_file, out, *extra, env=None):
+    args = ["run", "--category", "counterfactual", "--input", str(input_file), "--model", "openai/scripted",
+            "--api-base", server.api_base, "--out", str(out), *extra]
+    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_failed_answer_is_sent_back_with_the_validators_words(scripted_server, input_file, tmp_path):
+    scripted_server.reply_in_order([json.dumps(UNDECLARED), json.dumps(GOOD)])
+    out = tmp_path / "run"
+    assert run_cli(scripted_server, input_file, out, "--limit", "1").exit_code == 0
+    [candidate] = read_jsonl(out / "candidates.jsonl")
+    assert candidate["provenance"]["attempts"] == [{"codes": ["undeclared_change"]}, {"codes": []}]
+    assert candidate["provenance"]["usage"] == {"prompt_tokens": 200, "completion_tokens": 100}
+    assert read_jsonl(out / "rejects.jsonl") == []  # accepted on a later attempt: a candidate only
+    second = scripted_server.requests[1]["body"]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[2]["content"] == json.dumps(UNDECLARED)
+    assert "you changed step 2 but did not list it in modified_steps" in second[3]["content"]
+
+
+def test_parse_errors_are_fed_back_too(scripted_server, input_file, tmp_path):
+    scripted_server.reply_in_order(["I think step 2 could be changed.", json.dumps(GOOD)])
+    out = tmp_path / "run"
+    assert run_cli(scripted_server, input_file, out, "--limit", "1").exit_code == 0
+    [candidate] = read_jsonl(out / "candidates.jsonl")
+    assert candidate["provenance"]["attempts"][0]["codes"] == ["parse_error"]
+    assert "JSON object" in scripted_server.requests[1]["body"]["messages"][-1]["content"]
+
+
+def test_the_cache_never_pays_twice_and_no_cache_bypasses_it(scripted_server, input_file, tmp_path):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    cache = tmp_path / "cache.sqlite"
+    assert run_cli(scripted_server, input_file, tmp_path / "a", "--cache", str(cache)).exit_code == 0
+    assert len(scripted_server.requests) == 4
+    result = run_cli(scripted_server, input_file, tmp_path / "b", "--cache", str(cache))
+    assert result.exit_code == 0 and len(scripted_server.requests) == 4  # all four answers came from the cache
+    [first, *_] = read_jsonl(tmp_path / "b" / "candidates.jsonl")
+    assert first["provenance"]["cached"] is True and first["provenance"]["cost"] == 0.0
+    assert run_cli(scripted_server, input_file, tmp_path / "c", "--no-cache").exit_code == 0
+    assert len(scripted_server.requests) == 8
+    # Another api base is another key: a different server's answer is never reused.
+    other = run_cli(scripted_server, input_file, tmp_path / "d", "--cache", str(cache), "--temperature", "0.5")
+    assert other.exit_code == 0 and len(scripted_server.requests) == 12
+
+
+def test_no_api_key_reaches_cache_manifest_or_outputs(scripted_server, input_file, tmp_path, monkeypatch):
+    secret = "sk-test-SECRET-9f8e7d6c"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    scripted_server.reply_in_order([json.dumps(UNDECLARED), json.dumps(GOOD), Reply(status=400, error="nope")])
+    cache = tmp_path / "cache.sqlite"
+    out = tmp_path / "run"
+    assert run_cli(scripted_server, input_file, out, "--cache", str(cache), "--limit", "2").exit_code == 0
+    headers = {k.lower(): v for k, v in scripted_server.requests[0]["headers"].items()}
+    assert headers["authorization"] == f"Bearer {secret}"  # it was used...
+    files = [cache, *sorted(out.iterdir())]
+    for path in files:  # ...and written nowhere
+        assert secret.encode() not in path.read_bytes(), path
+    rows = sqlite3.connect(cache).execute("SELECT key, text, usage FROM answers").fetchall()
+    assert rows and all(secret not in " ".join(map(str, row)) for row in rows)
+
+
+def test_transient_failures_are_retried_on_resume_validation_rejects_are_not(scripted_server, input_file,
+                                                                             tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    from injector import LLMEngine, Taxonomy, load_trajectories, run
+
+    def engine():
+        return LLMEngine("openai/scripted", api_base=scripted_server.api_base, backoff_seconds=0,
+                         transient_attempts=2)
+
+    taxonomy = Taxonomy.load()
+    categories = taxonomy.select(["counterfactual"])
+    scripted_server.script = lambda request: Reply(status=502)
+    run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out, limit=1)
+    [reject] = read_jsonl(out / "rejects.jsonl")
+    assert reject["codes"] == ["transient_failure"]
+    scripted_server.script = lambda request: json.dumps(UNDECLARED)
+    run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out, limit=2)
+    rejects = read_jsonl(out / "rejects.jsonl")
+    assert sorted(r["id"] for r in rejects) == ["t0::counterfactual::0", "t1::counterfactual::0"]  # one line each
+    assert all(r["codes"] == ["undeclared_change"] for r in rejects)
+    before = len(scripted_server.requests)
+    result = run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out,
+                 limit=2)
+    assert len(scripted_server.requests) == before and result.progress.skipped_existing == 2
+
+
+def test_resume_after_a_crash_mid_write(scripted_server, input_file, tmp_path, caplog):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    assert run_cli(scripted_server, input_file, out, "--limit", "2").exit_code == 0
+    # Simulate a kill during the write of a third record: a torn, newline-less last line.
+    with (out / "candidates.jsonl").open("a") as handle:
+        handle.write('{"id": "t2::counterfactual::0", "original_que')
+    result = run_cli(scripted_server, input_file, out)
+    assert result.exit_code == 0, result.output
+    assert "dropping a torn last line" in caplog.text
+    ids = [c["id"] for c in read_jsonl(out / "candidates.jsonl")]
+    assert sorted(ids) == [f"t{k}::counterfactual::0" for k in range(4)]  # nothing lost, nothing duplicated
+    assert len(scripted_server.requests) == 4
+
+
+def test_max_cost_stops_with_exit_3_and_resumes(scripted_server, input_file, tmp_path):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    # 100 prompt + 50 completion tokens at $10 / $20 per million = $0.002 per request.
+    prices = ["--price-in", "10", "--price-out", "20"]
+    result = run_cli(scripted_server, input_file, out, *prices, "--max-cost", "0.003", "--concurrency", "1")
+    assert result.exit_code == 3, result.output
+    assert "reaching --max-cost $0.003; run the same command again to continue" in result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "budget_exceeded" and manifest["counts"]["candidates"] == 2
+    assert manifest["totals"]["cost"] == pytest.approx(0.004)
+    result = run_cli(scripted_server, input_file, out, *prices, "--max-cost", "1", "--concurrency", "1")
+    assert result.exit_code == 0 and len(read_jsonl(out / "candidates.jsonl")) == 4
+
+
+def test_max_cost_refuses_an_unknown_price(scripted_server, input_file, tmp_path):
+    result = run_cli(scripted_server, input_file, tmp_path / "run", "--max-cost", "1")
+    assert result.exit_code == 2
+    assert "--max-cost needs a price" in result.output and "--price-in and --price-out" in result.output
+    assert scripted_server.requests == []
+
+
+def test_unknown_price_is_unknown_not_zero(scripted_server, input_file, tmp_path):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    result = run_cli(scripted_server, input_file, tmp_path / "run", "--limit", "1")
+    assert "cost unknown" in result.output
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["totals"]["cost_known"] is False
+
+
+def test_dry_run_counts_and_sends_nothing(scripted_server, input_file, tmp_path):
+    out = tmp_path / "run"
+    result = run_cli(scripted_server, input_file, out, "--dry-run", "--price-in", "1", "--price-out", "2")
+    assert result.exit_code == 0, result.output
+    assert "units to run       4 (0 already in the run directory)" in result.output
+    assert "requests           4 (up to 12 with re-asks)" in result.output
+    tokens = int(result.output.split("prompt tokens")[1].split()[0])
+    assert tokens > 4 * 500  # four system prompts of over a thousand tokens each
+    assert "estimated cost     $" in result.output
+    assert scripted_server.requests == [] and not out.exists()
+
+
+def test_interrupt_exits_130_and_says_how_to_resume(scripted_server, input_file, tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("injector.run", interrupted)
+    result = run_cli(scripted_server, input_file, tmp_path / "run")
+    assert result.exit_code == 130
+    assert "interrupted; nothing written is lost. Resume with: inject" in result.output
+
+
+def test_a_second_process_on_the_same_directory_is_refused(tmp_path):
+    first, second = RunDirectory(tmp_path / "r"), RunDirectory(tmp_path / "r")
+    first.prepare("abc")
+    with pytest.raises(Exception, match="being written by another inject process"):
+        second.prepare("abc")
+    first.release()
+    second.prepare("abc")
+
+
+def test_plain_progress_lines_and_summary(capsys):
+    import io
+
+    stream = io.StringIO()
+    progress = RunProgress(planned=10)
+    progress.done, progress.accepted, progress.rejected = 3, 2, 1
+    progress.codes = {"label_leak": 1}
+    progress.by_category = {"confidence": {"accepted": 2, "rejected": 1}}
+    with ProgressDisplay(stream=stream, interactive=False) as display:
+        display.update(progress)
+    assert stream.getvalue().startswith("3/10 done, 2 accepted, 1 rejected, 0 retries")
+    table = summary_table(progress)
+    assert "confidence" in table and "label_leak" in table
+
+
+def test_a_429_pauses_every_request_of_the_run():
+    limiter = RateLimiter()
+
+    async def scenario() -> float:
+        limiter.pause(0.3)
+        start = time.monotonic()
+        await asyncio.gather(limiter.before_request(10), limiter.before_request(10))
+        return time.monotonic() - start
+
+    waited = asyncio.run(scenario())
+    assert waited >= 0.29 and limiter.pauses == 1  # both requests waited out the same pause
