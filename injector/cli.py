@@ -144,6 +144,8 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
 @click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True,
               help="Attempts per unit; a failed answer is sent back with the validator's messages.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300, show_default=True,
+              help="Seconds to wait for one answer before it counts as a transient fault.")
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, at most.")
 @click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, at most.")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
@@ -157,7 +159,7 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
 def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, out, model,
-        api_base, temperature, max_tokens, seed, samples, no_schema, max_attempts, concurrency, rpm, tpm, cache_path,
+        api_base, temperature, max_tokens, seed, samples, no_schema, max_attempts, concurrency, timeout, rpm, tpm, cache_path,
         no_cache, price_in, price_out, max_cost, dry_run, retry_rejects) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from . import LLMEngine, OfflineEngine, split_by_support
@@ -181,7 +183,7 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
     else:
         cache = None if no_cache or dry_run else RequestCache(cache_path)
         engine = LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
-                           use_schema=not no_schema, limiter=RateLimiter(rpm, tpm), cache=cache,
+                           use_schema=not no_schema, timeout=timeout, limiter=RateLimiter(rpm, tpm), cache=cache,
                            price_in=price_in, price_out=price_out)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
