@@ -109,9 +109,17 @@ def categories(taxonomy_path: str | None) -> None:
         click.echo(f"{'':22} {category.definition}")
 
 
+output_mode_option = click.option(
+    "--output-mode", type=click.Choice(["edits", "full"]), default="edits", show_default=True,
+    help="edits: the model lists only its edits, applied by the toolkit; full: it writes back the whole solution "
+         "(multi_solution always writes a whole new solution).")
+
+
 @main.command()
 @input_options
-def render(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path) -> None:
+@output_mode_option
+def render(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path,
+           output_mode) -> None:
     """Print the exact messages that would be sent, without calling any model."""
     from . import render_messages
 
@@ -123,13 +131,14 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
             break
         for category in selected:
             click.echo(f"=== {trajectory.id} / {category.id} ===")
-            for message in render_messages(taxonomy, category, trajectory):
+            for message in render_messages(taxonomy, category, trajectory, output_mode=output_mode):
                 click.echo(f"--- {message['role']} ---\n{message['content']}\n")
     click.echo(source.describe(), err=True)
 
 
 @main.command()
 @input_options
+@output_mode_option
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
 @click.option("--model", envvar="INJECT_MODEL", show_envvar=True,
               help="`offline` (the default: rule-based, no LLM) or any litellm model string: gpt-4o, anthropic/..., "
@@ -158,7 +167,8 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
 @click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
-def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, out, model,
+def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, output_mode,
+        out, model,
         api_base, temperature, max_tokens, seed, samples, no_schema, max_attempts, concurrency, timeout, rpm, tpm, cache_path,
         no_cache, price_in, price_out, max_cost, dry_run, retry_rejects) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
@@ -189,7 +199,8 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
     if dry_run:
         report = plan_run(source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples,
-                          limit=limit, max_attempts=max_attempts, retry_rejects=retry_rejects)
+                          limit=limit, max_attempts=max_attempts, output_mode=output_mode,
+                          retry_rejects=retry_rejects)
         click.echo(dry_run_table(report))
         return
     out = Path(out) if out else default_run_dir()
@@ -198,7 +209,8 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
         with ProgressDisplay() as display:
             result = run_injection(
                 source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples, seed=seed,
-                limit=limit, concurrency=concurrency, max_attempts=max_attempts, max_cost=max_cost,
+                limit=limit, concurrency=concurrency, max_attempts=max_attempts, output_mode=output_mode,
+                max_cost=max_cost,
                 retry_rejects=retry_rejects, on_progress=display.update, command=command,
             )
     except KeyboardInterrupt:

@@ -12,10 +12,10 @@ import copy
 import functools
 import json
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import json_repair
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
 
 class AnswerError(Exception):
@@ -231,12 +231,59 @@ class MultiSolutionAnswer(BaseModel):
     """How this solution differs from the original."""
 
 
+EDIT_OPS = ("replace", "insert", "delete", "flag")
+
+
+class Edit(BaseModel):
+    """One edit of the original solution; `step` and `after` index the ORIGINAL steps (1-based, `after` from 0)."""
+
+    model_config = _CONFIG
+
+    op: Literal["replace", "insert", "delete", "flag"]
+    step: StepNumber | None = None
+    """The original step a replace, delete or flag acts on."""
+    after: StepNumber | None = None
+    """The original step an insert goes after (0: before the first step)."""
+    text: str | None = None
+    """The new step text of a replace or insert."""
+    error: bool | None = False
+    """Whether the replaced or inserted step is an error step (null means false)."""
+    explanation: str | None = None
+    """Why this step is an error (error edits and flags)."""
+
+    @model_validator(mode="after")
+    def _fields_of_op(self) -> "Edit":
+        needs = {"replace": ("step", "text"), "insert": ("after", "text"), "delete": ("step",), "flag": ("step",)}
+        missing = [name for name in needs[self.op] if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"a {self.op} edit needs {' and '.join(missing)}")
+        return self
+
+    @property
+    def is_error(self) -> bool:
+        return self.op == "flag" or bool(self.error)
+
+
+class EditAnswer(BaseModel):
+    """The edit form: only what changes; the toolkit applies it to the original steps."""
+
+    model_config = _CONFIG
+
+    question: str | None = None
+    """The full new question, or null when it is unchanged."""
+    edits: list[Edit]
+    reason: str
+    """Why the modification is an error of this category."""
+
+
 _EXPECTED = {
     "modified_question": "a string",
     "modified_process": "a list of strings, one per step",
     "modified_steps": "a list of integers (1-based step numbers)",
     "error_steps": "a list of integers (1-based step numbers)",
     "reason": "a string",
+    "edits": "a list of edit objects {op, step or after, text, error}",
+    "question": "a string or null",
 }
 
 
@@ -244,6 +291,12 @@ def _describe(error: dict[str, Any]) -> str:
     location = error["loc"]
     field = str(location[0])
     expected = _EXPECTED.get(field, "a value of another type")
+    if field == "edits" and len(location) > 1 and isinstance(location[1], int):
+        where = f"edits: item {location[1] + 1}"
+        if error["type"] == "value_error":
+            return f"{where}: {error['msg'].removeprefix('Value error, ')}"
+        if len(location) > 2:
+            return f"{where}: {location[2]}: {error['msg']}"
     if error["type"] == "missing":
         return f"{field}: missing; expected {expected}"
     if len(location) > 1 and isinstance(location[1], int):
@@ -258,10 +311,16 @@ def _schema_message(error: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def parse_answer(text: str, *, multi_solution: bool) -> FullAnswer | MultiSolutionAnswer:
+def _answer_model(multi_solution: bool, edits: bool) -> type[BaseModel]:
+    # multi_solution keeps its own answer (a whole new solution) in every output mode.
+    return MultiSolutionAnswer if multi_solution else EditAnswer if edits else FullAnswer
+
+
+def parse_answer(text: str, *, multi_solution: bool = False,
+                 edits: bool = False) -> FullAnswer | MultiSolutionAnswer | EditAnswer:
     """Parse a model reply and check its shape; raises `AnswerError` ("parse_error" or "schema")."""
     data = parse_json_object(text)
-    model = MultiSolutionAnswer if multi_solution else FullAnswer
+    model = _answer_model(multi_solution, edits)
     try:
         return model.model_validate(data)
     except ValidationError as error:
@@ -280,9 +339,58 @@ def _strict_clean(node: Any) -> Any:
     return cleaned
 
 
-def response_schema(*, multi_solution: bool) -> dict:
-    """The JSON schema of an answer, valid as an OpenAI strict `json_schema` response format."""
+def response_schema(*, multi_solution: bool = False, edits: bool = False, explanations: bool = False) -> dict:
+    """The JSON schema of an answer, valid as an OpenAI strict `json_schema` response format.
+
+    In edit mode the error edits carry an `explanation` key only when `explanations` is asked for: strict mode
+    makes every key required, and a null explanation on every edit costs output tokens for nothing.
+    """
+    if edits and not multi_solution:
+        return copy.deepcopy(edit_answer_schema(explanations))
     return copy.deepcopy(_response_schema(multi_solution))
+
+
+def _edit_variant(op: str, index: str, *extra: str) -> dict[str, Any]:
+    described = {
+        "step": {"type": "integer", "description": "1-based original step."},
+        "after": {"type": "integer", "description": "Insert after this original step (0: before the first)."},
+        "text": {"type": "string", "description": "The new step text."},
+        "error": {"type": "boolean", "description": "Whether this step is an error step."},
+        "explanation": {"type": ["string", "null"], "description": "Why this step is an error, or null."},
+    }
+    keys = [index, *extra]
+    return {
+        "type": "object",
+        "properties": {"op": {"type": "string", "enum": [op]}, **{key: described[key] for key in keys}},
+        "required": ["op", *keys],
+        "additionalProperties": False,
+    }
+
+
+@functools.lru_cache(maxsize=2)
+def edit_answer_schema(explanations: bool = False) -> dict[str, Any]:
+    """Written out rather than generated: strict mode needs every key of an object required, so each op is its own
+    variant carrying only its own keys (six keys with nulls on every edit cost a quarter more output tokens;
+    bench/edit_tokens.py)."""
+    why = ("explanation",) if explanations else ()
+    return {
+        "type": "object",
+        "properties": {
+            "question": {"type": ["string", "null"], "description": "The full new question, or null when unchanged."},
+            "edits": {
+                "type": "array",
+                "items": {"anyOf": [
+                    _edit_variant("replace", "step", "text", "error", *why),
+                    _edit_variant("insert", "after", "text", "error", *why),
+                    _edit_variant("delete", "step"),
+                    _edit_variant("flag", "step", *why),
+                ]},
+            },
+            "reason": {"type": "string", "description": "Why the modification is an error of this category."},
+        },
+        "required": ["question", "edits", "reason"],
+        "additionalProperties": False,
+    }
 
 
 @functools.lru_cache(maxsize=2)

@@ -15,8 +15,15 @@ from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 from .validate import validate_answer
 
-OUTPUT_MODE = "full"  # the model writes back the whole modified solution
+OUTPUT_MODES = ("edits", "full")
+"""edits: the model lists only its edits (default); full: it writes back the whole modified solution."""
+DEFAULT_OUTPUT_MODE = "edits"
 DEFAULT_MAX_ATTEMPTS = 3
+
+
+def answer_mode(category: Category, output_mode: str) -> str:
+    """The form the answer takes: multi_solution always writes a whole new solution."""
+    return "full" if category.rules.multi_solution else output_mode
 
 
 def utc_now() -> str:
@@ -52,6 +59,7 @@ async def inject_one(
     sample: int = 0,
     seed: int = 0,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    output_mode: str = DEFAULT_OUTPUT_MODE,
     read_cache: bool = True,
 ) -> Candidate | Rejection:
     """Ask for one injection; return the validated candidate, or the rejection with every attempt's codes.
@@ -61,8 +69,10 @@ async def inject_one(
     rejected unit is retried: its cached answers are the ones that failed).
     """
     unit = Unit(trajectory, category, sample)
-    messages = render_messages(taxonomy, category, trajectory)
-    schema = response_schema(multi_solution=category.rules.multi_solution)
+    mode = answer_mode(category, output_mode)
+    multi_solution, edits = category.rules.multi_solution, mode == "edits"
+    messages = render_messages(taxonomy, category, trajectory, output_mode=mode)
+    schema = response_schema(multi_solution=multi_solution, edits=edits)
     attempts: list[dict[str, Any]] = []
     usage = {"prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0.0
@@ -74,7 +84,8 @@ async def inject_one(
     for attempt in range(1, tries + 1):
         try:
             proposal = await engine.propose(messages, trajectory=trajectory, category=category, seed=seed,
-                                            sample=sample, response_schema=schema, read_cache=read_cache)
+                                            sample=sample, response_schema=schema, output_mode=mode,
+                                            read_cache=read_cache)
         except (ProviderError, TransientProviderError, NotApplicable) as exc:
             codes, problems = [exc.code], [str(exc)]
             attempts.append({"codes": codes})
@@ -85,32 +96,32 @@ async def inject_one(
         cost = None if cost is None or proposal.cost is None else cost + proposal.cost
         details.update(proposal.details)
         try:
-            answer = parse_answer(text, multi_solution=category.rules.multi_solution)
+            answer = parse_answer(text, multi_solution=multi_solution, edits=edits)
             verdict = validate_answer(taxonomy, category, trajectory, answer)
             codes, problems = list(verdict.codes), list(verdict.messages)
         except AnswerError as exc:
             codes, problems = [exc.code], [exc.message]
         attempts.append({"codes": codes, **({"cached": True} if proposal.details.get("cached") else {})})
         if not codes:
-            provenance = _provenance(taxonomy, category, engine, seed, attempts, usage, cost, details)
+            provenance = _provenance(taxonomy, category, engine, seed, mode, attempts, usage, cost, details)
             return _candidate(unit, answer, verdict, provenance)
         if attempt < tries:
             messages = [*messages, {"role": "assistant", "content": text},
                         {"role": "user", "content": feedback_message(problems)}]
-    provenance = _provenance(taxonomy, category, engine, seed, attempts, usage, cost, details)
+    provenance = _provenance(taxonomy, category, engine, seed, mode, attempts, usage, cost, details)
     return Rejection(id=unit.id, trajectory_id=trajectory.id, idx=_source_idx(trajectory), category=category.id,
                      sample=sample, codes=codes, messages=problems, raw=text, provenance=provenance)
 
 
-def _provenance(taxonomy: Taxonomy, category: Category, engine: Engine, seed: int, attempts: list, usage: dict,
-                cost: float | None, details: dict) -> dict[str, Any]:
+def _provenance(taxonomy: Taxonomy, category: Category, engine: Engine, seed: int, output_mode: str,
+                attempts: list, usage: dict, cost: float | None, details: dict) -> dict[str, Any]:
     return {
         **engine.describe(),
         "taxonomy": taxonomy.name,
         "taxonomy_hash": taxonomy.file_hash(),
         "template_hash": taxonomy.template_hash(category),
         "seed": seed,
-        "output_mode": OUTPUT_MODE,
+        "output_mode": output_mode,
         "attempts": attempts,
         "usage": usage,
         "cost": cost,
@@ -129,6 +140,8 @@ def _candidate(unit: Unit, answer: Any, verdict: Any, provenance: dict[str, Any]
     extra: dict[str, Any] = {}
     if category.rules.multi_solution and trajectory.answer is not None:
         extra["ground_truth"] = trajectory.answer
+    if verdict.explanations:
+        extra["explanations"] = {str(step): text for step, text in verdict.explanations.items()}
     return Candidate(
         original_question=trajectory.question,
         modified_question=verdict.modified_question,

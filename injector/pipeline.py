@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 from . import __version__
 from .engines.base import Engine
 from .errors import BudgetExceeded, UserError
-from .inject import DEFAULT_MAX_ATTEMPTS, OUTPUT_MODE, Unit, inject_one, utc_now
+from .inject import DEFAULT_MAX_ATTEMPTS, DEFAULT_OUTPUT_MODE, OUTPUT_MODES, Unit, answer_mode, inject_one, utc_now
 from .prompts import render_messages
 from .records import Candidate, RunDirectory, RunManifest
 from .taxonomy import Category, Taxonomy
@@ -102,7 +102,8 @@ def split_by_support(engine: Engine, categories: list[Category]) -> tuple[list[C
 
 
 def run_configuration(
-    *, source: dict[str, Any], taxonomy: Taxonomy, categories: list[Category], engine: Engine, samples: int, seed: int
+    *, source: dict[str, Any], taxonomy: Taxonomy, categories: list[Category], engine: Engine, samples: int, seed: int,
+    output_mode: str = DEFAULT_OUTPUT_MODE,
 ) -> dict[str, Any]:
     """The settings that change outputs: a run directory continues only under the same ones."""
     return {
@@ -113,7 +114,7 @@ def run_configuration(
         "categories": [c.id for c in categories],
         "template_hashes": {c.id: taxonomy.template_hash(c) for c in categories},
         **engine.describe(),
-        "output_mode": OUTPUT_MODE,
+        "output_mode": output_mode,
         "samples": samples,
         "seed": seed,
     }
@@ -156,6 +157,7 @@ def run(
     limit: int | None = None,
     concurrency: int = 16,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    output_mode: str = DEFAULT_OUTPUT_MODE,
     max_cost: float | None = None,
     retry_rejects: bool = False,
     on_progress: Callable[[RunProgress], None] | None = None,
@@ -169,13 +171,16 @@ def run(
     `max_cost` (dollars, this invocation) raises `BudgetExceeded` after the requests in flight are written.
     """
     source = source if source is not None else getattr(trajectories, "identity", lambda: {"input": "python"})()
+    if output_mode not in OUTPUT_MODES:
+        raise UserError(f"unknown output mode {output_mode!r}: choose one of {', '.join(OUTPUT_MODES)}")
     engine.check_ready()
     categories, skipped_categories = split_by_support(engine, categories)
     if max_cost is not None and engine_prices(engine) is None:
         raise UserError(f"--max-cost needs a price, and {engine.describe()['model']!r} has none in litellm's list: "
                         "set --price-in and --price-out (dollars per million tokens)")
     config = run_configuration(
-        source=source, taxonomy=taxonomy, categories=categories, engine=engine, samples=samples, seed=seed
+        source=source, taxonomy=taxonomy, categories=categories, engine=engine, samples=samples, seed=seed,
+        output_mode=output_mode,
     )
     run_dir = RunDirectory(out if out is not None else default_run_dir())
     digest = config_hash(config)
@@ -194,7 +199,7 @@ def run(
     try:
         asyncio.run(_run_units(
             iter_units(trajectories, categories, samples, limit), taxonomy, engine, run_dir, progress,
-            seed=seed, concurrency=concurrency, max_attempts=max_attempts, max_cost=max_cost,
+            seed=seed, concurrency=concurrency, max_attempts=max_attempts, output_mode=output_mode, max_cost=max_cost,
             retry_rejects=retry_rejects, on_progress=on_progress,
         ))
         manifest.status = "finished"
@@ -235,6 +240,7 @@ async def _run_units(
     seed: int,
     concurrency: int,
     max_attempts: int,
+    output_mode: str,
     max_cost: float | None,
     retry_rejects: bool,
     on_progress: Callable[[RunProgress], None] | None,
@@ -253,7 +259,7 @@ async def _run_units(
                 continue  # keep draining so the producer never blocks on a full queue
             try:
                 record = await inject_one(taxonomy, unit.category, unit.trajectory, engine, sample=unit.sample,
-                                          seed=seed, max_attempts=max_attempts,
+                                          seed=seed, max_attempts=max_attempts, output_mode=output_mode,
                                           read_cache=unit.id not in written.rejected)
             except Exception as exc:  # authentication refused, a bug: stop the whole run
                 failures.append(exc)
@@ -312,11 +318,13 @@ def dry_run(
     samples: int = 1,
     limit: int | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    output_mode: str = DEFAULT_OUTPUT_MODE,
     retry_rejects: bool = False,
 ) -> DryRunReport:
     """Count the requests and prompt tokens of a run (skipping what `out` already holds), and estimate its cost.
 
-    The answer's length is estimated as the length of the solution it writes back (full mode echoes every step).
+    The answer's length is estimated as the solution it writes back in full mode, and as a third of that in edit
+    mode (measured on PRMBench's records: edits take about 0.3 of the seven-field answer; bench/edit_tokens.py).
     """
     categories, _ = split_by_support(engine, categories)
     finished: set[str] = set()
@@ -328,11 +336,12 @@ def dry_run(
         if unit.id in finished:
             report.skipped_existing += 1
             continue
-        messages = render_messages(taxonomy, unit.category, unit.trajectory)
+        mode = answer_mode(unit.category, output_mode)
+        messages = render_messages(taxonomy, unit.category, unit.trajectory, output_mode=mode)
         report.units += 1
         report.prompt_tokens += count_tokens(messages)
-        answer = json.dumps({"modified_process": unit.trajectory.steps}, ensure_ascii=False)
-        report.completion_tokens_estimate += len(answer) // 4 + 60
+        solution_tokens = len(json.dumps(unit.trajectory.steps, ensure_ascii=False)) // 4 + 60
+        report.completion_tokens_estimate += solution_tokens if mode == "full" else solution_tokens // 3
     prices = engine_prices(engine)
     if prices is not None:
         report.cost_estimate = report.prompt_tokens * prices[0] + report.completion_tokens_estimate * prices[1]

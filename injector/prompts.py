@@ -54,13 +54,22 @@ def trajectory_context(trajectory: Trajectory) -> dict[str, Any]:
     }
 
 
-def render_messages(taxonomy: Taxonomy, category: Category, trajectory: Trajectory) -> list[dict[str, str]]:
-    """The chat messages that ask for one injection of `category` into `trajectory`."""
+def render_messages(
+    taxonomy: Taxonomy, category: Category, trajectory: Trajectory, output_mode: str = "edits"
+) -> list[dict[str, str]]:
+    """The chat messages that ask for one injection of `category` into `trajectory`.
+
+    `output_mode` is the answer the prompt asks for: "edits" (only the model's edits to the original steps) or
+    "full" (the whole modified solution). `multi_solution` categories always ask for the full solution.
+    """
+    if output_mode not in ("edits", "full"):
+        raise UserError(f"unknown output mode {output_mode!r}: expected 'edits' or 'full'")
+    mode = "full" if category.rules.multi_solution else output_mode
     template_name = category.template
     try:
         template_path = taxonomy.template_path(category)
         template = _environment(taxonomy.base_dir, template_path.parent).get_template(template_name)
-        static = category_context(taxonomy, category)
+        static = {**category_context(taxonomy, category), "output_mode": mode}
         system = template.render(part="system", **static).strip()
         user = template.render(part="user", **static, **trajectory_context(trajectory)).strip()
     except TemplateError as exc:

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass, field
 
 from .answers import answers_equivalent, final_answer_of_steps
-from .contract import FullAnswer, MultiSolutionAnswer
+from .contract import EditAnswer, FullAnswer, MultiSolutionAnswer
+from .edits import apply_edits
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 
@@ -19,6 +20,7 @@ VALIDATION_CODES = (
     "index_out_of_range",
     "empty_step",
     "undeclared_change",
+    "edit_conflict",
     "no_error_steps",
     "error_on_unchanged_step",
     "question_edit_not_allowed",
@@ -121,6 +123,8 @@ class Verdict:
     error_steps: list[int] = field(default_factory=list)
     deleted_steps: list[int] = field(default_factory=list)
     """1-based indices into the ORIGINAL steps."""
+    explanations: dict[int, str] = field(default_factory=dict)
+    """Error step -> explanation, when the answer gave one (edit mode)."""
 
     @property
     def accepted(self) -> bool:
@@ -151,9 +155,11 @@ def validate_answer(
     taxonomy: Taxonomy,
     category: Category,
     trajectory: Trajectory,
-    answer: FullAnswer | MultiSolutionAnswer,
+    answer: FullAnswer | MultiSolutionAnswer | EditAnswer,
 ) -> Verdict:
     """Check `answer` against `trajectory` under `category`'s rules; every failing rule adds its code."""
+    if isinstance(answer, EditAnswer):
+        return _validate_edits(taxonomy, category, trajectory, answer)
     rules = category.rules
     verdict = Verdict()
     original = list(trajectory.steps)
@@ -179,7 +185,6 @@ def validate_answer(
     # Unchanged steps keep the source's exact text, whatever cosmetic drift the model introduced.
     for j, i in alignment.matched.items():
         modified[j] = original[i]
-    changed = [j + 1 for j in alignment.changed]
     verdict.modified_process = modified
     if rules.multi_solution:
         # A new solution replaces the old one wholesale: deletions and step indices mean nothing here.
@@ -187,7 +192,61 @@ def validate_answer(
         _check_multi_solution(verdict, trajectory, size)
         return verdict
 
+    assert isinstance(answer, FullAnswer)
+    verdict.modified_steps = [j + 1 for j in alignment.changed]
+    verdict.error_steps = sorted({i for i in declared_errors if 1 <= i <= size})
     verdict.deleted_steps = [i + 1 for i in sorted(alignment.deleted)]
+    undeclared = sorted(set(verdict.modified_steps) - set(declared_modified))
+    if undeclared:
+        verdict.fail(
+            "undeclared_change",
+            f"you changed step {_fmt(undeclared)} but did not list it in modified_steps; "
+            "either restore its original text exactly or declare it",
+        )
+    _check_rules(verdict, taxonomy, category, trajectory, answer.modified_question)
+    return verdict
+
+
+def _validate_edits(taxonomy: Taxonomy, category: Category, trajectory: Trajectory, answer: EditAnswer) -> Verdict:
+    """Edit mode: the changed and error steps are what the edits say, applied to the original text."""
+    applied = apply_edits(list(trajectory.steps), answer.edits, normalize=normalize_step)
+    verdict = Verdict(
+        modified_process=applied.modified_process,
+        modified_steps=applied.modified_steps,
+        error_steps=applied.error_steps,
+        deleted_steps=applied.deleted_steps,
+        explanations=applied.explanations,
+        warnings=list(applied.warnings),
+    )
+    for code, message in applied.problems:
+        verdict.fail(code, message)
+    empty = [k for k in applied.modified_steps if not normalize_step(applied.modified_process[k - 1])]
+    if empty:
+        verdict.fail("empty_step", f"step {_fmt(empty)} of the result is empty: give its edit a text")
+    if applied.flagged_steps and not category.rules.allow_error_on_unchanged_step:
+        # Reported here, in the edits' own terms, so the shared rule below does not say it twice.
+        verdict.fail(
+            "error_on_unchanged_step",
+            f"{category.id} does not allow flagging an unchanged step as an error: an error step must be a "
+            "replace or insert with \"error\": true",
+        )
+    question = trajectory.question if answer.question is None else answer.question
+    _check_rules(verdict, taxonomy, category, trajectory, question, check_unchanged_errors=False)
+    return verdict
+
+
+def _check_rules(
+    verdict: Verdict,
+    taxonomy: Taxonomy,
+    category: Category,
+    trajectory: Trajectory,
+    modified_question: str,
+    *,
+    check_unchanged_errors: bool = True,
+) -> None:
+    """The rules both output modes share, on a verdict whose steps and indices are already derived."""
+    rules = category.rules
+    changed = verdict.modified_steps
     if verdict.deleted_steps:
         verdict.warnings.append(f"deleted original steps: {_fmt(verdict.deleted_steps)}")
         if not rules.allow_deletions:
@@ -195,21 +254,9 @@ def validate_answer(
                 "deletion_not_allowed",
                 f"original step {_fmt(verdict.deleted_steps)} was deleted: this category keeps every original step",
             )
-
-    assert isinstance(answer, FullAnswer)
-    verdict.modified_steps = changed
-    verdict.error_steps = sorted({i for i in declared_errors if 1 <= i <= size})
-
-    undeclared = sorted(set(changed) - set(declared_modified))
-    if undeclared:
-        verdict.fail(
-            "undeclared_change",
-            f"you changed step {_fmt(undeclared)} but did not list it in modified_steps; "
-            "either restore its original text exactly or declare it",
-        )
-    if not declared_errors:
-        verdict.fail("no_error_steps", "error_steps is empty: list the 1-based index of every erroneous step")
-    if not rules.allow_error_on_unchanged_step:
+    if not verdict.error_steps:
+        verdict.fail("no_error_steps", "there is no error step: mark every erroneous step")
+    if check_unchanged_errors and not rules.allow_error_on_unchanged_step:
         unchanged_errors = sorted(set(verdict.error_steps) - set(changed))
         if unchanged_errors:
             verdict.fail(
@@ -218,12 +265,10 @@ def validate_answer(
                 "an error step must be a step you changed or inserted",
             )
 
-    if normalize_question(answer.modified_question) == normalize_question(trajectory.question):
+    verdict.modified_question = modified_question
+    if normalize_question(modified_question) == normalize_question(trajectory.question):
         verdict.modified_question = trajectory.question
-    elif rules.allow_question_edit:
-        verdict.modified_question = answer.modified_question
-    else:
-        verdict.modified_question = answer.modified_question
+    elif not rules.allow_question_edit:
         verdict.fail(
             "question_edit_not_allowed",
             f"the question was changed, which {category.id} does not allow: return it exactly as given",
@@ -231,7 +276,7 @@ def validate_answer(
 
     pattern = _leak_pattern(taxonomy.leak_phrases(category))
     if pattern:
-        leaks = [(k, pattern.search(modified[k - 1])) for k in changed]
+        leaks = [(k, pattern.search(verdict.modified_process[k - 1])) for k in changed]
         leaks = [(k, m.group(0)) for k, m in leaks if m]
         if leaks:
             verdict.fail(
@@ -240,7 +285,6 @@ def validate_answer(
                 + "; ".join(f"step {k}: {word!r}" for k, word in leaks)
                 + "): the step must read as plausible work; explain the error only in `reason`",
             )
-    return verdict
 
 
 def _check_multi_solution(verdict: Verdict, trajectory: Trajectory, size: int) -> None:

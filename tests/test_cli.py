@@ -27,6 +27,12 @@ CIRCULAR = {
     "error_steps": [2],
     "reason": "Step 2 assumes the result it should derive.",
 }
+# The same injection as edits (the default output mode).
+CIRCULAR_EDITS = {
+    "question": None,
+    "edits": [{"op": "replace", "step": 2, "text": CIRCULAR["modified_process"][1], "error": True}],
+    "reason": CIRCULAR["reason"],
+}
 
 
 @pytest.fixture
@@ -52,7 +58,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def test_run_writes_a_run_directory(scripted_server, trajectories_file, tmp_path):
-    scripted_server.script = lambda request: json.dumps(CIRCULAR)
+    scripted_server.script = lambda request: json.dumps(CIRCULAR_EDITS)
     out = tmp_path / "run"
     result = invoke(*run_args(scripted_server, trajectories_file, out))
     assert result.exit_code == 0, result.output
@@ -68,6 +74,7 @@ def test_run_writes_a_run_directory(scripted_server, trajectories_file, tmp_path
     assert provenance["api_base_host"] == f"127.0.0.1:{scripted_server.port}"
     assert provenance["usage"] == {"prompt_tokens": 100, "completion_tokens": 50}
     assert provenance["attempts"] == [{"codes": []}] and provenance["seed"] == 0
+    assert provenance["output_mode"] == "edits"
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "finished" and manifest["counts"]["candidates"] == 3
     assert manifest["totals"]["prompt_tokens"] == 300
@@ -75,12 +82,13 @@ def test_run_writes_a_run_directory(scripted_server, trajectories_file, tmp_path
     # The request went out through litellm with a strict JSON-schema response_format and no hidden retries.
     body = scripted_server.requests[0]["body"]
     assert body["response_format"]["type"] == "json_schema"
+    assert "edits" in body["response_format"]["json_schema"]["schema"]["properties"]
     assert body["messages"][0]["role"] == "system" and QUESTION in body["messages"][1]["content"]
     assert len(scripted_server.requests) == 3
 
 
 def test_rerun_continues_and_other_config_is_refused(scripted_server, trajectories_file, tmp_path):
-    scripted_server.script = lambda request: json.dumps(CIRCULAR)
+    scripted_server.script = lambda request: json.dumps(CIRCULAR_EDITS)
     out = tmp_path / "run"
     assert invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "2")).exit_code == 0
     result = invoke(*run_args(scripted_server, trajectories_file, out))
@@ -92,7 +100,7 @@ def test_rerun_continues_and_other_config_is_refused(scripted_server, trajectori
 
 
 def test_no_schema_and_seed(scripted_server, trajectories_file, tmp_path):
-    scripted_server.script = lambda request: json.dumps(CIRCULAR)
+    scripted_server.script = lambda request: json.dumps(CIRCULAR_EDITS)
     result = invoke(*run_args(scripted_server, trajectories_file, tmp_path / "r", "--no-schema", "--seed", "7",
                               "--limit", "1"))
     assert result.exit_code == 0
@@ -104,7 +112,8 @@ def test_rejects_keep_raw_codes_and_messages(scripted_server, trajectories_file,
     bad = dict(CIRCULAR, modified_steps=[])
     scripted_server.script = lambda request: "Here you go:\n```json\n" + json.dumps(bad) + "\n```"
     out = tmp_path / "run"
-    assert invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "1")).exit_code == 0
+    full = ("--limit", "1", "--output-mode", "full")  # undeclared changes exist only in full mode
+    assert invoke(*run_args(scripted_server, trajectories_file, out, *full)).exit_code == 0
     [reject] = read_jsonl(out / "rejects.jsonl")
     assert reject["codes"] == ["undeclared_change"] and "step 2" in reject["messages"][0]
     assert reject["raw"].startswith("Here you go")
@@ -112,7 +121,7 @@ def test_rejects_keep_raw_codes_and_messages(scripted_server, trajectories_file,
     assert reject["provenance"]["usage"] == {"prompt_tokens": 300, "completion_tokens": 150}  # summed
     # --retry-rejects redoes it; on success the reject is removed, so each unit is in exactly one file.
     scripted_server.script = lambda request: json.dumps(CIRCULAR)
-    assert invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "1", "--retry-rejects")).exit_code == 0
+    assert invoke(*run_args(scripted_server, trajectories_file, out, *full, "--retry-rejects")).exit_code == 0
     assert read_jsonl(out / "rejects.jsonl") == [] and len(read_jsonl(out / "candidates.jsonl")) == 1
 
 
@@ -120,7 +129,7 @@ def test_rejects_keep_raw_codes_and_messages(scripted_server, trajectories_file,
     (Reply(status=400, error="bad request: unsupported thing"), "provider_error"),
     (Reply(status=404, error="model not found"), "provider_error"),
     ("this is not json at all", "parse_error"),
-    (json.dumps({"modified_process": "oops"}), "schema"),
+    (json.dumps({"edits": "oops", "reason": ""}), "schema"),
 ])
 def test_provider_and_parse_failures_are_rejects(scripted_server, trajectories_file, tmp_path, reply, code):
     scripted_server.script = lambda request: reply
@@ -150,7 +159,7 @@ def test_missing_key_names_the_variable(tmp_path, monkeypatch):
 
 
 def test_inject_model_environment_variable(scripted_server, trajectories_file, tmp_path):
-    scripted_server.script = lambda request: json.dumps(CIRCULAR)
+    scripted_server.script = lambda request: json.dumps(CIRCULAR_EDITS)
     result = invoke("run", "--category", "circular_logic", "--input", str(trajectories_file), "--api-base",
                     scripted_server.api_base, "--out", str(tmp_path / "r"), "--limit", "1",
                     env={"INJECT_MODEL": "openai/from-env"})

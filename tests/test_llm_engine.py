@@ -12,13 +12,8 @@ from injector.records import Candidate, Rejection
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
 TRAJECTORY = Trajectory(id="t", question="What is $2 + 3$?", steps=STEPS, answer="5")
-ANSWER = {
-    "modified_question": TRAJECTORY.question,
-    "modified_process": [STEPS[0], "Then $x + 3 = 6$.", STEPS[2]],
-    "modified_steps": [2],
-    "error_steps": [2],
-    "reason": "2 + 3 is 5, not 6.",
-}
+ANSWER = {"question": None, "edits": [{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": True}],
+          "reason": "2 + 3 is 5, not 6."}
 
 
 @pytest.fixture(scope="module")

@@ -119,10 +119,10 @@ def test_samples_are_different_until_the_trajectory_runs_out(taxonomy, trajector
     trajectory = trajectories[0]
     category = taxonomy.category("redundancy")
     options = len(OPERATORS["redundancy"](trajectory))
-    edits = [ENGINE.edit(trajectory, category, seed=0, sample=k) for k in range(options)]
-    assert len({json.dumps(e.modified_process) for e in edits}) == options > 1
+    perturbations = [ENGINE.perturb(trajectory, category, seed=0, sample=k) for k in range(options)]
+    assert len({json.dumps(p.edits) for p in perturbations}) == options > 1
     with pytest.raises(NotApplicable):
-        ENGINE.edit(trajectory, category, seed=0, sample=options)
+        ENGINE.perturb(trajectory, category, seed=0, sample=options)
 
 
 def test_not_applicable_when_nothing_to_work_on(taxonomy):

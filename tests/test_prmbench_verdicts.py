@@ -67,7 +67,7 @@ def test_prmbench_answers_get_the_pinned_verdicts(category, scripted_server, tmp
     result = CliRunner().invoke(main, [
         "run", "--category", category, "--input", str(path), "--model", "openai/scripted",
         "--api-base", scripted_server.api_base, "--out", str(out), "--concurrency", "4", "--max-attempts", "1",
-        "--no-cache",
+        "--no-cache", "--output-mode", "full",
     ])
     assert result.exit_code == 0, result.output
     candidates = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]

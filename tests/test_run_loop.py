@@ -20,9 +20,9 @@ from injector.records import RunDirectory
 
 QUESTION = "What is $2 + 3$?"
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
-GOOD = {"modified_question": QUESTION, "modified_process": [STEPS[0], "Then $x + 3 = 6$.", STEPS[2]],
-        "modified_steps": [2], "error_steps": [2], "reason": "2 + 3 is 5, not 6."}
-UNDECLARED = dict(GOOD, modified_steps=[])
+GOOD = {"question": None, "edits": [{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": True}],
+        "reason": "2 + 3 is 5, not 6."}
+UNFLAGGED = dict(GOOD, edits=[{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$."}])  # no error step
 
 
 @pytest.fixture
@@ -45,17 +45,17 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def test_failed_answer_is_sent_back_with_the_validators_words(scripted_server, input_file, tmp_path):
-    scripted_server.reply_in_order([json.dumps(UNDECLARED), json.dumps(GOOD)])
+    scripted_server.reply_in_order([json.dumps(UNFLAGGED), json.dumps(GOOD)])
     out = tmp_path / "run"
     assert run_cli(scripted_server, input_file, out, "--limit", "1").exit_code == 0
     [candidate] = read_jsonl(out / "candidates.jsonl")
-    assert candidate["provenance"]["attempts"] == [{"codes": ["undeclared_change"]}, {"codes": []}]
+    assert candidate["provenance"]["attempts"] == [{"codes": ["no_error_steps"]}, {"codes": []}]
     assert candidate["provenance"]["usage"] == {"prompt_tokens": 200, "completion_tokens": 100}
     assert read_jsonl(out / "rejects.jsonl") == []  # accepted on a later attempt: a candidate only
     second = scripted_server.requests[1]["body"]["messages"]
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
-    assert second[2]["content"] == json.dumps(UNDECLARED)
-    assert "you changed step 2 but did not list it in modified_steps" in second[3]["content"]
+    assert second[2]["content"] == json.dumps(UNFLAGGED)
+    assert "there is no error step: mark every erroneous step" in second[3]["content"]
 
 
 def test_parse_errors_are_fed_back_too(scripted_server, input_file, tmp_path):
@@ -86,7 +86,7 @@ def test_the_cache_never_pays_twice_and_no_cache_bypasses_it(scripted_server, in
 def test_no_api_key_reaches_cache_manifest_or_outputs(scripted_server, input_file, tmp_path, monkeypatch):
     secret = "sk-test-SECRET-9f8e7d6c"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
-    scripted_server.reply_in_order([json.dumps(UNDECLARED), json.dumps(GOOD), Reply(status=400, error="nope")])
+    scripted_server.reply_in_order([json.dumps(UNFLAGGED), json.dumps(GOOD), Reply(status=400, error="nope")])
     cache = tmp_path / "cache.sqlite"
     out = tmp_path / "run"
     assert run_cli(scripted_server, input_file, out, "--cache", str(cache), "--limit", "2").exit_code == 0
@@ -114,11 +114,11 @@ def test_transient_failures_are_retried_on_resume_validation_rejects_are_not(scr
     run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out, limit=1)
     [reject] = read_jsonl(out / "rejects.jsonl")
     assert reject["codes"] == ["transient_failure"]
-    scripted_server.script = lambda request: json.dumps(UNDECLARED)
+    scripted_server.script = lambda request: json.dumps(UNFLAGGED)
     run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out, limit=2)
     rejects = read_jsonl(out / "rejects.jsonl")
     assert sorted(r["id"] for r in rejects) == ["t0::counterfactual::0", "t1::counterfactual::0"]  # one line each
-    assert all(r["codes"] == ["undeclared_change"] for r in rejects)
+    assert all(r["codes"] == ["no_error_steps"] for r in rejects)
     before = len(scripted_server.requests)
     result = run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out,
                  limit=2)

@@ -70,7 +70,9 @@ class Engine(Protocol):
         seed: int,
         sample: int,
         response_schema: dict[str, Any] | None,
+        output_mode: str = "edits",
         read_cache: bool = True,
     ) -> Proposal:
-        """The engine's answer to `messages`; `read_cache=False` asks for a fresh one (a retried reject)."""
+        """The engine's answer to `messages` in `output_mode` ("edits" or "full"); `read_cache=False` asks for a
+        fresh one (a retried reject)."""
         ...

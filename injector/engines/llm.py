@@ -164,9 +164,13 @@ class LLMEngine:
         seed: int,
         sample: int,
         response_schema: dict[str, Any] | None,
+        output_mode: str = "edits",
         read_cache: bool = True,
     ) -> Proposal:
-        """One answer (sent seed+sample): from the cache, else from the provider with transient faults retried."""
+        """One answer (sent seed+sample): from the cache, else from the provider with transient faults retried.
+
+        The output mode is already in the messages and the schema; the request needs nothing more.
+        """
         request = self.request(messages, seed + sample, response_schema, f"{category.id}_answer")
         key = request_key(request) if self.cache else None
         if self.cache and read_cache and (hit := self.cache.get(key)):

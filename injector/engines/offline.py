@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..answers import final_answer_of_steps
+from ..contract import Edit
+from ..edits import apply_edits
 from ..taxonomy import Category
 from ..trajectory import Trajectory
 from .base import NotApplicable, Proposal
@@ -42,18 +44,29 @@ RESTATEMENTS = (
 
 
 @dataclass
-class Edit:
-    """An operator's output: the answer fields an LLM would return, plus the operator's name."""
+class Perturbation:
+    """An operator's output, as edits of the original steps (the form the edit contract uses)."""
 
     operator: str
-    modified_process: list[str]
-    modified_steps: list[int]
-    error_steps: list[int]
+    edits: list[dict[str, Any]]
     reason: str
-    modified_question: str | None = None
+    question: str | None = None
+    """The new question, or None when it is unchanged."""
 
 
-Option = Callable[[random.Random], Edit]
+def replace(step: int, text: str) -> dict[str, Any]:
+    return {"op": "replace", "step": step, "text": text, "error": True}
+
+
+def insert(after: int, text: str) -> dict[str, Any]:
+    return {"op": "insert", "after": after, "text": text, "error": True}
+
+
+def flag(step: int) -> dict[str, Any]:
+    return {"op": "flag", "step": step}
+
+
+Option = Callable[[random.Random], Perturbation]
 
 
 def split_answer(step: str) -> tuple[str, str]:
@@ -84,12 +97,6 @@ def lower_first(text: str) -> str:
     return text
 
 
-def _with_step(steps: list[str], index: int, text: str) -> list[str]:
-    changed = list(steps)
-    changed[index] = text
-    return changed
-
-
 # --- operators: each returns the options it has for a trajectory (empty when it finds nothing to work on) ---
 
 def counterfactual_options(trajectory: Trajectory) -> list[Option]:
@@ -97,26 +104,26 @@ def counterfactual_options(trajectory: Trajectory) -> list[Option]:
     for index, step in enumerate(trajectory.steps):
         body, tail = split_answer(step)
         for match in RESULT.finditer(body):
-            def option(rng: random.Random, index=index, body=body, tail=tail, match=match) -> Edit:
+            def option(rng: random.Random, index=index, body=body, tail=tail, match=match) -> Perturbation:
                 old = match.group(1)
                 new = perturb_number(old, rng)
                 text = replace_span(body, match.start(1), match.end(1), new) + tail
-                return Edit("change_result", _with_step(trajectory.steps, index, text), [index + 1], [index + 1],
-                            f"Step {index + 1} states {new} where the correct value is {old}.")
+                return Perturbation("change_result", [replace(index + 1, text)],
+                                    f"Step {index + 1} states {new} where the correct value is {old}.")
             options.append(option)
     return options
 
 
 def confidence_options(trajectory: Trajectory) -> list[Option]:
     def certain(option: Option) -> Option:
-        def wrapped(rng: random.Random) -> Edit:
-            edit = option(rng)
-            index = edit.error_steps[0] - 1
+        def wrapped(rng: random.Random) -> Perturbation:
+            perturbation = option(rng)
+            [edit] = perturbation.edits
             phrase = rng.choice(CERTAINTY)
-            edit.modified_process[index] = phrase + lower_first(edit.modified_process[index])
-            edit.operator = "confident_false_result"
-            edit.reason += f" The step asserts this with unwarranted certainty ({phrase.strip(' ,')!r})."
-            return edit
+            edit["text"] = phrase + lower_first(edit["text"])
+            perturbation.operator = "confident_false_result"
+            perturbation.reason += f" The step asserts this with unwarranted certainty ({phrase.strip(' ,')!r})."
+            return perturbation
         return wrapped
 
     return [certain(option) for option in counterfactual_options(trajectory)]
@@ -134,12 +141,12 @@ def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
                 if match.group(0) not in derived:
                     continue
 
-                def option(rng: random.Random, i=i, j=j, body=body, tail=tail, match=match) -> Edit:
+                def option(rng: random.Random, i=i, j=j, body=body, tail=tail, match=match) -> Perturbation:
                     old = match.group(0)
                     new = perturb_number(old, rng)
                     text = replace_span(body, match.start(), match.end(), new) + tail
-                    return Edit("restate_inconsistently", _with_step(trajectory.steps, j, text), [j + 1], [j + 1],
-                                f"Step {j + 1} uses {new} for the value that step {i + 1} found to be {old}.")
+                    return Perturbation("restate_inconsistently", [replace(j + 1, text)],
+                                        f"Step {j + 1} uses {new} for the value that step {i + 1} found to be {old}.")
                 options.append(option)
     return options
 
@@ -149,12 +156,11 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
     options: list[Option] = []
     for index, step in enumerate(trajectory.steps[:-1]):
         for match in MATH_WITH_EQUALS.finditer(split_answer(step)[0]):
-            def option(rng: random.Random, index=index, math=match.group(1).strip()) -> Edit:
+            def option(rng: random.Random, index=index, math=match.group(1).strip()) -> Perturbation:
                 inserted = rng.choice(RESTATEMENTS).replace("{math}", math)
-                process = [*trajectory.steps[: index + 1], inserted, *trajectory.steps[index + 1:]]
-                return Edit("restate_result", process, [index + 2], [index + 2],
-                            f"Step {index + 2} only restates the result of step {index + 1}; removing it changes "
-                            "nothing.")
+                return Perturbation("restate_result", [insert(index + 1, inserted)],
+                                    f"The step inserted after step {index + 1} only restates its result; removing it "
+                                    "changes nothing.")
             options.append(option)
     return options
 
@@ -167,16 +173,16 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
         return []
     options: list[Option] = []
     for position in range(0, max(1, (len(steps) - 1) // 2)):
-        def option(rng: random.Random, position=position) -> Edit:
+        def option(rng: random.Random, position=position) -> Perturbation:
             assumed = (f"We know the final answer must be ${answer}$, so we take ${answer}$ as given and check "
                        "that the remaining steps agree with it.")
             body, tail = split_answer(steps[-1])
             confirmed = (body.rstrip() + f" This agrees with the value ${answer}$ we started from, which confirms "
                          f"that ${answer}$ is the answer." + tail)
-            process = [*steps[:position + 1], assumed, *steps[position + 1:-1], confirmed]
-            return Edit("assume_the_answer", process, [position + 2, len(process)], [position + 2, len(process)],
-                        f"Step {position + 2} assumes the final answer {answer} before deriving it, and the last "
-                        "step confirms the answer by that assumption: the conclusion supports itself.")
+            return Perturbation("assume_the_answer", [insert(position + 1, assumed), replace(len(steps), confirmed)],
+                                f"The step inserted after step {position + 1} assumes the final answer {answer} "
+                                "before deriving it, and the last step confirms the answer by that assumption: the "
+                                "conclusion supports itself.")
         options.append(option)
     return options
 
@@ -217,11 +223,11 @@ def missing_condition_options(trajectory: Trajectory) -> list[Option]:
             if first_use is None:
                 continue
 
-            def drop(rng: random.Random, k=k, first_use=first_use, number=number) -> Edit:
+            def drop(rng: random.Random, k=k, first_use=first_use, number=number) -> Perturbation:
                 question = " ".join(s for n, s in enumerate(sentences) if n != k)
-                return Edit("drop_condition", list(trajectory.steps), [], [first_use + 1],
-                            f"The question no longer gives the condition \"{sentences[k]}\"; step {first_use + 1} "
-                            f"still uses {number} from it.", modified_question=question)
+                return Perturbation("drop_condition", [flag(first_use + 1)],
+                                    f"The question no longer gives the condition \"{sentences[k]}\"; step "
+                                    f"{first_use + 1} still uses {number} from it.", question=question)
             options.append(drop)
             break  # one option per sentence
     for match in COUNTED.finditer(trajectory.question):
@@ -229,11 +235,11 @@ def missing_condition_options(trajectory: Trajectory) -> list[Option]:
         if first_use is None:
             continue
 
-        def vague(rng: random.Random, match=match, first_use=first_use) -> Edit:
+        def vague(rng: random.Random, match=match, first_use=first_use) -> Perturbation:
             question = replace_span(trajectory.question, match.start(), match.end(), f"some {match.group(2)}")
-            return Edit("vague_quantity", list(trajectory.steps), [], [first_use + 1],
-                        f"The question no longer says how many {match.group(2)} (it said {match.group(1)}); step "
-                        f"{first_use + 1} still uses {match.group(1)}.", modified_question=question)
+            return Perturbation("vague_quantity", [flag(first_use + 1)],
+                                f"The question no longer says how many {match.group(2)} (it said {match.group(1)}); "
+                                f"step {first_use + 1} still uses {match.group(1)}.", question=question)
         options.append(vague)
     return options
 
@@ -247,11 +253,11 @@ def domain_inconsistency_options(trajectory: Trajectory) -> list[Option]:
         if not plus_minus.search(body):
             continue
 
-        def option(rng: random.Random, index=index, body=body, tail=tail) -> Edit:
+        def option(rng: random.Random, index=index, body=body, tail=tail) -> Perturbation:
             text = plus_minus.sub(lambda m: m.group(1) or "+ ", body) + tail
-            return Edit("drop_plus_minus", _with_step(trajectory.steps, index, text), [index + 1], [index + 1],
-                        f"Step {index + 1} takes only the positive square root, as if the quantity were known to "
-                        "be non-negative; the negative root is lost.")
+            return Perturbation("drop_plus_minus", [replace(index + 1, text)],
+                                f"Step {index + 1} takes only the positive square root, as if the quantity were "
+                                "known to be non-negative; the negative root is lost.")
         options.append(option)
     return options
 
@@ -288,7 +294,7 @@ class OfflineEngine:
             return None
         return NEEDS_A_MODEL.get(category.id, f"the offline engine has no operator for {category.id!r}")
 
-    def edit(self, trajectory: Trajectory, category: Category, *, seed: int, sample: int) -> Edit:
+    def perturb(self, trajectory: Trajectory, category: Category, *, seed: int, sample: int) -> Perturbation:
         """The `sample`-th perturbation in a seeded order; NotApplicable when there is none left."""
         options = OPERATORS[category.id](trajectory)
         if sample >= len(options):
@@ -302,13 +308,20 @@ class OfflineEngine:
 
     async def propose(self, messages: list[dict[str, Any]], *, trajectory: Trajectory, category: Category,
                       seed: int, sample: int, response_schema: dict[str, Any] | None,
-                      read_cache: bool = True) -> Proposal:
-        edit = self.edit(trajectory, category, seed=seed, sample=sample)
-        answer = {
-            "modified_question": edit.modified_question if edit.modified_question is not None else trajectory.question,
-            "modified_process": edit.modified_process,
-            "modified_steps": edit.modified_steps,
-            "error_steps": edit.error_steps,
-            "reason": edit.reason,
-        }
-        return Proposal(text=json.dumps(answer, ensure_ascii=False), cost=0.0, details={"operator": edit.operator})
+                      output_mode: str = "edits", read_cache: bool = True) -> Proposal:
+        perturbation = self.perturb(trajectory, category, seed=seed, sample=sample)
+        if output_mode == "edits":
+            answer: dict[str, Any] = {"question": perturbation.question, "edits": perturbation.edits,
+                                      "reason": perturbation.reason}
+        else:  # the full form is the edits applied: one source of truth for both contracts
+            applied = apply_edits(list(trajectory.steps), [Edit.model_validate(e) for e in perturbation.edits])
+            answer = {
+                "modified_question": perturbation.question if perturbation.question is not None
+                else trajectory.question,
+                "modified_process": applied.modified_process,
+                "modified_steps": applied.modified_steps,
+                "error_steps": applied.error_steps,
+                "reason": perturbation.reason,
+            }
+        return Proposal(text=json.dumps(answer, ensure_ascii=False), cost=0.0,
+                        details={"operator": perturbation.operator})

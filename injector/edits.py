@@ -1,0 +1,116 @@
+"""Edit mode: apply a model's edits to the original steps, so untouched steps are byte-identical by construction
+and the changed and error steps are known exactly."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .contract import Edit
+
+STEP_OPS = ("replace", "delete", "flag")  # at most one of these per original step
+
+
+@dataclass
+class AppliedEdits:
+    """The solution after the edits; indices 1-based (into the result unless named `original`)."""
+
+    modified_process: list[str] = field(default_factory=list)
+    modified_steps: list[int] = field(default_factory=list)
+    """Replaced and inserted steps."""
+    error_steps: list[int] = field(default_factory=list)
+    """Error edits and flagged steps."""
+    flagged_steps: list[int] = field(default_factory=list)
+    """Unchanged steps marked as errors."""
+    deleted_steps: list[int] = field(default_factory=list)
+    """Original indices of deleted steps."""
+    explanations: dict[int, str] = field(default_factory=dict)
+    """Error step -> the explanation its edit carried."""
+    warnings: list[str] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    """(reason code, message) for edits that could not be applied."""
+
+
+def apply_edits(original: list[str], edits: list[Edit], *, normalize=lambda text: text) -> AppliedEdits:
+    """Apply `edits` in original order; inserts after the same step keep their listed order.
+
+    Edits out of range or in conflict are reported in `problems` and not applied. A replace whose text equals the
+    original after `normalize` changes nothing: it is dropped with a warning.
+    """
+    result = AppliedEdits()
+    size = len(original)
+    on_step: dict[int, list[Edit]] = defaultdict(list)
+    inserts: dict[int, list[Edit]] = defaultdict(list)
+    out_of_range = []
+    for edit in edits:
+        if edit.op == "insert":
+            if 0 <= edit.after <= size:
+                inserts[edit.after].append(edit)
+            else:
+                out_of_range.append(f"insert after {edit.after}")
+        elif 1 <= edit.step <= size:
+            on_step[edit.step].append(edit)
+        else:
+            out_of_range.append(f"{edit.op} of step {edit.step}")
+    if out_of_range:
+        result.problems.append(("index_out_of_range", f"{'; '.join(out_of_range)}: the original solution has "
+                                f"steps 1..{size} (insert after 0..{size}); indices refer to the original steps"))
+    conflicts = sorted(step for step, acting in on_step.items() if len(acting) > 1)
+    if conflicts:
+        listed = ", ".join(f"step {s} ({' and '.join(e.op for e in on_step[s])})" for s in conflicts)
+        result.problems.append(("edit_conflict", f"{listed}: give at most one replace, delete or flag per step"))
+
+    def add(text: str, *, changed: bool, edit: Edit | None) -> None:
+        result.modified_process.append(text)
+        position = len(result.modified_process)
+        if changed:
+            result.modified_steps.append(position)
+        if edit is not None and edit.is_error:
+            result.error_steps.append(position)
+            if edit.explanation:
+                result.explanations[position] = edit.explanation
+            if not changed:
+                result.flagged_steps.append(position)
+
+    for edit in inserts[0]:
+        add(edit.text, changed=True, edit=edit)
+    for step in range(1, size + 1):
+        acting = on_step.get(step, [])
+        edit = acting[0] if len(acting) == 1 else None  # conflicting edits are not applied
+        if edit is not None and edit.op == "delete":
+            result.deleted_steps.append(step)
+        elif edit is not None and edit.op == "replace" and normalize(edit.text) != normalize(original[step - 1]):
+            add(edit.text, changed=True, edit=edit)
+        else:
+            if edit is not None and edit.op == "replace":
+                result.warnings.append(f"the replace of step {step} changes nothing; dropped")
+                edit = None
+            add(original[step - 1], changed=False, edit=edit)
+        for inserted in inserts[step]:
+            add(inserted.text, changed=True, edit=inserted)
+    return result
+
+
+def edits_from_full(original: list[str], modified: list[str], error_steps: list[int]) -> list[dict]:
+    """Express a full-form answer as edits of `original` (used to compare the two contracts on the same records).
+
+    The changed steps come from the same alignment the full-mode validator uses; an error step left unchanged
+    becomes a flag.
+    """
+    from .validate import align_steps  # validate imports this module; the alignment lives there
+
+    alignment = align_steps(original, modified)
+    errors = set(error_steps)
+    edits: list[dict] = []
+    after = 0
+    for j, text in enumerate(modified):
+        if j in alignment.matched:
+            after = alignment.matched[j] + 1
+            if j + 1 in errors:
+                edits.append({"op": "flag", "step": after})
+        elif j in alignment.replaced:
+            after = alignment.replaced[j] + 1
+            edits.append({"op": "replace", "step": after, "text": text, "error": j + 1 in errors})
+        else:
+            edits.append({"op": "insert", "after": after, "text": text, "error": j + 1 in errors})
+    edits.extend({"op": "delete", "step": i + 1} for i in alignment.deleted)
+    return edits
