@@ -29,9 +29,10 @@ def trajectories():
     return list(load_trajectories())  # the bundled sample
 
 
-def records_for(taxonomy, category_id, trajectories, seed=0, sample=0):
+def records_for(taxonomy, category_id, trajectories, seed=0, sample=0, output_mode="edits"):
     category = taxonomy.category(category_id)
-    return [asyncio.run(inject_one(taxonomy, category, t, ENGINE, seed=seed, sample=sample)) for t in trajectories]
+    return [asyncio.run(inject_one(taxonomy, category, t, ENGINE, seed=seed, sample=sample, output_mode=output_mode))
+            for t in trajectories]
 
 
 def numbers(text: str) -> list[str]:
@@ -100,6 +101,19 @@ def assert_error_of_category(category_id: str, c: Candidate) -> None:
     elif category_id == "domain_inconsistency":
         [k] = c.error_steps
         assert "\\pm" in c.original_process[k - 1] and not re.search(r"\\pm(?![A-Za-z])", errors[0])
+
+
+@pytest.mark.parametrize("category_id", sorted(OPERATORS))
+def test_full_mode_gives_the_same_candidates(taxonomy, trajectories, category_id):
+    fields = ("modified_question", "modified_process", "modified_steps", "error_steps", "reason")
+
+    def labels(records):
+        return [{f: getattr(r, f) for f in fields} if isinstance(r, Candidate) else r.codes for r in records]
+
+    edits = records_for(taxonomy, category_id, trajectories)
+    full = records_for(taxonomy, category_id, trajectories, output_mode="full")
+    assert labels(edits) == labels(full)
+    assert {r.provenance["output_mode"] for r in full if isinstance(r, Candidate)} == {"full"}
 
 
 def test_same_seed_same_records_other_seed_differs(taxonomy, trajectories):
