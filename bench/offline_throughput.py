@@ -24,7 +24,7 @@ def stage_operator(taxonomy, categories, trajectories, engine):
     for trajectory in trajectories:
         for category in categories:
             try:
-                engine.edit(trajectory, category, seed=0, sample=0)
+                engine.perturb(trajectory, category, seed=0, sample=0)
                 made += 1
             except NotApplicable:
                 pass
