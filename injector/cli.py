@@ -224,3 +224,69 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
         f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )
+
+
+@main.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="The split directory to write.")
+@click.option("--by", type=click.Choice(["category", "train-test"]), default="category", show_default=True,
+              help="Splits named after the categories, or train/test by source trajectory.")
+@click.option("--test-size", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Fraction of source trajectories in `test` (with --by train-test).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the train/test assignment.")
+@click.option("--include-unreviewed", is_flag=True, help="Also take unreviewed candidates (column reviewed=false).")
+@click.option("--include-sources", is_flag=True, help="Add each source solution once as a correct control item.")
+@click.option("--license", "license_", default="other", show_default=True, help="Licence field of the card.")
+@click.option("--overwrite", is_flag=True, help="Replace a non-empty --out directory.")
+@click.option("--push-to-hub", metavar="REPO", help="Also push the DatasetDict to the Hugging Face Hub.")
+def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_sources, license_, overwrite,
+          push_to_hub) -> None:
+    """Build benchmark splits from reviewed run directories."""
+    from .splits import build as build_splits
+
+    report = build_splits(list(run_dirs), out, by=by, test_size=test_size, seed=seed,
+                          include_unreviewed=include_unreviewed, include_sources=include_sources,
+                          overwrite=overwrite, license=license_, command=["inject", *sys.argv[1:]],
+                          push_to_hub=push_to_hub)
+    splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
+    click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "
+               f"reviewers, {report.unreviewed_left_out} unreviewed left out")
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
+@click.option("--plots", type=click.Path(file_okay=False), help="Write PNG plots into this directory.")
+def stats(path, as_json, plots) -> None:
+    """Per-category numbers of a run or split directory."""
+    import json
+
+    from .stats import compute_stats, stats_table, write_plots
+
+    numbers = compute_stats(path)
+    click.echo(json.dumps(numbers, indent=2) if as_json else stats_table(numbers))
+    if plots:
+        for written in write_plots(numbers, plots):
+            click.echo(f"wrote {written}", err=True)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True)
+@click.option("--taxonomy", "taxonomy_path", type=click.Path(dir_okay=False), help="Taxonomy YAML file.")
+@click.option("--json", "as_json", is_flag=True, help="Print every record's verdict as JSON lines.")
+def validate(file, input_format, taxonomy_path, as_json) -> None:
+    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary."""
+    import json
+
+    from .audit import audit_prmbench, audit_table
+    from .taxonomy import Taxonomy
+
+    report = audit_prmbench(file, Taxonomy.load(taxonomy_path))
+    for record in report.records:
+        if as_json:
+            click.echo(json.dumps(record, ensure_ascii=False))
+        else:
+            verdict = "valid" if record["valid"] else " ".join(record["codes"])
+            click.echo(f"{file}:{record['line']}\t{record['idx']}\t{record['category']}\t{verdict}")
+    click.echo(audit_table(report), err=as_json)

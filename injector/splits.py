@@ -1,0 +1,253 @@
+"""Benchmark splits from reviewed runs: accepted candidates (with reviewers' corrections) to a Hugging Face
+DatasetDict, PRMBench's own files, ProcessBench-style and judge-training exports, and a dataset card."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .answers import answers_equivalent, final_answer_of_steps
+from .errors import UserError
+from .records import read_jsonl
+from .taxonomy import Taxonomy
+
+# PRMBench's own fields, in its order: what `prmbench/<classification>.jsonl` holds and nothing else.
+PRMBENCH_FIELDS = ("original_question", "modified_question", "original_process", "modified_process",
+                   "modified_steps", "error_steps", "reason", "idx", "question", "classification")
+EXPORT_DIRS = ("parquet", "jsonl", "prmbench", "processbench", "judge")
+CORRECT = "correct"  # the category of source solutions added as correct control items
+
+
+@dataclass
+class BuildReport:
+    """What a build wrote and the numbers its card reports."""
+
+    out_dir: Path
+    splits: dict[str, int] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    candidates_seen: int = 0
+    rejected_by_reviewer: int = 0
+    unreviewed_left_out: int = 0
+    reviewer_reasons: Counter = field(default_factory=Counter)
+    reject_codes: Counter = field(default_factory=Counter)
+    run_rejects: int = 0
+
+
+def _stable_unit(seed: int, key: str) -> float:
+    """A number in [0, 1) fixed by (seed, key): the same split on every machine and every run."""
+    digest = hashlib.sha256(f"{seed}\x00{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _decisions(run_dir: Path) -> dict[str, Any]:
+    if not (run_dir / "review.sqlite").exists():
+        return {}
+    from .review.store import ReviewStore
+
+    return ReviewStore(run_dir).latest()
+
+
+def _taxonomy_of(run_dir: Path) -> Taxonomy:
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    path = manifest.get("config", {}).get("taxonomy_path")
+    return Taxonomy.load(path if path and Path(path).is_file() else None)
+
+
+def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
+                 include_sources: bool = False, report: BuildReport) -> list[dict[str, Any]]:
+    """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all)."""
+    rows: list[dict[str, Any]] = []
+    sources: dict[str, dict[str, Any]] = {}
+    for run_dir in map(Path, run_dirs):
+        if not (run_dir / "candidates.jsonl").exists() or not (run_dir / "manifest.json").exists():
+            raise UserError(f"{run_dir}: not a run directory (no candidates.jsonl / manifest.json); "
+                            "pass directories written by `inject run`")
+        taxonomy = _taxonomy_of(run_dir)
+        decisions = _decisions(run_dir)
+        for reject in read_jsonl(run_dir / "rejects.jsonl"):
+            report.run_rejects += 1
+            report.reject_codes.update(reject.get("codes", []))
+        for candidate in read_jsonl(run_dir / "candidates.jsonl"):
+            report.candidates_seen += 1
+            decision = decisions.get(candidate["id"])
+            if decision is not None and decision.decision == "reject":
+                report.rejected_by_reviewer += 1
+                report.reviewer_reasons[decision.reason or "(no reason)"] += 1
+                continue
+            if decision is None and not include_unreviewed:
+                report.unreviewed_left_out += 1
+                continue
+            if decision is not None:
+                from .review.store import apply_decision  # only runs with a review database need it
+
+                candidate = apply_decision(candidate, decision)
+            category = next((c for c in taxonomy.categories if c.id == candidate["category"]), None)
+            rows.append(_row(candidate, run_dir.name, category.domain if category else "",
+                             reviewed=decision is not None, reviewer=decision.reviewer if decision else ""))
+            sources.setdefault(candidate["trajectory_id"], candidate)
+    if include_sources:
+        rows.extend(_source_row(candidate) for candidate in sources.values())
+    _unique_idx(rows)
+    return rows
+
+
+def _row(candidate: dict[str, Any], run: str, domain: str, *, reviewed: bool, reviewer: str) -> dict[str, Any]:
+    provenance = candidate.get("provenance", {})
+    explanations = candidate.get("explanations") or {}
+    return {
+        **{key: candidate[key] for key in PRMBENCH_FIELDS},
+        "source_idx": candidate["idx"],
+        "id": candidate["id"],
+        "category": candidate["category"],
+        "domain": domain,
+        "trajectory_id": candidate["trajectory_id"],
+        "sample": candidate["sample"],
+        "run": run,
+        "reviewed": reviewed,
+        "reviewer": reviewer,
+        "warnings": list(candidate.get("warnings", [])),
+        "explanations": [{"step": int(k), "text": v} for k, v in sorted(explanations.items(), key=lambda i: int(i[0]))],
+        "ground_truth": candidate.get("ground_truth"),
+        "model": provenance.get("model", ""),
+        "provenance": json.dumps(provenance, ensure_ascii=False, sort_keys=True),
+    }
+
+
+def _source_row(candidate: dict[str, Any]) -> dict[str, Any]:
+    """The source solution itself, as a correct control item (PRMBench's `correct`; ProcessBench label -1)."""
+    steps = list(candidate["original_process"])
+    source = {
+        "original_question": candidate["original_question"], "modified_question": candidate["original_question"],
+        "original_process": steps, "modified_process": steps, "modified_steps": [], "error_steps": [],
+        "reason": "", "idx": candidate["idx"], "question": candidate["question"], "classification": CORRECT,
+        "id": f"{candidate['trajectory_id']}::{CORRECT}", "category": CORRECT, "trajectory_id":
+        candidate["trajectory_id"], "sample": 0, "warnings": [], "provenance": {"engine": "source"},
+    }
+    return _row(source, "", "control", reviewed=True, reviewer="")
+
+
+def _unique_idx(rows: list[dict[str, Any]]) -> None:
+    """PRMBench keeps only the first record per (category, idx): later candidates of one source get `_2`, `_3`, …"""
+    seen: Counter = Counter()
+    for row in sorted(rows, key=lambda r: (r["classification"], r["source_idx"], r["trajectory_id"], r["sample"],
+                                           r["run"], r["id"])):
+        seen[(row["classification"], row["source_idx"])] += 1
+        count = seen[(row["classification"], row["source_idx"])]
+        row["idx"] = row["source_idx"] if count == 1 else f"{row['source_idx']}_{count}"
+
+
+def assign_splits(rows: list[dict[str, Any]], *, by: str, test_size: float | None, seed: int) -> dict[str, list]:
+    """Rows per split: one split per category, or train/test by source trajectory (no source in both)."""
+    splits: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    ordered = sorted(rows, key=lambda r: (r["category"], r["trajectory_id"], r["sample"], r["run"], r["id"]))
+    for row in ordered:
+        if by == "category":
+            splits[row["category"]].append(row)
+        else:
+            test = _stable_unit(seed, row["trajectory_id"]) < (test_size or 0.0)
+            splits["test" if test else "train"].append(row)
+    clash = set(splits) & set(EXPORT_DIRS)
+    if clash:
+        raise UserError(f"split name {sorted(clash)[0]!r} clashes with an export directory; rename the category")
+    return dict(sorted(splits.items()))
+
+
+def processbench_record(row: dict[str, Any]) -> dict[str, Any]:
+    """ProcessBench's shape: `label` is the 0-based index of the first error step, -1 for none."""
+    steps = row["modified_process"]
+    source_answer = row.get("ground_truth") or final_answer_of_steps(row["original_process"])
+    return {
+        "id": row["id"],
+        "generator": row["model"],
+        "problem": row["modified_question"],
+        "steps": steps,
+        "final_answer_correct": answers_equivalent(final_answer_of_steps(steps), source_answer),
+        "label": min(row["error_steps"]) - 1 if row["error_steps"] else -1,
+    }
+
+
+def judge_record(row: dict[str, Any]) -> dict[str, Any]:
+    """A judge-training item, as ProJudge-173k trains open judges: the solution in, a verdict per step out."""
+    numbered = "\n".join(f"Step {k}: {step}" for k, step in enumerate(row["modified_process"], 1))
+    explanations = {item["step"]: item["text"] for item in row["explanations"]}
+    target = []
+    for k in range(1, len(row["modified_process"]) + 1):
+        if k in row["error_steps"]:
+            target.append({"step": k, "label": "incorrect", "category": row["category"],
+                           "reason": explanations.get(k, row["reason"])})
+        else:
+            target.append({"step": k, "label": "correct"})
+    return {"id": row["id"], "prompt": f"Question: {row['modified_question']}\n\n{numbered}", "target": target}
+
+
+def split_features() -> Any:
+    """One explicit schema for every split, so a column that is empty in one split has the same type everywhere."""
+    from datasets import Features, List, Value
+
+    text, number = Value("string"), Value("int64")
+    columns: dict[str, Any] = {name: text for name in PRMBENCH_FIELDS}
+    columns.update(original_process=List(text), modified_process=List(text), modified_steps=List(number),
+                   error_steps=List(number))
+    columns.update(source_idx=text, id=text, category=text, domain=text, trajectory_id=text, sample=number, run=text,
+                   reviewed=Value("bool"), reviewer=text, warnings=List(text),
+                   explanations=List({"step": number, "text": text}), ground_truth=text, model=text, provenance=text)
+    return Features(columns)
+
+
+def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", test_size: float | None = None,
+          seed: int = 0, include_unreviewed: bool = False, include_sources: bool = False, overwrite: bool = False,
+          license: str = "other", command: list[str] | None = None, push_to_hub: str | None = None) -> BuildReport:
+    """Write a split directory from run directories; see README "Benchmark splits"."""
+    import datasets
+
+    from .card import dataset_card
+
+    datasets.disable_progress_bars()  # the command prints its own one-line summary
+    out = Path(out)
+    if by not in ("category", "train-test"):
+        raise UserError(f"--by {by!r}: choose category or train-test")
+    if by == "train-test" and not (test_size and 0 < test_size < 1):
+        raise UserError("--by train-test needs --test-size between 0 and 1, e.g. --test-size 0.2")
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise UserError(f"{out} is not empty; choose another --out or pass --overwrite")
+        shutil.rmtree(out)
+    report = BuildReport(out_dir=out)
+    rows = collect_rows(run_dirs, include_unreviewed=include_unreviewed, include_sources=include_sources,
+                        report=report)
+    if not rows:
+        raise UserError("no accepted candidates to build from: review the run first (`inject review RUN_DIR`), "
+                        "or pass --include-unreviewed")
+    splits = assign_splits(rows, by=by, test_size=test_size, seed=seed)
+    report.rows = rows
+    report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
+    features = split_features()
+    dataset = datasets.DatasetDict({name: datasets.Dataset.from_list(split_rows, features=features)
+                                    for name, split_rows in splits.items()})
+    dataset.save_to_disk(str(out))
+    for name, split in dataset.items():
+        (out / "parquet").mkdir(exist_ok=True)
+        split.to_parquet(str(out / "parquet" / f"{name}.parquet"))
+        _write_jsonl(out / "jsonl" / f"{name}.jsonl", splits[name])
+        _write_jsonl(out / "processbench" / f"{name}.jsonl", map(processbench_record, splits[name]))
+        _write_jsonl(out / "judge" / f"{name}.jsonl", map(judge_record, splits[name]))
+    by_classification: dict[str, list] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (r["classification"], r["idx"])):
+        by_classification[row["classification"]].append({key: row[key] for key in PRMBENCH_FIELDS})
+    for classification, records in by_classification.items():
+        _write_jsonl(out / "prmbench" / f"{classification}.jsonl", records)
+    (out / "README.md").write_text(dataset_card(report, license=license, command=command or []), encoding="utf-8")
+    if push_to_hub:
+        dataset.push_to_hub(push_to_hub)
+    return report
