@@ -16,10 +16,22 @@ from .errors import InjectorError
 
 EXIT_INTERNAL, EXIT_USER, EXIT_INTERRUPTED = 1, 2, 130
 OFFLINE_MODEL = "offline"
+_invocation: list[str] = ["inject"]
+
+
+def invocation() -> list[str]:
+    """The command line of this invocation, as the user typed it."""
+    return list(_invocation)
 
 
 class InjectGroup(click.Group):
     """Turns library errors into one-line messages and the documented exit codes, never a bare traceback."""
+
+    def main(self, args=None, *pargs, **kwargs):
+        # Keep the arguments as given, for manifests and cards ("the command that reproduces it").
+        global _invocation
+        _invocation = ["inject", *(sys.argv[1:] if args is None else args)]
+        return super().main(args, *pargs, **kwargs)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -204,7 +216,7 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
         click.echo(dry_run_table(report))
         return
     out = Path(out) if out else default_run_dir()
-    command = ["inject", *sys.argv[1:]]
+    command = invocation()
     try:
         with ProgressDisplay() as display:
             result = run_injection(
@@ -246,7 +258,7 @@ def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_source
 
     report = build_splits(list(run_dirs), out, by=by, test_size=test_size, seed=seed,
                           include_unreviewed=include_unreviewed, include_sources=include_sources,
-                          overwrite=overwrite, license=license_, command=["inject", *sys.argv[1:]],
+                          overwrite=overwrite, license=license_, command=invocation(),
                           push_to_hub=push_to_hub)
     splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "

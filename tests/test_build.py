@@ -1,0 +1,214 @@
+"""`inject build`, `inject stats` and `inject validate`: splits load with datasets, PRMBench files have exactly
+PRMBench's fields, builds are reproducible, reviewers' corrections are applied, the card and stats count right."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from injector import OfflineEngine, Taxonomy, load_trajectories, run
+from injector.cli import main
+from injector.review.store import Decision, ReviewStore
+from injector.sources import load_trajectories as load
+from injector.splits import PRMBENCH_FIELDS
+
+PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """An offline run over 6 bundled trajectories and three categories."""
+    out = tmp_path_factory.mktemp("runs") / "run"
+    taxonomy = Taxonomy.load()
+    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["counterfactual", "redundancy",
+                                                                            "domain_inconsistency"]),
+        engine=OfflineEngine(), out=out, limit=6)
+    return out
+
+
+def candidates(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "candidates.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture
+def reviewed(run_dir: Path, tmp_path: Path) -> Path:
+    """A copy of the run with decisions: 4 accepted (one with corrected error steps), 2 rejected, the rest open."""
+    import shutil
+
+    copy = tmp_path / "reviewed"
+    shutil.copytree(run_dir, copy)
+    store = ReviewStore(copy)
+    counterfactual = [c for c in candidates(copy) if c["category"] == "counterfactual"]
+    redundancy = [c for c in candidates(copy) if c["category"] == "redundancy"]
+    store.record(Decision(id=counterfactual[0]["id"], decision="reject", reason="not an error", reviewer="ann"))
+    store.record(Decision(id=counterfactual[0]["id"], decision="accept", reviewer="ann"))  # the latest wins
+    store.record(Decision(id=counterfactual[1]["id"], decision="reject", reason="not this category", reviewer="ann"))
+    # A correction: the reviewer edits another step into a second error and marks both.
+    first_error = counterfactual[2]["error_steps"][0]
+    other = 1 if first_error != 1 else 2
+    edited = counterfactual[2]["modified_process"][other - 1] + " So the total is 7."
+    store.record(Decision(id=counterfactual[2]["id"], decision="accept", reviewer="bob",
+                          corrected_error_steps=sorted([first_error, other]), edited_steps={other: edited}))
+    store.record(Decision(id=redundancy[0]["id"], decision="accept", reviewer="bob"))
+    store.record(Decision(id=redundancy[1]["id"], decision="accept", reviewer="bob"))
+    store.record(Decision(id=redundancy[2]["id"], decision="reject", reason="unreadable", reviewer="bob"))
+    return copy
+
+
+def build(*args: str):
+    return CliRunner().invoke(main, ["build", *args], catch_exceptions=False)
+
+
+def test_build_loads_with_datasets_and_keeps_only_accepted(reviewed, tmp_path):
+    import datasets
+
+    out = tmp_path / "split"
+    result = build(str(reviewed), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    dataset = datasets.load_from_disk(str(out))
+    assert sorted(dataset) == ["counterfactual", "redundancy"]
+    assert dataset["counterfactual"].num_rows == 2 and dataset["redundancy"].num_rows == 2
+    assert all(dataset["counterfactual"]["reviewed"])
+    assert "2 rejected by reviewers" in result.output
+    parquet = datasets.Dataset.from_parquet(str(out / "parquet" / "redundancy.parquet"))
+    assert parquet.num_rows == 2
+
+
+def test_prmbench_files_have_exactly_prmbench_fields_and_unique_idx(reviewed, tmp_path):
+    out = tmp_path / "split"
+    build(str(reviewed), "--out", str(out), "--include-unreviewed")
+    names = sorted(p.name for p in (out / "prmbench").iterdir())
+    assert names == ["counterfactual.jsonl", "domain_inconsistency.jsonl", "redundency.jsonl"]
+    for path in (out / "prmbench").iterdir():
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        assert all(list(record) == list(PRMBENCH_FIELDS) for record in records)
+        assert len({r["idx"] for r in records}) == len(records)
+        # Our own prmbench loader reads the export back: the round trip of the format.
+        trajectories = list(load(path, "prmbench"))
+        assert [t.steps for t in trajectories] == [r["original_process"] for r in records]
+
+
+def test_several_candidates_of_one_source_get_suffixed_idx(run_dir, tmp_path):
+    taxonomy = Taxonomy.load()
+    out = tmp_path / "samples"
+    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]),
+        engine=OfflineEngine(), out=out, limit=1, samples=3)
+    build(str(out), "--out", str(tmp_path / "split"), "--include-unreviewed")
+    records = [json.loads(line) for line in (tmp_path / "split" / "prmbench" / "counterfactual.jsonl")
+               .read_text().splitlines()]
+    assert sorted(r["idx"] for r in records) == ["prm800k:sample:1", "prm800k:sample:1_2", "prm800k:sample:1_3"]
+
+
+def test_corrections_from_the_review_database_are_applied(reviewed, tmp_path):
+    out = tmp_path / "split"
+    build(str(reviewed), "--out", str(out))
+    store = ReviewStore(reviewed)
+    corrected = {d.id: d for d in store.latest().values() if d.corrected_error_steps}
+    rows = {json.loads(line)["id"]: json.loads(line) for line in (out / "jsonl" / "counterfactual.jsonl")
+            .read_text().splitlines()}
+    assert len(corrected) == 1
+    for candidate_id, decision in corrected.items():
+        row = rows[candidate_id]
+        assert row["error_steps"] == decision.corrected_error_steps and row["reviewer"] == "bob"
+        [(step, text)] = decision.edited_steps.items()
+        assert row["modified_process"][step - 1] == text and step in row["modified_steps"]
+
+
+def test_train_test_split_is_deterministic_and_keeps_sources_apart(run_dir, tmp_path):
+    first, second, other = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    args = ["--include-unreviewed", "--by", "train-test", "--test-size", "0.5"]
+    for out, seed in ((first, "1"), (second, "1"), (other, "2")):
+        assert build(str(run_dir), "--out", str(out), *args, "--seed", seed).exit_code == 0
+    for split in ("train", "test"):
+        assert (first / "jsonl" / f"{split}.jsonl").read_bytes() == (second / "jsonl" / f"{split}.jsonl").read_bytes()
+    train = {json.loads(l)["trajectory_id"] for l in (first / "jsonl" / "train.jsonl").read_text().splitlines()}
+    test = {json.loads(l)["trajectory_id"] for l in (first / "jsonl" / "test.jsonl").read_text().splitlines()}
+    assert train and test and not train & test
+    other_test = {json.loads(l)["trajectory_id"] for l in (other / "jsonl" / "test.jsonl").read_text().splitlines()}
+    assert other_test != test or len(test) in (0, 6)
+
+
+def test_the_card_lists_the_right_counts(reviewed, tmp_path):
+    out = tmp_path / "split"
+    build(str(reviewed), "--out", str(out), "--license", "apache-2.0")
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\nlicense: apache-2.0\n")
+    assert "| counterfactual | soundness | 2 | 2 |" in card and "| redundancy | simplicity | 2 | 2 |" in card
+    assert "rejected by reviewers: 2" in card
+    assert "| not this category | 1 |" in card and "| unreadable | 1 |" in card
+    assert "| not_applicable |" in card  # run rejects of domain_inconsistency
+    assert f"inject build {reviewed} --out {out} --license apache-2.0" in card.split("## Reproduce")[1]
+    assert "path: parquet/counterfactual.parquet" in card
+
+
+def test_sources_and_neighbouring_formats(run_dir, tmp_path):
+    out = tmp_path / "split"
+    build(str(run_dir), "--out", str(out), "--include-unreviewed", "--include-sources")
+    correct = [json.loads(l) for l in (out / "processbench" / "correct.jsonl").read_text().splitlines()]
+    assert len(correct) == 6 and all(r["label"] == -1 and r["final_answer_correct"] for r in correct)
+    flawed = [json.loads(l) for l in (out / "processbench" / "counterfactual.jsonl").read_text().splitlines()]
+    rows = [json.loads(l) for l in (out / "jsonl" / "counterfactual.jsonl").read_text().splitlines()]
+    assert [r["label"] for r in flawed] == [min(r["error_steps"]) - 1 for r in rows]
+    assert set(flawed[0]) == {"id", "generator", "problem", "steps", "final_answer_correct", "label"}
+    judge = [json.loads(l) for l in (out / "judge" / "counterfactual.jsonl").read_text().splitlines()]
+    for item, row in zip(judge, rows):
+        assert [t["step"] for t in item["target"] if t["label"] == "incorrect"] == row["error_steps"]
+        assert item["prompt"].startswith("Question: ") and "Step 1: " in item["prompt"]
+
+
+def test_push_to_hub_calls_datasets_push(run_dir, tmp_path, monkeypatch):
+    import datasets
+
+    pushed = []
+    monkeypatch.setattr(datasets.DatasetDict, "push_to_hub", lambda self, repo: pushed.append((repo, sorted(self))))
+    result = build(str(run_dir), "--out", str(tmp_path / "s"), "--include-unreviewed", "--push-to-hub", "me/bench")
+    assert result.exit_code == 0 and pushed == [("me/bench", ["counterfactual", "domain_inconsistency",
+                                                              "redundancy"])]
+
+
+def test_build_errors(run_dir, tmp_path):
+    result = build(str(run_dir), "--out", str(tmp_path / "s"))
+    assert result.exit_code == 2 and "no accepted candidates" in result.output
+    result = build(str(tmp_path), "--out", str(tmp_path / "s"))
+    assert result.exit_code == 2 and "not a run directory" in result.output
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    result = build(str(run_dir), "--out", str(tmp_path / "full"), "--include-unreviewed")
+    assert result.exit_code == 2 and "--overwrite" in result.output
+
+
+def test_stats_json_matches_a_hand_count(reviewed, tmp_path):
+    result = CliRunner().invoke(main, ["stats", str(reviewed), "--json", "--plots", str(tmp_path / "plots")])
+    assert result.exit_code == 0, result.output
+    numbers = json.loads(result.output[: result.output.rindex("}") + 1])
+    records = candidates(reviewed)
+    rejects = [json.loads(l) for l in (reviewed / "rejects.jsonl").read_text().splitlines()]
+    counterfactual = numbers["categories"]["counterfactual"]
+    hand = [c for c in records if c["category"] == "counterfactual"]
+    assert counterfactual["accepted"] == 2 and counterfactual["rejected_by_reviewer"] == 1
+    assert counterfactual["unreviewed"] == len(hand) - 3
+    assert counterfactual["mean_steps"] == round(sum(len(c["modified_process"]) for c in hand) / len(hand), 3)
+    positions = [min(c["error_steps"]) / len(c["modified_process"]) for c in hand]
+    assert counterfactual["mean_error_position"] == round(sum(positions) / len(positions), 3)
+    assert sum(counterfactual["error_position_histogram"].values()) == len(hand)
+    domain = numbers["categories"]["domain_inconsistency"]
+    assert domain["rejected_by_validation"] == sum(r["category"] == "domain_inconsistency" for r in rejects)
+    assert domain["reject_codes"] == {"not_applicable": domain["rejected_by_validation"]}
+    assert numbers["total"]["records"] == len(records) + len(rejects) and numbers["total"]["cost"] == 0.0
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["counts_by_category.png",
+                                                                       "error_positions.png"]
+
+
+def test_validate_audits_prmbench(tmp_path):
+    path = PRMBENCH / "prm800k_train_p1_first400_4o_step_contradiction.jsonl"
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0
+    lines = [l for l in result.output.splitlines() if l.startswith(str(path))]
+    assert len(lines) == 25 and sum(l.endswith("\tvalid") for l in lines) == 2  # as pinned in test_prmbench_verdicts
+    assert "step_contradiction          25      2      23" in result.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"original_question": "q"}\n')
+    result = CliRunner().invoke(main, ["validate", str(bad)])
+    assert result.exit_code == 2 and f"{bad}:1: missing field" in result.output
