@@ -82,8 +82,8 @@ def input_options(function):
         click.option("--limit", type=click.IntRange(min=1), help="Use at most N trajectories."),
         click.option("--category", "categories", multiple=True, required=True, metavar="ID",
                      help="Category id (repeatable), or `all`."),
-        click.option("--taxonomy", "taxonomy_path", type=click.Path(dir_okay=False),
-                     help="Taxonomy YAML file. Default: the bundled PRMBench taxonomy."),
+        click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+                     help="A bundled taxonomy (prmbench, the default) or a taxonomy YAML file."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -109,7 +109,8 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--taxonomy", "taxonomy_path", type=click.Path(dir_okay=False), help="Taxonomy YAML file.")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="A bundled taxonomy (prmbench, the default) or a taxonomy YAML file.")
 def categories(taxonomy_path: str | None) -> None:
     """List the categories of the taxonomy."""
     from . import Taxonomy
@@ -285,7 +286,7 @@ def stats(path, as_json, plots) -> None:
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True)
-@click.option("--taxonomy", "taxonomy_path", type=click.Path(dir_okay=False), help="Taxonomy YAML file.")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH", help="A bundled taxonomy or a YAML file.")
 @click.option("--json", "as_json", is_flag=True, help="Print every record's verdict as JSON lines.")
 def validate(file, input_format, taxonomy_path, as_json) -> None:
     """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary."""
@@ -302,3 +303,29 @@ def validate(file, input_format, taxonomy_path, as_json) -> None:
             verdict = "valid" if record["valid"] else " ".join(record["codes"])
             click.echo(f"{file}:{record['line']}\t{record['idx']}\t{record['category']}\t{verdict}")
     click.echo(audit_table(report), err=as_json)
+
+
+@main.group()
+def taxonomy() -> None:
+    """Work with taxonomies."""
+
+
+@taxonomy.command("validate")
+@click.argument("sources", nargs=-1, required=True, metavar="NAME|PATH...")
+def taxonomy_validate(sources) -> None:
+    """Check taxonomies: YAML, rules, templates rendered in both modes, hooks imported and called."""
+    from .errors import UserError
+    from .taxonomy_check import check_taxonomy
+
+    failed = 0
+    for source in sources:
+        loaded, problems = check_taxonomy(source)
+        if problems:
+            failed += 1
+            click.echo(f"{source}: {len(problems)} problem(s)")
+            for problem in problems:
+                click.echo(f"  - {problem}")
+        else:
+            click.echo(f"{source}: ok ({len(loaded.categories)} categories, every template rendered in both modes)")
+    if failed:
+        raise UserError(f"{failed} of {len(sources)} taxonomies have problems")

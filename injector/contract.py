@@ -218,6 +218,8 @@ class FullAnswer(BaseModel):
     """1-based numbers of the steps of modified_process that are erroneous."""
     reason: str
     """Why the modification is an error of this category."""
+    explanations: dict[str, str] | None = None
+    """Error step (its 1-based number in modified_process, as a string) -> what is wrong with it."""
 
 
 class MultiSolutionAnswer(BaseModel):
@@ -398,6 +400,9 @@ def _response_schema(multi_solution: bool) -> dict:
     # Built once: pydantic's schema generation costs about a millisecond, as much as the rest of a unit.
     model = MultiSolutionAnswer if multi_solution else FullAnswer
     schema = _strict_clean(model.model_json_schema(mode="validation"))
+    # A map from step to text cannot be expressed in strict mode; explanations in full mode are asked for in the
+    # prompt and accepted when given.
+    schema["properties"].pop("explanations", None)
     schema["required"] = list(schema["properties"])
     schema["additionalProperties"] = False
     return schema

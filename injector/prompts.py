@@ -16,6 +16,7 @@ from jinja2 import FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from .errors import UserError
+from .resources import bundled_prompts_dir
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 
@@ -26,10 +27,12 @@ def _to_json(value: Any) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _environment(base_dir: Path, template_dir: Path) -> SandboxedEnvironment:
-    # Category templates are named relative to the taxonomy file; `{% extends "_base.j2" %}` resolves beside them.
+def _environment(template_dir: Path | None) -> SandboxedEnvironment:
+    # `{% extends "_base.j2" %}` resolves beside the template first, then in the bundled prompts, so a custom
+    # taxonomy can reuse the bundled base template.
+    search = [str(template_dir)] if template_dir else []
     env = SandboxedEnvironment(
-        loader=FileSystemLoader([str(base_dir), str(template_dir)]),
+        loader=FileSystemLoader([*search, str(bundled_prompts_dir())]),
         undefined=StrictUndefined,
         keep_trailing_newline=False,
         trim_blocks=True,
@@ -40,9 +43,15 @@ def _environment(base_dir: Path, template_dir: Path) -> SandboxedEnvironment:
     return env
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled_text(text: str) -> Any:
+    return _environment(None).from_string(text)
+
+
 def category_context(taxonomy: Taxonomy, category: Category) -> dict[str, Any]:
     """What the static (system) part sees: the category, with the taxonomy's leak phrases merged in."""
-    return {"category": {**category.model_dump(), "label_leak_phrases": taxonomy.leak_phrases(category)}}
+    return {"category": {**category.model_dump(exclude={"template_text"}),
+                         "label_leak_phrases": taxonomy.leak_phrases(category)}}
 
 
 def trajectory_context(trajectory: Trajectory) -> dict[str, Any]:
@@ -65,13 +74,17 @@ def render_messages(
     if output_mode not in ("edits", "full"):
         raise UserError(f"unknown output mode {output_mode!r}: expected 'edits' or 'full'")
     mode = "full" if category.rules.multi_solution else output_mode
-    template_name = category.template
+    template_path = taxonomy.template_path(category)
+    template_name = template_path.name if template_path else f"<template_text of {category.id}>"
     try:
-        template_path = taxonomy.template_path(category)
-        template = _environment(taxonomy.base_dir, template_path.parent).get_template(template_name)
+        if template_path:
+            template = _environment(template_path.parent).get_template(template_name)
+        else:
+            template = _compiled_text(category.template_text)
         static = {**category_context(taxonomy, category), "output_mode": mode}
         system = template.render(part="system", **static).strip()
-        user = template.render(part="user", **static, **trajectory_context(trajectory)).strip()
+        dynamic = {**trajectory_context(trajectory), **category.extra_context(trajectory)}
+        user = template.render(part="user", **static, **dynamic).strip()
     except TemplateError as exc:
         where = getattr(exc, "filename", None) or template_name
         line = getattr(exc, "lineno", None)

@@ -22,5 +22,18 @@ def bundled_taxonomy_path() -> Path:
     return bundled_root() / "taxonomy.yaml"
 
 
+def bundled_taxonomies() -> dict[str, Path]:
+    """Bundled taxonomies by name: `prmbench` is the top-level taxonomy.yaml, others live in taxonomies/."""
+    root = bundled_root()
+    named = {"prmbench": root / "taxonomy.yaml"}
+    named.update({path.stem: path for path in sorted((root / "taxonomies").glob("*.yaml"))})
+    return named
+
+
+def bundled_prompts_dir() -> Path:
+    """The bundled templates, among them `_base.j2`, which custom templates may extend."""
+    return bundled_root() / "prompts"
+
+
 def bundled_data_path() -> Path:
     return bundled_root() / "data" / "sample.jsonl"

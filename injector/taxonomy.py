@@ -1,18 +1,21 @@
-"""`Category` and `Taxonomy`: the error categories, their templates and the rules their validator enforces."""
+"""`Category` and `Taxonomy`: the error categories, their templates and the rules their validator enforces.
+
+A taxonomy is a YAML file (or built in Python). Template and hook paths are relative to the file that names them;
+`extends: <bundled name>` starts from a bundled taxonomy and overrides or adds categories by id.
+"""
 from __future__ import annotations
 
 import difflib
 import hashlib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Callable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .errors import UserError
-from .resources import bundled_taxonomy_path
-
-Domain = Literal["simplicity", "soundness", "sensitivity"]
+from .hooks import Hook, load_hook
+from .resources import bundled_prompts_dir, bundled_taxonomies
 
 
 class Rules(BaseModel):
@@ -28,37 +31,94 @@ class Rules(BaseModel):
     """The injection may delete original steps (listed in warnings; `deletion_not_allowed` otherwise)."""
     multi_solution: bool = False
     """The answer is a different correct solution: no error steps, same final answer, really different."""
+    final_answer: Literal["any", "keep", "change"] = "any"
+    """Whether the final answer must stay (`answer_changed` otherwise) or must change (`answer_unchanged`)."""
+    min_changes: int = Field(default=0, ge=0)
+    """Fewest changed or inserted steps (`too_few_changes`)."""
+    max_changes: int | None = Field(default=None, ge=1)
+    """Most changed or inserted steps (`too_many_changes`); none when null."""
+    require_explanations: bool = False
+    """Every error step needs an explanation (`missing_explanation`)."""
+
+    @model_validator(mode="after")
+    def _range(self) -> "Rules":
+        if self.max_changes is not None and self.min_changes > self.max_changes:
+            raise ValueError(f"min_changes ({self.min_changes}) is above max_changes ({self.max_changes})")
+        return self
 
 
 class Category(BaseModel):
     """One error category of a taxonomy."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    id: str
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """Lower-case letters, digits and underscores: it names splits and files."""
     name: str
-    domain: Domain
+    definition: str
+    domain: str = ""
+    """PRMBench's domain (simplicity, soundness, sensitivity) or your own grouping."""
     prmbench_id: str | None = None
     """PRMBench's `classification` spelling (e.g. `redundency`); None for categories PRMBench does not have."""
-    template: str
-    """Path of the category's Jinja template, relative to the taxonomy file."""
-    definition: str
-    error_steps: str
+    template: str | None = None
+    """Path of the category's Jinja template, relative to the taxonomy file (absolute once loaded)."""
+    template_text: str | None = None
+    """The template itself, for categories built in Python (instead of `template`)."""
+    error_steps: str = "the erroneous steps"
     """Which steps are the error steps, in words (shown to the model)."""
-    not_this: str
+    not_this: str = ""
     """What looks similar but is not this category (shown to the model)."""
     rules: Rules = Field(default_factory=Rules)
     label_leak_phrases: list[str] = Field(default_factory=list)
     """Extra phrases, beyond the taxonomy's, that make a changed step announce its own error."""
+    examples: list[dict[str, Any]] = Field(default_factory=list)
+    """Worked examples a template may show (`category.examples`)."""
+    variables: dict[str, Any] = Field(default_factory=dict)
+    """Extra template variables (`category.variables`)."""
+    hook: str | None = None
+    """`file.py:Name`, relative to the taxonomy file: extra template context and an extra check (code!)."""
+    check: Callable[..., Any] | None = Field(default=None, exclude=True)
+    """Python API: `check(trajectory, verdict)` returning (code, message) pairs, fed back like any rule."""
+    context: Callable[..., Any] | None = Field(default=None, exclude=True)
+    """Python API: `context(trajectory)` returning extra variables for the user message."""
+    _hook: Hook | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _one_template(self) -> "Category":
+        if (self.template is None) == (self.template_text is None):
+            raise ValueError("give exactly one of `template` (a file) and `template_text`")
+        return self
 
     @property
     def classification(self) -> str:
         """The `classification` value written into PRMBench-style records."""
         return self.prmbench_id or self.id
 
+    def loaded_hook(self) -> Hook | None:
+        """The hook object, imported on first use (a category that is never used never runs its code)."""
+        if self.hook is not None and self._hook is None:
+            self._hook = load_hook(self.hook)
+        return self._hook
+
+    def extra_context(self, trajectory: Any) -> dict[str, Any]:
+        """Variables the hook and the `context` callable add to the user message."""
+        extra: dict[str, Any] = {}
+        for source in (getattr(self.loaded_hook(), "context", None), self.context):
+            if source is not None:
+                extra.update(source(trajectory) or {})
+        return extra
+
+    def extra_checks(self, trajectory: Any, verdict: Any) -> list[tuple[str, str]]:
+        """(code, message) failures of the hook's and the `check` callable's own rules."""
+        failures: list[tuple[str, str]] = []
+        for check in (getattr(self.loaded_hook(), "check", None), self.check):
+            if check is not None:
+                failures.extend((str(code), str(message)) for code, message in check(trajectory, verdict) or [])
+        return failures
+
 
 class Taxonomy(BaseModel):
-    """A named set of categories loaded from a YAML file; templates resolve relative to that file."""
+    """A named set of categories."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -71,44 +131,40 @@ class Taxonomy(BaseModel):
 
     @model_validator(mode="after")
     def _ids_unique(self) -> "Taxonomy":
-        seen: set[str] = set()
-        for category in self.categories:
-            if category.id in seen:
-                raise ValueError(f"duplicate category id {category.id!r}")
-            seen.add(category.id)
+        ids = [category.id for category in self.categories]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate category id {', '.join(map(repr, duplicates))}: ids must be unique")
         return self
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "Taxonomy":
-        """Load a taxonomy YAML (default: the bundled PRMBench taxonomy); errors name the file and the key."""
-        path = Path(path) if path is not None else bundled_taxonomy_path()
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UserError(f"{path}: no such taxonomy file") from None
-        except yaml.YAMLError as exc:
-            raise UserError(f"{path}: not valid YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise UserError(f"{path}: a taxonomy is a mapping with `name` and `categories`")
+    def load(cls, source: str | Path | None = None) -> "Taxonomy":
+        """A taxonomy by bundled name (`prmbench`, the default) or YAML path; every problem is reported at once."""
+        path = resolve_taxonomy(source)
+        data = _read_taxonomy(path, seen=())
         try:
             taxonomy = cls.model_validate(data)
         except ValidationError as exc:
-            raise UserError(f"{path}: {_describe_validation_error(exc, data)}") from None
-        taxonomy.path = path.resolve()
-        for category in taxonomy.categories:
-            if not taxonomy.template_path(category).is_file():
-                raise UserError(
-                    f"{path}: category {category.id!r}: template {category.template!r} not found "
-                    f"(looked for {taxonomy.template_path(category)}); templates are relative to the taxonomy file"
-                )
+            raise UserError(_problems(path, _describe_validation_error(exc, data))) from None
+        taxonomy.path = path
+        missing = [f"categories.{c.id}.template: {c.template} not found; templates are relative to the taxonomy "
+                   "file" for c in taxonomy.categories if c.template and not Path(c.template).is_file()]
+        if missing:
+            raise UserError(_problems(path, missing))
         return taxonomy
+
+    def add(self, category: Category) -> Category:
+        """Add (or replace, by id) a category built in Python."""
+        self.categories = [c for c in self.categories if c.id != category.id] + [category]
+        self._hashes.pop(category.id, None)
+        return category
 
     @property
     def base_dir(self) -> Path:
-        return self.path.parent if self.path else bundled_taxonomy_path().parent
+        return self.path.parent if self.path else bundled_prompts_dir().parent
 
-    def template_path(self, category: Category) -> Path:
-        return self.base_dir / category.template
+    def template_path(self, category: Category) -> Path | None:
+        return Path(category.template) if category.template else None
 
     def category(self, category_id: str) -> Category:
         """The category with this id; an unknown id is a UserError with a "did you mean"."""
@@ -135,25 +191,100 @@ class Taxonomy(BaseModel):
         return [*self.label_leak_phrases, *category.label_leak_phrases]
 
     def file_hash(self) -> str:
-        """SHA-256 (16 hex digits) of the taxonomy file as written, for provenance and run configuration."""
+        """SHA-256 (16 hex digits) of the taxonomy as loaded, for provenance and run configuration."""
         if "" not in self._hashes:
-            self._hashes[""] = _hash_bytes(self.path.read_bytes() if self.path else self.model_dump_json().encode())
+            self._hashes[""] = _hash_bytes(self.model_dump_json().encode())
         return self._hashes[""]
 
     def template_hash(self, category: Category) -> str:
         """Hash of the category's template and the shared templates (`_*.j2`) beside it."""
         if category.id not in self._hashes:
             template = self.template_path(category)
-            shared = sorted(p for p in template.parent.glob("_*.j2") if p != template)
-            self._hashes[category.id] = _hash_bytes(b"".join(p.read_bytes() for p in [template, *shared]))
+            if template is None:
+                data = (category.template_text or "").encode()
+            else:
+                shared = sorted(p for p in template.parent.glob("_*.j2") if p != template)
+                data = b"".join(p.read_bytes() for p in [template, *shared])
+            self._hashes[category.id] = _hash_bytes(data)
         return self._hashes[category.id]
+
+
+def resolve_taxonomy(source: str | Path | None) -> Path:
+    """A bundled taxonomy's file by name, or the given path (which must exist)."""
+    bundled = bundled_taxonomies()
+    if source is None:
+        return bundled["prmbench"]
+    if str(source) in bundled:
+        return bundled[str(source)]
+    path = Path(source)
+    if not path.is_file():
+        raise UserError(f"{source}: no such taxonomy file, and not a bundled taxonomy "
+                        f"(bundled: {', '.join(sorted(bundled))})")
+    return path.resolve()
+
+
+def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    """The YAML of `path` as a dict, with paths made absolute and `extends:` merged in."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("categories", []), list):
+        raise UserError(f"{path}: a taxonomy is a mapping with `name` and a list of `categories`")
+    problems = []
+    for position, category in enumerate(data.get("categories") or []):
+        if not isinstance(category, dict):
+            raise UserError(f"{path}: categories[{position}] is not a mapping of keys")
+        for key in ("template", "hook"):
+            value = category.get(key)
+            if isinstance(value, str):
+                file = value.split(":", 1)[0] if key == "hook" else value
+                if Path(file).is_absolute() or ".." in Path(file).parts:
+                    problems.append(f"categories.{category.get('id', position)}.{key}: {value!r} must be a path "
+                                    "inside the taxonomy's directory, relative to the taxonomy file")
+                else:
+                    category[key] = str((path.parent / value).resolve())
+    if problems:
+        raise UserError(_problems(path, problems))
+    parent_name = data.pop("extends", None)
+    if parent_name is None:
+        return data
+    bundled = bundled_taxonomies()
+    if parent_name not in bundled:
+        raise UserError(_problems(path, [f"extends: {parent_name!r} is not a bundled taxonomy; choose one of "
+                                         f"{', '.join(sorted(bundled))}"]))
+    if bundled[parent_name] in seen:
+        raise UserError(_problems(path, [f"extends: {parent_name!r} extends itself"]))
+    return _merge(_read_taxonomy(bundled[parent_name], (*seen, path)), data)
+
+
+def _merge(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """The child overrides the parent's keys; categories merge by id (rules key by key); leak phrases add up."""
+    merged = {**parent, **{k: v for k, v in child.items() if k not in ("categories", "label_leak_phrases")}}
+    merged["label_leak_phrases"] = [*parent.get("label_leak_phrases", []), *child.get("label_leak_phrases", [])]
+    categories = {c["id"]: c for c in parent.get("categories", [])}
+    for category in child.get("categories") or []:
+        base = categories.get(category.get("id"), {})
+        overrides = {**base, **category}
+        if "rules" in base or "rules" in category:
+            overrides["rules"] = {**(base.get("rules") or {}), **(category.get("rules") or {})}
+        categories[category.get("id")] = overrides
+    merged["categories"] = list(categories.values())
+    return merged
+
+
+def _problems(path: Path, problems: list[str] | str) -> str:
+    problems = [problems] if isinstance(problems, str) else problems
+    if len(problems) == 1:
+        return f"{path}: {problems[0]}"
+    return f"{path}: {len(problems)} problems:\n" + "\n".join(f"  - {problem}" for problem in problems)
 
 
 def _hash_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def _describe_validation_error(exc: ValidationError, data: dict) -> str:
+def _describe_validation_error(exc: ValidationError, data: dict) -> list[str]:
     """One line per problem, naming the key path (category ids instead of list positions) and the fix."""
     lines = []
     for error in exc.errors():
@@ -164,10 +295,12 @@ def _describe_validation_error(exc: ValidationError, data: dict) -> str:
             except (IndexError, AttributeError, KeyError):
                 pass
         where = ".".join(str(part) for part in location) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            lines.append(f"unknown key {where!r}: remove it or fix its spelling")
+            lines.append(f"unknown key {where!r}: remove it or fix its spelling (see README, Taxonomy)")
         elif error["type"] == "missing":
             lines.append(f"missing key {where!r}")
         else:
-            lines.append(f"{where}: {error['msg']}")
-    return "; ".join(lines)
+            lines.append(f"{where}: {message} (got {error.get('input')!r})" if error["type"] != "value_error"
+                         else f"{where}: {message}")
+    return lines

@@ -26,6 +26,11 @@ VALIDATION_CODES = (
     "question_edit_not_allowed",
     "label_leak",
     "deletion_not_allowed",
+    "too_few_changes",
+    "too_many_changes",
+    "answer_changed",
+    "answer_unchanged",
+    "missing_explanation",
     "answer_unknown",
     "answer_mismatch",
     "not_different",
@@ -159,7 +164,19 @@ def validate_answer(
 ) -> Verdict:
     """Check `answer` against `trajectory` under `category`'s rules; every failing rule adds its code."""
     if isinstance(answer, EditAnswer):
-        return _validate_edits(taxonomy, category, trajectory, answer)
+        verdict = _validate_edits(taxonomy, category, trajectory, answer)
+    else:
+        verdict = _validate_full(taxonomy, category, trajectory, answer)
+    if verdict.modified_process:
+        # The category's own checks (a hook, or a Python callable) come last and see the derived verdict.
+        for code, message in category.extra_checks(trajectory, verdict):
+            verdict.fail(code, message)
+    return verdict
+
+
+def _validate_full(
+    taxonomy: Taxonomy, category: Category, trajectory: Trajectory, answer: FullAnswer | MultiSolutionAnswer
+) -> Verdict:
     rules = category.rules
     verdict = Verdict()
     original = list(trajectory.steps)
@@ -196,6 +213,8 @@ def validate_answer(
     verdict.modified_steps = [j + 1 for j in alignment.changed]
     verdict.error_steps = sorted({i for i in declared_errors if 1 <= i <= size})
     verdict.deleted_steps = [i + 1 for i in sorted(alignment.deleted)]
+    verdict.explanations = {int(k): v for k, v in (answer.explanations or {}).items()
+                            if str(k).isdigit() and 1 <= int(k) <= size and v}
     undeclared = sorted(set(verdict.modified_steps) - set(declared_modified))
     if undeclared:
         verdict.fail(
@@ -274,6 +293,20 @@ def _check_rules(
             f"the question was changed, which {category.id} does not allow: return it exactly as given",
         )
 
+    if len(changed) < rules.min_changes:
+        verdict.fail("too_few_changes", f"{len(changed)} step(s) changed; {category.id} needs at least "
+                     f"{rules.min_changes}")
+    if rules.max_changes is not None and len(changed) > rules.max_changes:
+        verdict.fail("too_many_changes", f"{len(changed)} steps changed; {category.id} allows at most "
+                     f"{rules.max_changes}: change fewer steps")
+    if rules.require_explanations:
+        unexplained = [k for k in verdict.error_steps if not verdict.explanations.get(k)]
+        if unexplained:
+            verdict.fail("missing_explanation", f"error step {_fmt(unexplained)} has no explanation: give each "
+                         "error step an explanation of what is wrong")
+    if rules.final_answer != "any":
+        _check_final_answer(verdict, trajectory, keep=rules.final_answer == "keep")
+
     pattern = _leak_pattern(taxonomy.leak_phrases(category))
     if pattern:
         leaks = [(k, pattern.search(verdict.modified_process[k - 1])) for k in changed]
@@ -285,6 +318,21 @@ def _check_rules(
                 + "; ".join(f"step {k}: {word!r}" for k, word in leaks)
                 + "): the step must read as plausible work; explain the error only in `reason`",
             )
+
+
+def _check_final_answer(verdict: Verdict, trajectory: Trajectory, *, keep: bool) -> None:
+    original = trajectory.answer or final_answer_of_steps(list(trajectory.steps))
+    new = final_answer_of_steps(verdict.modified_process)
+    if original is None or new is None:
+        verdict.warnings.append("final answer not found: the keep/change rule was not checked")
+        return
+    same = answers_equivalent(original, new)
+    if keep and not same:
+        verdict.fail("answer_changed", f"the final answer changed from {original!r} to {new!r}; this category "
+                     "keeps the original final answer")
+    elif not keep and same:
+        verdict.fail("answer_unchanged", f"the final answer is still {new!r}; this category needs the error to "
+                     "change the final answer")
 
 
 def _check_multi_solution(verdict: Verdict, trajectory: Trajectory, size: int) -> None:

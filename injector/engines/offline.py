@@ -278,25 +278,36 @@ NEEDS_A_MODEL = {
 
 
 class OfflineEngine:
-    """Deterministic rule-based injection: the same trajectory, category, seed and sample give the same answer."""
+    """Deterministic rule-based injection: the same trajectory, category, seed and sample give the same answer.
+
+    `operators` adds (or replaces) operators by category id: a function from a trajectory to its options, each a
+    function from a seeded `random.Random` to a `Perturbation` (see `counterfactual_options`).
+    """
 
     name = "offline"
 
+    def __init__(self, operators: dict[str, Callable[[Trajectory], list[Option]]] | None = None):
+        self.operators = {**OPERATORS, **(operators or {})}
+        self._custom = sorted(operators or {})
+
     def describe(self) -> dict[str, Any]:
-        return {"engine": self.name, "model": "offline", "api_base_host": None, "operators": OPERATORS_VERSION}
+        described = {"engine": self.name, "model": "offline", "api_base_host": None, "operators": OPERATORS_VERSION}
+        if self._custom:
+            described["custom_operators"] = self._custom
+        return described
 
     def check_ready(self) -> None:
         """Always ready: nothing to configure."""
 
     def unsupported_reason(self, category: Category) -> str | None:
         """Why this engine cannot make `category` (None when it can)."""
-        if category.id in OPERATORS:
+        if category.id in self.operators:
             return None
         return NEEDS_A_MODEL.get(category.id, f"the offline engine has no operator for {category.id!r}")
 
     def perturb(self, trajectory: Trajectory, category: Category, *, seed: int, sample: int) -> Perturbation:
         """The `sample`-th perturbation in a seeded order; NotApplicable when there is none left."""
-        options = OPERATORS[category.id](trajectory)
+        options = self.operators[category.id](trajectory)
         if sample >= len(options):
             found = f"only {len(options)} place(s)" if options else "nothing"
             raise NotApplicable(f"{category.id}: the offline operator found {found} to work on in this trajectory")
