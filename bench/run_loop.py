@@ -52,6 +52,19 @@ MODEL = "openai/bench"
 CATEGORY = "counterfactual"
 
 
+def library_fingerprint() -> str:
+    """Hash of the library's code, prompts and taxonomy: other people edit them while benchmarks run."""
+    import hashlib
+
+    root = BENCH.parent.parent
+    digest = hashlib.sha256()
+    files = sorted([*(root / "injector").rglob("*.py"), *(root / "prompts").glob("*.j2"), root / "taxonomy.yaml"])
+    for path in files:
+        if path.exists():
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
@@ -171,6 +184,14 @@ def scenario_latency(report: Report, work: Path, quick: bool) -> None:
                                  "--concurrency", str(concurrency))
         code, wall, started = run_timed(command, work, "s1")
         stats = provider.stats()
+        # Where the time goes: the same work in-process (no interpreter start, no litellm import), through run()
+        # and through a bare litellm loop.
+        inner = {}
+        for kind in ("run", "bare"):
+            provider.reset()
+            inner[kind] = run_worker(kind, provider.api_base, input_path, concurrency, work / f"s1-{kind}", work)
+            inner[kind]["requests"] = provider.stats()["requests"]
+            log(f"  in-process {kind}: {inner[kind]['done']} in {inner[kind]['seconds']:.1f} s")
     requests = stats["requests"]
     ideal = requests * latency / concurrency
     startup = stats["first_request"] - started
@@ -178,12 +199,16 @@ def scenario_latency(report: Report, work: Path, quick: bool) -> None:
     counts = account(work / "s1-run", unit_ids(n))
     report.details["1"] = {"n": n, "exit": code, "wall": wall, "requests": requests, "ideal": ideal,
                            "startup_to_first_request": startup, "first_to_last_answer": serving,
-                           "peak_in_flight": stats["peak_in_flight"], "accounting": counts, "command": command}
+                           "peak_in_flight": stats["peak_in_flight"], "accounting": counts, "command": command,
+                           "in_process": inner}
     report.add("1 latency", "wall / ideal (requests x 2.0 s / 64)", "<= 1.15", f"{wall / ideal:.3f}",
                code == 0 and counts["candidates"] == n and wall / ideal <= 1.15)
     report.add("1 latency", "  of which: first request -> last answer / ideal", "", f"{serving / ideal:.3f}", None)
     report.add("1 latency", "  wall, ideal, startup (s); peak in flight", "",
                f"{wall:.1f}, {ideal:.1f}, {startup:.1f}; {stats['peak_in_flight']}", None)
+    for kind, label in (("run", "in-process run() (no start-up) / ideal"), ("bare", "bare litellm loop / ideal")):
+        ideal_k = inner[kind]["requests"] * latency / concurrency
+        report.add("1 latency", f"  {label}", "", f"{inner[kind]['seconds'] / ideal_k:.3f}", None)
 
 
 # --------------------------------------------------------------------------------------------- scenario 2
@@ -508,14 +533,21 @@ def main() -> None:
         sys.exit(f"no `inject` next to {sys.executable}; install the project in this interpreter's environment")
     report = Report()
     work = Path(tempfile.mkdtemp(prefix="bench-run-loop-"))
-    log(f"work directory {work}")
+    log(f"work directory {work}; library {library_fingerprint()}")
+    report.details["library"] = {}
     try:
         for key in args.only.split(","):
             key = key.strip()
+            before = library_fingerprint()
             if key == "6":
                 scenario_kill(report, work, args.quick, args.seed)
             else:
                 SCENARIOS[key](report, work, args.quick)
+            after = library_fingerprint()
+            report.details["library"][key] = [before, after]
+            if before != after:
+                report.add(f"{key} WARNING", "library changed during this scenario", "same", f"{before}->{after}",
+                           False)
             if args.json:  # after every scenario, so a long run leaves what it has
                 args.json.write_text(json.dumps({"rows": [r.__dict__ for r in report.rows],
                                                  "details": report.details}, indent=2, default=str))

@@ -72,7 +72,8 @@ def input_options(function):
     options = [
         click.option("--input", "input_path", metavar="PATH|hf:NAME",
                      help="Trajectories: a JSONL file, a save_to_disk directory or hf:NAME. Default: bundled sample."),
-        click.option("--input-format", type=click.Choice(["prm800k", "trajectories", "prmbench"]),
+        click.option("--input-format", type=click.Choice(["prm800k", "trajectories", "prmbench", "visualprocessbench",
+                                                          "projudgebench"]),
                      help="Record format; detected from the first record when omitted."),
         click.option("--field", "fields", multiple=True, metavar="TARGET=SOURCE",
                      help="Map a record field onto a Trajectory field (repeatable; dotted SOURCE paths allowed)."),
@@ -303,6 +304,16 @@ def validate(file, input_format, taxonomy_path, as_json) -> None:
             verdict = "valid" if record["valid"] else " ".join(record["codes"])
             click.echo(f"{file}:{record['line']}\t{record['idx']}\t{record['category']}\t{verdict}")
     click.echo(audit_table(report), err=as_json)
+
+
+def _register_review() -> None:
+    # The review command lives with the review app; its module imports only click at the top.
+    from .review.command import review
+
+    main.add_command(review)
+
+
+_register_review()
 
 
 @main.group()

@@ -20,6 +20,8 @@ class Trajectory(BaseModel):
     """The known correct final answer (ground truth), when the source has one."""
     images: list[str] = Field(default_factory=list)
     """Local paths or URLs of images the question refers to."""
+    subject: str | None = None
+    """The discipline (math, physics, chemistry, biology, …), for templates that use it."""
     meta: dict[str, Any] = Field(default_factory=dict)
     """Source-specific extras (e.g. PRMBench's `idx`, the raw `question`)."""
 

@@ -263,13 +263,16 @@ def test_detect_format():
     assert detect_format(read_raw(MULTI_SOLUTIONS)[0]) == "prmbench"
     assert detect_format({"question": "Q", "steps": ["s"]}) == "trajectories"
     assert detect_format({"problem": "Q"}) is None
-    assert set(RECORD_FORMATS) == {"prm800k", "trajectories", "prmbench"}
+    assert detect_format({"question": "Q", "response": {"steps": ["s"], "process_correctness": [1]}}) == \
+        "visualprocessbench"
+    assert detect_format({"question": "Q", "process_evaluation": [["s", "1", "", ""]]}) == "projudgebench"
+    assert set(RECORD_FORMATS) == {"prm800k", "trajectories", "prmbench", "visualprocessbench", "projudgebench"}
 
 
 def test_unknown_format_names_the_line_and_the_option(tmp_path):
     path = write_jsonl(tmp_path / "odd.jsonl", ["", {"problem": "Q", "solution": "S"}])
     with pytest.raises(InputError, match=at(path, 2) + r"cannot tell the record format \(keys: problem, solution\)"
-                                         ".*prm800k, trajectories, prmbench.*--input-format"):
+                                         ".*prm800k, trajectories, prmbench, visualprocessbench, projudgebench.*--input-format"):
         load_trajectories(path)
 
 

@@ -103,15 +103,16 @@ class ReviewStore:
 
     def __init__(self, run_dir: str | Path):
         self.path = Path(run_dir) / STORE_FILE
-        with closing(self._connect()) as db:
-            db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persists in the file
-            db.executescript(_SCHEMA)
+        try:
+            with closing(self._connect()) as db:
+                db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persists in the file
+                db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise UserError(f"{self.path}: cannot open the review store ({exc}); check the directory is writable "
+                            "and the file is a review store") from None
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            return sqlite3.connect(self.path, timeout=30)
-        except sqlite3.Error as exc:
-            raise UserError(f"{self.path}: cannot open the review store ({exc}); check the directory is writable")
+        return sqlite3.connect(self.path, timeout=30)
 
     def record(self, decision: Decision) -> None:
         """Append one decision, committed before this returns."""
@@ -207,6 +208,11 @@ def write_decisions(path: Path, decisions: list[Decision]) -> int:
 
 def read_decisions(path: Path) -> list[Decision]:
     """Decisions from a .jsonl or .csv file; anything wrong is a UserError naming FILE:LINE."""
+    return [decision for _, decision in read_numbered(path)]
+
+
+def read_numbered(path: Path) -> list[tuple[int, Decision]]:
+    """`read_decisions` with the line each decision was read from."""
     suffix = _format(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file; give a file written by `inject review --export`")
@@ -229,8 +235,8 @@ def read_decisions(path: Path) -> list[Decision]:
             if missing:
                 raise UserError(f"{path}:{number}: {' and '.join(missing)} missing; every row needs id and decision")
             try:
-                decisions.append(check_decision(Decision(**{k: v for k, v in record.items() if v is not None
-                                                            or k in ("corrected_error_steps", "edited_steps")})))
+                decisions.append((number, check_decision(Decision(**{k: v for k, v in record.items() if v is not None
+                                                            or k in ("corrected_error_steps", "edited_steps")}))))
             except (TypeError, ValueError) as exc:
                 raise UserError(f"{path}:{number}: {exc}") from None
     return decisions
@@ -255,7 +261,8 @@ def _csv_record(path: Path, number: int, row: dict[str, Any]) -> dict[str, Any]:
         try:
             record[name] = json.loads(text) if text.strip() else None
         except json.JSONDecodeError:
-            raise UserError(f"{path}:{number}: {name}: not JSON (expected e.g. [2, 5] or {{\"3\": \"text\"}})") from None
+            example = '[2, 5]' if name == "corrected_error_steps" else '{"3": "new text"}'
+            raise UserError(f"{path}:{number}: {name}: not JSON (expected e.g. {example})") from None
     return record
 
 

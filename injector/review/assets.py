@@ -1,0 +1,162 @@
+"""The page's style and script, inline (no build step, no CDN: the page makes no request but to its own server).
+
+The script never builds HTML from data: it reads form values and sets `textContent` only.
+"""
+from __future__ import annotations
+
+PAGE_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #222; }
+header { position: sticky; top: 0; background: #f4f4f4; border-bottom: 1px solid #ccc; padding: 6px 12px;
+         display: flex; gap: 16px; align-items: baseline; flex-wrap: wrap; z-index: 1; }
+.layout { display: flex; }
+nav.list { width: 260px; flex: none; max-height: calc(100vh - 50px); overflow: auto; position: sticky; top: 44px;
+           font-size: 12px; border-right: 1px solid #ddd; }
+nav.list ol { padding-left: 36px; margin: 6px 0; }
+nav.list li.accepted a { color: #176b2c; } nav.list li.rejected a { color: #a11; text-decoration: line-through; }
+nav.list a[aria-current] { font-weight: bold; background: #ffe9a8; }
+main { padding: 8px 16px; flex: 1; min-width: 0; }
+h2 { font-size: 15px; margin: 14px 0 4px; } h3 { font-size: 13px; margin: 0 0 4px; }
+.text { white-space: pre-wrap; overflow-wrap: anywhere; font-family: ui-monospace, monospace; font-size: 13px; }
+table.steps { border-collapse: collapse; width: 100%; table-layout: fixed; }
+table.steps th, table.steps td { border: 1px solid #ddd; padding: 4px 6px; vertical-align: top; }
+table.steps th:nth-child(1), table.steps th:nth-child(3) { width: 28px; } table.steps th:nth-child(5) { width: 120px; }
+td.n { color: #777; text-align: right; }
+tr.changed td { background: #fffbe6; } tr.error td { background: #fdecea; } tr.deleted td { background: #eee; }
+del { background: #f6c1c1; text-decoration: line-through; } ins { background: #bfe8c4; text-decoration: none; }
+.gone { color: #777; font-style: italic; }
+.badge { display: inline-block; border-radius: 3px; padding: 0 4px; margin: 1px; font-size: 11px; color: #fff; }
+.badge.changed { background: #b07d00; } .badge.error { background: #c62828; } .badge.deleted { background: #666; }
+.explanation { margin-top: 4px; color: #5b3a00; font-family: system-ui, sans-serif; }
+.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+.status { font-weight: bold; } .status.accepted { color: #176b2c; } .status.rejected { color: #a11; }
+.note { color: #7a5200; }
+.actions { position: sticky; top: 44px; background: #fff; padding: 6px 0; border-bottom: 1px solid #eee; }
+.actions textarea { width: 100%; }
+.quick { margin: 2px; }
+#message.bad { color: #a11; font-weight: bold; } #message.ok { color: #176b2c; }
+.help { color: #777; font-size: 12px; }
+.fix { display: none; } body.correcting .fix { display: inline-block; }
+textarea.edit-text { width: 100%; font-family: ui-monospace, monospace; }
+table.kv th { text-align: left; padding-right: 12px; } pre { white-space: pre-wrap; font-size: 12px; }
+.empty { font-size: 16px; color: #555; }
+"""
+
+PAGE_JS = r"""
+(() => {
+  const body = document.body;
+  const token = document.querySelector('meta[name="review-token"]').content;
+  const key = body.dataset.key;
+  const $ = (id) => document.getElementById(id);
+  const message = $('message');
+
+  // The token now sits in a cookie: keep it out of the address bar and the history.
+  const here = new URL(location.href);
+  if (here.searchParams.has('token')) {
+    here.searchParams.delete('token');
+    history.replaceState(null, '', here.pathname + here.search);
+  }
+
+  const say = (text, bad) => { if (message) { message.textContent = text; message.className = bad ? 'bad' : 'ok'; } };
+  const go = (url) => { if (url) location.href = url; };
+
+  async function decide(payload) {
+    if (!key) return;
+    say('saving…', false);
+    let response;
+    try {
+      response = await fetch('/api/decide', {
+        method: 'POST',
+        headers: {'Content-Type': 'application/json', 'X-Review-Token': token},
+        body: JSON.stringify(Object.assign({key, cat: body.dataset.cat, status: body.dataset.status}, payload)),
+      });
+    } catch (error) {
+      say('NOT saved: the review server does not answer (' + error + '); restart `inject review`', true);
+      return;
+    }
+    let data = {};
+    try { data = await response.json(); } catch (error) { /* a non-JSON error page */ }
+    if (!response.ok) { say('NOT saved: ' + (data.error || ('HTTP ' + response.status)), true); return; }
+    say('saved', false);
+    go(data.next || location.href);
+  }
+
+  const panels = {reject: $('reject-panel'), correct: $('correct-panel')};
+  function closePanels() {
+    for (const panel of Object.values(panels)) if (panel) panel.hidden = true;
+    body.classList.remove('correcting');
+  }
+  function openReject() {
+    closePanels();
+    if (!panels.reject) return;
+    panels.reject.hidden = false;
+    $('reject-reason').focus();
+  }
+  function openCorrect() {
+    closePanels();
+    if (!panels.correct) return;
+    panels.correct.hidden = false;
+    body.classList.add('correcting');
+    const first = document.querySelector('.err-box') || document.querySelector('.edit-btn');
+    if (first) first.focus();
+  }
+  // On a candidate already accepted with corrections, `a` accepts it as shown: corrections included.
+  const accept = () => (body.dataset.corrected === '1' ? saveCorrection() : decide({decision: 'accept'}));
+  function reject() {
+    const reason = $('reject-reason').value.trim();
+    if (!reason) { say('give a reason: type one or pick a quick reason', true); return; }
+    decide({decision: 'reject', reason});
+  }
+  function saveCorrection() {
+    const corrected = Array.from(document.querySelectorAll('.err-box:checked'), (box) => Number(box.value));
+    const edited = {};
+    for (const area of document.querySelectorAll('textarea.edit-text')) edited[area.dataset.step] = area.value;
+    const payload = {decision: 'accept', edited_steps: edited};
+    if (document.querySelector('.err-box')) payload.corrected_error_steps = corrected;
+    decide(payload);
+  }
+
+  const on = (id, handler) => { const element = $(id); if (element) element.addEventListener('click', handler); };
+  on('accept', accept);
+  on('reject', openReject);
+  on('reject-save', reject);
+  on('correct', openCorrect);
+  on('correct-save', saveCorrection);
+  on('skip', () => go(body.dataset.next));
+  for (const button of document.querySelectorAll('.quick')) {
+    button.addEventListener('click', () => {
+      const area = $('reject-reason');
+      const reason = button.dataset.reason;
+      area.value = area.value.trim() ? area.value.trim() + '; ' + reason : reason;
+      area.focus();
+    });
+  }
+  for (const button of document.querySelectorAll('.edit-btn')) {
+    button.addEventListener('click', () => {
+      const area = document.querySelector('textarea.edit-text[data-step="' + button.dataset.step + '"]');
+      area.hidden = !area.hidden;
+      if (!area.hidden) area.focus();
+    });
+  }
+  for (const select of document.querySelectorAll('.filters select')) {
+    select.addEventListener('change', () => select.form.submit());
+  }
+
+  document.addEventListener('keydown', (event) => {
+    const target = event.target;
+    const typing = target.matches('textarea, select, input[type="text"]');
+    if (event.key === 'Escape') { if (typing) target.blur(); closePanels(); return; }
+    if (typing) {
+      if (target.id === 'reject-reason' && event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        reject();
+      }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const actions = {a: accept, r: openReject, e: openCorrect, s: () => go(body.dataset.next),
+                     j: () => go(body.dataset.next), k: () => go(body.dataset.prev)};
+    const action = actions[event.key];
+    if (action) { event.preventDefault(); action(); }
+  });
+})();
+"""

@@ -1,0 +1,103 @@
+"""`inject review RUN_DIR [RUN_DIR...]`: the review web app, or `--export` / `--import` of its decisions."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+def _default_reviewer() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in this environment (getuser raises OSError or KeyError)
+        return ""
+
+
+@click.command(name="review")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path),
+                metavar="RUN_DIR [RUN_DIR...]")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: a free one).")
+@click.option("--no-browser", is_flag=True, help="Only print the URL; do not open a browser.")
+@click.option("--reviewer", help="Name recorded with each decision (default: the OS user).")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write every decision row to FILE (.jsonl or .csv) and exit.")
+@click.option("--import", "import_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Add the decision rows of FILE (.jsonl or .csv, as --export writes) and exit (before --export).")
+def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: str | None,
+           export_path: Path | None, import_path: Path | None) -> None:
+    """Review candidates in a local web app: accept, reject with a reason, or correct them.
+
+    Decisions are saved at once in RUN_DIR/review.sqlite (the latest per candidate wins; earlier ones are kept).
+    Keys: a accept, r reject, e correct error steps or step text, s skip, j/k next/previous.
+    """
+    from .session import ReviewSession
+
+    session = ReviewSession(list(run_dirs), reviewer if reviewer is not None else _default_reviewer())
+    if import_path or export_path:
+        if import_path:
+            added, total = import_decisions(session, import_path)
+            click.echo(f"{import_path}: {added} decisions added ({total - added} already there)")
+        if export_path:
+            count = export_decisions(session, export_path)
+            click.echo(f"{export_path}: {count} decisions written")
+        return
+    serve(session, port=port, open_browser=not no_browser)
+
+
+def import_decisions(session, path: Path) -> tuple[int, int]:
+    """Add a file's decisions, each to the run holding its candidate; returns (added, rows in the file).
+
+    Nothing is added unless every row names a candidate of exactly one of the runs under review.
+    """
+    from ..errors import UserError
+    from .store import read_numbered
+
+    numbered = read_numbered(path)
+    homes: dict[str, list[int]] = {}
+    for entry in session.entries:
+        homes.setdefault(entry.id, []).append(entry.run)
+    per_run: dict[int, list] = {}
+    for number, decision in numbered:
+        runs = homes.get(decision.id, [])
+        if len(runs) != 1:
+            where = "none of" if not runs else "several of"
+            raise UserError(f"{path}:{number}: candidate {decision.id!r} is in {where} the run directories "
+                            "given; import into the run directory that holds it")
+        per_run.setdefault(runs[0], []).append(decision)
+    added = sum(session.runs[run].store.add_new(rows) for run, rows in per_run.items())
+    return added, len(numbered)
+
+
+def export_decisions(session, path: Path) -> int:
+    """Write every decision row of every run to one .jsonl or .csv file; returns the count."""
+    from .store import write_decisions
+
+    rows = [decision for run in session.runs for decision in run.store.rows()]
+    return write_decisions(path, rows)
+
+
+def serve(session, *, port: int, open_browser: bool) -> None:
+    """Run the review server until Ctrl-C; every decision is already saved when it stops."""
+    import webbrowser
+
+    from .server import ReviewServer
+
+    server = ReviewServer(session, port=port)
+    total = len(session.entries)
+    runs = ", ".join(str(run.path) for run in session.runs)
+    for run in session.runs:
+        if run.taxonomy_note:
+            click.echo(f"note: {run.taxonomy_note}", err=True)
+    click.echo(f"reviewing {total} candidates from {runs}; decisions go to review.sqlite in each run directory")
+    click.echo(f"open {server.url}")
+    click.echo("press Ctrl-C to stop (nothing is lost: each decision is saved when it is made)")
+    if open_browser:
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopped; decisions are saved")
+    finally:
+        server.server_close()

@@ -1,0 +1,253 @@
+"""The review page, rendered on the server: every piece of data text goes through `html.escape` here.
+
+Questions and steps are untrusted (a model wrote them): they are shown as text, never interpreted, and LaTeX stays
+as written. The page's script only reads and sets text (textContent, form values), so it adds no HTML either.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from html import escape
+from typing import Any
+from urllib.parse import urlencode
+
+from ..validate import align_steps
+from .assets import PAGE_CSS, PAGE_JS
+from .session import QUICK_REASONS, STATUS_OF, STATUSES, Entry, ReviewSession
+from .store import Decision, apply_decision
+
+LIST_WINDOW = 100
+"""Entries of the filtered list shown on each side of the current one."""
+
+_TOKENS = re.compile(r"\s+|\S+")
+
+
+def e(text: Any) -> str:
+    return escape(str(text), quote=True)
+
+
+def page_url(key: str | None = None, cat: str = "", status: str = "") -> str:
+    query = {name: value for name, value in (("key", key), ("cat", cat), ("status", status)) if value}
+    return "/?" + urlencode(query) if query else "/"
+
+
+def word_diff(old: str, new: str) -> tuple[str, str]:
+    """Both texts as HTML, words only in `old` wrapped in <del>, words only in `new` in <ins>."""
+    a, b = _TOKENS.findall(old), _TOKENS.findall(new)
+    left: list[str] = []
+    right: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        gone, came = e("".join(a[i1:i2])), e("".join(b[j1:j2]))
+        if op == "equal":
+            left.append(gone)
+            right.append(came)
+            continue
+        if gone:
+            left.append(f"<del>{gone}</del>")
+        if came:
+            right.append(f"<ins>{came}</ins>")
+    return "".join(left), "".join(right)
+
+
+def _rows(original: list[str], modified: list[str]) -> list[tuple[int | None, int | None]]:
+    """(original index, modified index) pairs in reading order; None on the side a step is missing from."""
+    alignment = align_steps(original, modified)
+    counterpart = {**alignment.matched, **alignment.replaced}
+    deleted = sorted(alignment.deleted)
+    rows: list[tuple[int | None, int | None]] = []
+    for j in range(len(modified)):
+        i = counterpart.get(j)
+        if i is not None:
+            while deleted and deleted[0] < i:
+                rows.append((deleted.pop(0), None))
+        rows.append((i, j))
+    rows.extend((i, None) for i in deleted)
+    return rows
+
+
+def _badge(text: str, kind: str) -> str:
+    return f'<span class="badge {kind}">{e(text)}</span>'
+
+
+def _steps_table(candidate: dict[str, Any], shown: dict[str, Any], multi: bool) -> str:
+    original, modified = candidate["original_process"], shown["modified_process"]
+    changed, errors = set(shown["modified_steps"]), set(shown["error_steps"])
+    explanations = {str(k): v for k, v in (shown.get("explanations") or {}).items()}
+    out = ['<table class="steps"><thead><tr><th>#</th><th>original</th><th>#</th><th>modified</th>'
+           '<th>marks</th></tr></thead><tbody>']
+    for i, j in _rows(original, modified):
+        if j is None:
+            out.append(f'<tr class="deleted"><td class="n">{i + 1}</td><td class="text"><del>{e(original[i])}</del>'
+                       f'</td><td class="n"></td><td class="text gone">(deleted)</td>'
+                       f'<td>{_badge("deleted", "deleted")}</td></tr>')
+            continue
+        step = j + 1
+        if i is None:
+            left, right = "", f"<ins>{e(modified[j])}</ins>"
+        elif step in changed:
+            left, right = word_diff(original[i], modified[j])
+        else:
+            left, right = e(original[i]), e(modified[j])
+        classes = " ".join(c for c, on in (("changed", step in changed), ("error", step in errors)) if on)
+        marks = "".join([_badge("inserted" if i is None else "changed", "changed") if step in changed else "",
+                         _badge("error", "error") if step in errors else ""])
+        if step in errors and str(step) in explanations:
+            right += f'<div class="explanation">explanation: {e(explanations[str(step)])}</div>'
+        box = "" if multi else (f'<label class="fix"><input type="checkbox" class="err-box" value="{step}"'
+                                f'{" checked" if step in errors else ""}> error</label>')
+        # A newline right after <textarea> is dropped by the HTML parser, so one is added to keep the text exact.
+        fix = (f'{box}<button type="button" class="fix edit-btn" data-step="{step}">edit text</button>'
+               f'<textarea class="edit-text" data-step="{step}" rows="4" hidden>\n{e(modified[j])}</textarea>')
+        out.append(f'<tr class="step {classes}" data-step="{step}"><td class="n">{"" if i is None else i + 1}</td>'
+                   f'<td class="text orig">{left}</td><td class="n">{step}</td><td class="text mod">{right}</td>'
+                   f'<td class="marks">{marks}{fix}</td></tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _question(candidate: dict[str, Any]) -> str:
+    old, new = candidate["original_question"], candidate["modified_question"]
+    if old == new:
+        return f'<section id="question"><h2>question</h2><div class="text">{e(new)}</div></section>'
+    left, right = word_diff(old, new)
+    return ('<section id="question"><h2>question <span class="badge changed">edited</span></h2><div class="pair">'
+            f'<div><h3>original</h3><div class="text">{left}</div></div>'
+            f'<div><h3>modified</h3><div class="text">{right}</div></div></div></section>')
+
+
+def _decision_text(d: Decision) -> str:
+    parts = [STATUS_OF[d.decision]]
+    if d.corrected_error_steps is not None:
+        parts.append(f"error steps corrected to {', '.join(map(str, d.corrected_error_steps)) or 'none'}")
+    if d.edited_steps:
+        parts.append(f"edited step {', '.join(map(str, d.edited_steps))}")
+    if d.reason:
+        parts.append(f"reason: {d.reason}")
+    return "; ".join(parts) + f" ({d.reviewer or 'unknown reviewer'}, {d.time})"
+
+
+def _provenance(provenance: dict[str, Any]) -> str:
+    rows = [(name, provenance.get(name)) for name in ("engine", "model", "operator", "api_base_host", "cost")]
+    attempts = provenance.get("attempts") or []
+    items = "".join(f"<li>attempt {n}: {e(', '.join(a.get('codes') or []) or 'accepted')}</li>"
+                    for n, a in enumerate(attempts, 1) if isinstance(a, dict))
+    table = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows if v not in (None, ""))
+    dump = e(json.dumps(provenance, indent=2, ensure_ascii=False))
+    return (f'<section><h2>provenance</h2><table class="kv">{table}</table><ul class="attempts">{items}</ul>'
+            f"<details><summary>all provenance</summary><pre>{dump}</pre></details></section>")
+
+
+def _progress(session: ReviewSession, latest: dict[str, Decision]) -> str:
+    per: dict[str, list[int]] = {}
+    for entry in session.entries:
+        counts = per.setdefault(entry.category, [0, 0, 0])
+        counts[0] += 1
+        decision = latest.get(entry.key)
+        if decision:
+            counts[1 if decision.decision == "accept" else 2] += 1
+    total = sum(c[0] for c in per.values())
+    accepted, rejected = sum(c[1] for c in per.values()), sum(c[2] for c in per.values())
+    rows = "".join(f"<tr><td>{e(cat)}</td><td>{c[1] + c[2]} / {c[0]}</td><td>{c[1]}</td><td>{c[2]}</td></tr>"
+                   for cat, c in per.items())
+    return (f'<details class="progress"><summary id="progress">reviewed {accepted + rejected} / {total} '
+            f"(accepted {accepted}, rejected {rejected})</summary><table><tr><th>category</th><th>reviewed</th>"
+            f"<th>accepted</th><th>rejected</th></tr>{rows}</table></details>")
+
+
+def _filters(session: ReviewSession, cat: str, status: str) -> str:
+    cats = "".join(f'<option value="{e(c)}"{" selected" if c == cat else ""}>{e(c)}</option>'
+                   for c in session.categories())
+    states = "".join(f'<option value="{s}"{" selected" if s == (status or "all") else ""}>{s}</option>'
+                     for s in STATUSES)
+    return ('<form class="filters" method="get" action="/"><label>category <select name="cat" id="f-cat">'
+            f'<option value="">all</option>{cats}</select></label> <label>status <select name="status" '
+            f'id="f-status">{states}</select></label> <noscript><button>filter</button></noscript></form>')
+
+
+def _side_list(items: list[Entry], position: int, latest: dict[str, Decision], cat: str, status: str) -> str:
+    start = max(0, position - LIST_WINDOW)
+    out = ['<nav class="list"><ol start="%d">' % (start + 1)]
+    for n, entry in enumerate(items[start:position + LIST_WINDOW + 1], start):
+        decision = latest.get(entry.key)
+        state = STATUS_OF[decision.decision] if decision else "unreviewed"
+        current = ' aria-current="true"' if n == position else ""
+        # the title repeats ids the narrow column cuts
+        out.append(f'<li class="{state}"><a href="{e(page_url(entry.key, cat, status))}" title="{e(entry.id)}"'
+                   f"{current}>{e(entry.id)}</a></li>")
+    out.append("</ol></nav>")
+    return "".join(out)
+
+
+def _actions(multi: bool) -> str:
+    quick = "".join(f'<button type="button" class="quick" data-reason="{e(r)}">{e(r)}</button>' for r in QUICK_REASONS)
+    correct = "" if multi else "mark error steps with the boxes, "
+    return (
+        '<section class="actions"><button type="button" id="accept">accept (a)</button> '
+        '<button type="button" id="reject">reject (r)</button> '
+        '<button type="button" id="correct">correct (e)</button> '
+        '<button type="button" id="skip">skip (s)</button> '
+        '<span class="help">j / k: next / previous; Esc: close</span>'
+        '<div id="reject-panel" hidden><div class="quick-reasons">' + quick + '</div>'
+        '<textarea id="reject-reason" rows="2" placeholder="why (Ctrl+Enter to reject)"></textarea>'
+        '<button type="button" id="reject-save">reject with this reason</button></div>'
+        f'<div id="correct-panel" hidden>Correcting: {correct}"edit text" to change a step; '
+        'the result is re-validated. <button type="button" id="correct-save">accept with corrections</button></div>'
+        '<p id="message" role="status"></p></section>'
+    )
+
+
+def render_page(session: ReviewSession, *, key: str | None, cat: str, status: str, token: str, nonce: str) -> str:
+    latest = session.latest()
+    items = session.filtered(cat, status, latest)
+    entry = session.by_key.get(key or "")
+    if entry is None or entry not in items:
+        entry = items[0] if items else None
+    position = items.index(entry) if entry is not None else 0
+    nav = {name: (page_url(items[n].key, cat, status) if 0 <= n < len(items) else "")
+           for name, n in (("next", position + 1), ("prev", position - 1))}
+    head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>inject review</title>'
+            f'<meta name="review-token" content="{e(token)}"><style nonce="{nonce}">{PAGE_CSS}</style></head>')
+    decision = latest.get(entry.key) if entry else None
+    corrected = bool(decision and (decision.corrected_error_steps is not None or decision.edited_steps))
+    data = (f'data-key="{e(entry.key if entry else "")}" data-cat="{e(cat)}" data-status="{e(status)}" '
+            f'data-corrected="{int(corrected)}" '
+            f'data-next="{e(nav["next"])}" data-prev="{e(nav["prev"])}"')
+    top = (f"<header><strong>inject review</strong> {_progress(session, latest)} {_filters(session, cat, status)} "
+           f'<span class="position">{position + 1 if entry else 0} of {len(items)} in this view</span></header>')
+    if entry is None:
+        main = '<main><p class="empty">No candidate matches these filters.</p></main>'
+        side = ""
+    else:
+        main = _candidate(session, entry, latest.get(entry.key))
+        side = _side_list(items, position, latest, cat, status)
+    return (f'{head}<body {data}>{top}<div class="layout">{side}{main}</div>'
+            f'<script nonce="{nonce}">{PAGE_JS}</script></body></html>')
+
+
+def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) -> str:
+    candidate = session.candidate(entry)
+    shown = apply_decision(candidate, latest) if latest and latest.decision == "accept" else candidate
+    category = session.category(entry)
+    multi = bool(category and category.rules.multi_solution)
+    run = session.runs[entry.run]
+    state = STATUS_OF[latest.decision] if latest else "unreviewed"
+    about = (f"<h2>{e(category.name)} <code>{e(category.id)}</code></h2><p>{e(category.definition)}</p>"
+             if category else f"<h2><code>{e(entry.category)}</code></h2><p>(not in the taxonomy)</p>")
+    note = f'<p class="note">{e(run.taxonomy_note)}</p>' if run.taxonomy_note else ""
+    where = f' in <code>{e(run.path)}</code>' if len(session.runs) > 1 else ""
+    status = f'<p class="status {state}" id="status">{e(_decision_text(latest) if latest else "unreviewed")}</p>'
+    if latest and latest.decision == "accept" and shown["error_steps"] != candidate["error_steps"]:
+        status += f'<p class="note">the model marked step {e(", ".join(map(str, candidate["error_steps"])))}</p>'
+    warnings = "".join(f"<li>{e(w)}</li>" for w in shown.get("warnings") or [])
+    history = "".join(f"<li>{e(_decision_text(d))}</li>" for d in session.history(entry))
+    history = f'<ol class="history">{history}</ol>' if history else "<p>none yet</p>"
+    return (
+        f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
+        f"{about}{note}{status}</section>{_actions(multi)}{_question(candidate)}"
+        f"<section><h2>steps</h2>{_steps_table(candidate, shown, multi)}</section>"
+        f'<section><h2>model\'s reason</h2><div class="text">{e(candidate.get("reason", ""))}</div></section>'
+        f'<section><h2>warnings</h2><ul>{warnings or "<li>none</li>"}</ul></section>'
+        f'{_provenance(candidate.get("provenance") or {})}'
+        f"<section><h2>decisions</h2>{history}</section></main>"
+    )

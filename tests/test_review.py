@@ -1,0 +1,419 @@
+"""`inject review` without a browser: access token, loopback, escaping, persistence, re-validation, export/import.
+
+The server is driven over real HTTP on 127.0.0.1 (urllib), started in a thread on port 0.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from html import escape
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from injector.cli import InjectGroup
+from injector.taxonomy import Taxonomy
+from injector.errors import UserError
+from injector.resources import bundled_taxonomy_path
+from injector.review.command import review
+from injector.review.server import ReviewServer, make_server
+from injector.review.store import Decision, ReviewStore, apply_decision
+
+HOSTILE_SCRIPT = "<script>alert(1)</script>"
+HOSTILE_IMG = '"><img src=x onerror=alert(2)>'
+QUESTION = "Maya buys 4 notebooks at $\\$2.75$ each. She pays with a $\\$20$ bill. How much change does she get?"
+STEPS = [
+    "The notebooks cost $4 \\cdot 2.75 = 11$ dollars.",
+    "Her change is $20 - 11 = 9$ dollars.",
+    "So she gets $9$ dollars back.\n\n# Answer\n\n9",
+]
+
+
+def candidate(cid: str, category: str = "counterfactual", *, steps: list[str] | None = None,
+              modified: list[str] | None = None, error_steps: list[int] | None = None,
+              question: str = QUESTION, modified_question: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A candidate record as `inject run` writes it (modified_steps computed by the same alignment)."""
+    from injector.validate import align_steps
+
+    steps = list(steps or STEPS)
+    modified = list(modified or [STEPS[0], "Her change is $20 - 11 = 8$ dollars.", STEPS[2]])
+    alignment = align_steps(steps, modified)
+    deleted = [i + 1 for i in alignment.deleted]
+    return {
+        "original_question": question, "modified_question": modified_question or question,
+        "original_process": steps, "modified_process": modified,
+        "modified_steps": [j + 1 for j in alignment.changed], "error_steps": error_steps or [2],
+        "reason": "The subtraction is wrong.", "idx": cid.split("::")[0], "question": question,
+        "classification": category, "id": cid, "category": category, "trajectory_id": cid.split("::")[0],
+        "sample": 0, "warnings": [f"deleted original steps: {', '.join(map(str, deleted))}"] if deleted else [],
+        "provenance": {"engine": "offline", "model": "offline", "operator": "change_result",
+                       "attempts": [{"codes": ["label_leak"]}, {"codes": []}]},
+        **extra,
+    }
+
+
+def sample_candidates() -> list[dict[str, Any]]:
+    return [
+        candidate("t1::counterfactual::0"),
+        candidate("t2::counterfactual::0"),
+        # steps 2 and 3 both changed, only 2 marked: marking 3 as well is a valid correction
+        candidate("t3::counterfactual::0", modified=[STEPS[0], "Her change is $20 - 11 = 8$ dollars.",
+                                                     "So she gets $8$ dollars back.\n\n# Answer\n\n8"]),
+        candidate("t4::missing_condition::0", "missing_condition", modified=list(STEPS), error_steps=[2],
+                  modified_question="Maya buys 4 notebooks at $\\$2.75$ each. How much change does she get?"),
+        candidate("t5::redundancy::0", "redundancy", question=f"What is {HOSTILE_SCRIPT} {HOSTILE_IMG}?",
+                  modified=[STEPS[0], f"Restate {HOSTILE_SCRIPT} and {HOSTILE_IMG} again.", *STEPS[1:]],
+                  explanations={"2": f"explains {HOSTILE_SCRIPT}"}),
+        candidate("t6::counterfactual::0", modified=[STEPS[0], "Her change is $20 - 11 = 8$ dollars."]),
+    ]
+
+
+def make_run(directory: Path, records: list[dict[str, Any]] | None = None) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    records = sample_candidates() if records is None else records
+    (directory / "candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    manifest = {"config": {"taxonomy_path": str(bundled_taxonomy_path())}, "status": "finished"}
+    (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return directory
+
+
+@contextmanager
+def running(run_dirs: list[Path], **options: Any) -> Iterator[ReviewServer]:
+    server = make_server(run_dirs, **options)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy, even if one is set
+
+
+def http(server: ReviewServer, path: str, *, token: bool = True, data: dict | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+    url = f"http://127.0.0.1:{server.port}{path}"
+    if token and data is None:
+        url += ("&" if "?" in path else "?") + f"token={server.token}"
+    all_headers = dict(headers or {})
+    body = None
+    if data is not None:
+        body = json.dumps(data).encode()
+        all_headers.setdefault("Content-Type", "application/json")
+        if token:
+            all_headers["X-Review-Token"] = server.token
+    request = urllib.request.Request(url, data=body, headers=all_headers, method="POST" if body else "GET")
+    try:
+        with _OPENER.open(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read().decode()
+
+
+def decide(server: ReviewServer, cid: str, **payload: Any) -> tuple[int, dict[str, Any]]:
+    status, _, body = http(server, "/api/decide", data={"key": f"0/{cid}", **payload})
+    return status, json.loads(body)
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return make_run(tmp_path / "run")
+
+
+def test_token_is_required(run_dir: Path) -> None:
+    with running([run_dir]) as server:
+        assert server.url.startswith(f"http://127.0.0.1:{server.port}/?token=")
+        assert http(server, "/", token=False)[0] == 403
+        assert http(server, "/?token=wrong", token=False)[0] == 403
+        assert http(server, "/api/decisions", token=False)[0] == 403
+        assert http(server, "/api/decide", token=False, data={"key": "0/t1::counterfactual::0",
+                                                                "decision": "accept"})[0] == 403
+        status, headers, html = http(server, "/")
+        assert status == 200 and "t1::counterfactual::0" in html
+        cookie = headers["Set-Cookie"].split(";")[0]
+        assert "HttpOnly" in headers["Set-Cookie"] and "SameSite=Strict" in headers["Set-Cookie"]
+        # the cookie set on the first visit is enough afterwards
+        assert http(server, "/", token=False, headers={"Cookie": cookie})[0] == 200
+        assert http(server, "/", token=False, headers={"Cookie": cookie.replace("=", "=x", 1)})[0] == 403
+        assert "script-src 'nonce-" in headers["Content-Security-Policy"]
+    assert ReviewStore(run_dir).latest() == {}
+
+
+def test_binds_loopback_only(run_dir: Path) -> None:
+    with running([run_dir]) as server:
+        assert server.server_address[0] == "127.0.0.1"
+        assert server.port > 0
+
+
+def test_a_port_in_use_is_a_user_error(run_dir: Path) -> None:
+    with running([run_dir]) as server:
+        with pytest.raises(UserError, match=rf"cannot listen on 127\.0\.0\.1:{server.port} .*choose another --port"):
+            make_server([run_dir], port=server.port)
+
+
+def test_a_failed_save_is_reported_not_dropped(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def locked(self, decision):  # type: ignore[no-untyped-def]
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(ReviewStore, "record", locked)
+    with running([run_dir]) as server:
+        status, answer = decide(server, "t1::counterfactual::0", decision="accept")
+        assert status == 500 and "database is locked" in answer["error"]
+
+
+def test_hostile_text_is_escaped(run_dir: Path) -> None:
+    with running([run_dir]) as server:
+        status, _, html = http(server, "/?key=0/t5::redundancy::0")
+        assert status == 200
+        for hostile in (HOSTILE_SCRIPT, HOSTILE_IMG, "<img"):
+            assert hostile not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;" in html
+        assert html.count("<script") == 1  # the page's own script only
+        # in the question, the step (diffed, inside <ins>), the explanation and the edit box alike
+        assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 4
+        # a rejection reason is untrusted too
+        assert decide(server, "t5::redundancy::0", decision="reject", reason=HOSTILE_IMG)[0] == 200
+        html = http(server, "/?key=0/t5::redundancy::0")[2]
+        assert "<img" not in html and "reason: &quot;&gt;&lt;img" in html
+
+
+def test_page_shows_the_candidate(run_dir: Path) -> None:
+    with running([run_dir]) as server:
+        html = http(server, "/?key=0/t6::counterfactual::0")[2]
+        assert "Empirical Soundness" in html  # the category name from the run's taxonomy, and its definition
+        assert escape(Taxonomy.load().category("counterfactual").definition) in html
+        assert "<del>9$</del>" in html and "<ins>8$</ins>" in html  # word-level difference
+        assert 'class="deleted"' in html and "deleted original steps: 3" in html
+        assert "attempt 1: label_leak" in html and "change_result" in html
+        assert "$4 \\cdot 2.75 = 11$" in html  # LaTeX as written
+        html = http(server, "/?key=0/t4::missing_condition::0")[2]
+        assert "question <span class=\"badge changed\">edited</span>" in html
+        assert "<del>She pays with a" in html
+
+
+def test_filters_and_progress(run_dir: Path) -> None:
+    with running([run_dir]) as server:
+        assert decide(server, "t1::counterfactual::0", decision="accept")[0] == 200
+        assert decide(server, "t2::counterfactual::0", decision="reject", reason="not an error")[0] == 200
+        html = http(server, "/")[2]
+        assert "reviewed 2 / 6 (accepted 1, rejected 1)" in html
+        assert "<td>counterfactual</td><td>2 / 4</td><td>1</td><td>1</td>" in html
+        html = http(server, "/?status=unreviewed&cat=counterfactual")[2]
+        assert "1 of 2 in this view" in html and 'data-key="0/t3::counterfactual::0"' in html
+        html = http(server, "/?status=rejected")[2]
+        assert "1 of 1 in this view" in html and 'data-key="0/t2::counterfactual::0"' in html
+
+
+def test_decision_answers_with_the_next_candidate_of_the_view(run_dir: Path) -> None:
+    with running([run_dir]) as server:
+        status, answer = decide(server, "t1::counterfactual::0", decision="accept", status="unreviewed")
+        assert status == 200 and answer["next"] == "/?key=0%2Ft2%3A%3Acounterfactual%3A%3A0&status=unreviewed"
+        status, answer = decide(server, "t2::counterfactual::0", decision="reject", reason="")
+        assert status == 422 and "give a reason" in answer["error"]
+
+
+def test_decisions_survive_a_restart(run_dir: Path) -> None:
+    with running([run_dir], reviewer="ada") as server:
+        assert decide(server, "t1::counterfactual::0", decision="accept")[0] == 200
+        assert decide(server, "t2::counterfactual::0", decision="reject", reason="error elsewhere")[0] == 200
+    with running([run_dir]) as server:
+        latest = json.loads(http(server, "/api/decisions")[2])
+        assert latest["0/t1::counterfactual::0"]["decision"] == "accept"
+        assert latest["0/t2::counterfactual::0"]["reason"] == "error elsewhere"
+        assert latest["0/t2::counterfactual::0"]["reviewer"] == "ada"
+        html = http(server, "/?key=0/t2::counterfactual::0")[2]
+        assert "rejected; reason: error elsewhere (ada, " in html
+    rows = sqlite3.connect(run_dir / "review.sqlite").execute("SELECT id, decision FROM decisions").fetchall()
+    assert rows == [("t1::counterfactual::0", "accept"), ("t2::counterfactual::0", "reject")]
+
+
+def test_a_correction_is_revalidated(run_dir: Path) -> None:
+    with running([run_dir]) as server:
+        # step 1 is unchanged: counterfactual forbids marking it
+        status, answer = decide(server, "t1::counterfactual::0", decision="accept", corrected_error_steps=[1, 2])
+        assert status == 422
+        assert "error_on_unchanged_step" in answer["error"]
+        assert "error step 1 is unchanged from the original" in answer["error"]
+        # an edit that announces its own error breaks the label-leak rule
+        status, answer = decide(server, "t1::counterfactual::0", decision="accept",
+                                edited_steps={"2": "Her change is incorrectly $20 - 11 = 8$ dollars."})
+        assert status == 422 and "label_leak" in answer["error"] and "'incorrectly'" in answer["error"]
+        status, answer = decide(server, "t1::counterfactual::0", decision="accept", corrected_error_steps=[])
+        assert status == 422 and "no_error_steps" in answer["error"]
+        assert ReviewStore(run_dir).latest() == {}  # nothing refused was saved
+        # missing_condition allows an error on an unchanged step
+        assert decide(server, "t4::missing_condition::0", decision="accept", corrected_error_steps=[2, 3])[0] == 200
+        status, answer = decide(server, "t3::counterfactual::0", decision="accept", corrected_error_steps=[2, 3],
+                                edited_steps={"1": STEPS[0], "2": "Her change is $20 - 11 = 7$ dollars."})
+        assert status == 200
+    latest = ReviewStore(run_dir).latest()
+    assert latest["t4::missing_condition::0"].corrected_error_steps == [2, 3]
+    fixed = latest["t3::counterfactual::0"]
+    assert fixed.decision == "accept" and fixed.corrected_error_steps == [2, 3]
+    assert fixed.edited_steps == {2: "Her change is $20 - 11 = 7$ dollars."}  # step 1 was not really edited
+
+
+def test_apply_decision() -> None:
+    record = candidate("t1::counterfactual::0")
+    edited = apply_decision(record, Decision("t1::counterfactual::0", "accept", corrected_error_steps=[2, 3],
+                                             edited_steps={3: "So she gets $8$ dollars back.\n\n# Answer\n\n8"}))
+    assert edited["modified_process"][2].startswith("So she gets $8$")
+    assert edited["modified_steps"] == [2, 3] and edited["error_steps"] == [2, 3]
+    assert record["modified_steps"] == [2]  # the input is not changed
+    # editing a step back to the original text makes it unchanged again
+    reverted = apply_decision(record, Decision("x", "accept", edited_steps={2: STEPS[1] + "  "}))
+    assert reverted["modified_steps"] == [] and reverted["modified_process"][1] == STEPS[1]
+    assert apply_decision(record, Decision("x", "reject", reason="no")) == record
+
+
+def test_the_latest_decision_wins(run_dir: Path) -> None:
+    store = ReviewStore(run_dir)
+    store.record(Decision("a", "accept", reviewer="ada"))
+    store.record(Decision("a", "reject", reason="not this category", reviewer="bob"))
+    store.record(Decision("b", "reject", reason="unreadable"))
+    store.record(Decision("b", "accept", corrected_error_steps=[3]))
+    latest = ReviewStore(run_dir).latest()
+    assert latest["a"].decision == "reject" and latest["a"].reviewer == "bob"
+    assert latest["b"].decision == "accept" and latest["b"].corrected_error_steps == [3]
+    assert [d.decision for d in store.history("a")] == ["accept", "reject"]
+    # an older decision imported later does not override newer work
+    store.record(Decision("a", "accept", time="2001-01-01T00:00:00Z"))
+    assert store.latest()["a"].decision == "reject"
+    assert store.history("a")[0].time == "2001-01-01T00:00:00.000+00:00"
+
+
+def test_two_tabs_at_once_lose_nothing(run_dir: Path) -> None:
+    ids = [r["id"] for r in sample_candidates()]
+    with running([run_dir]) as server:
+        results: list[int] = []
+        threads = [threading.Thread(target=lambda cid=cid: results.append(
+            decide(server, cid, decision="reject", reason="unreadable")[0])) for cid in ids * 3]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == [200] * len(ids) * 3
+    assert set(ReviewStore(run_dir).latest()) == set(ids)
+    assert len(ReviewStore(run_dir).rows()) == len(ids) * 3
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_export_import_round_trip(tmp_path: Path, suffix: str) -> None:
+    source = ReviewStore(make_run(tmp_path / "a"))
+    decisions = [
+        Decision("t1::counterfactual::0", "accept", reviewer="ada"),
+        Decision("t2::counterfactual::0", "reject", reason='leaks its label; "quoted", comma\nand newline',
+                 reviewer="bob"),
+        Decision("t3::counterfactual::0", "accept", corrected_error_steps=[2, 3],
+                 edited_steps={2: "Her change is $20 - 11 = 7$ dollars — é, \\frac{1}{2}"}, reviewer="ada"),
+        Decision("t1::counterfactual::0", "reject", reason="not an error", reviewer="ada"),
+    ]
+    for decision in decisions:
+        source.record(decision)
+    exported = tmp_path / f"decisions{suffix}"
+    assert source.export(exported) == 4
+    target = ReviewStore(make_run(tmp_path / "b"))
+    assert target.import_(exported) == 4
+    assert target.rows() == source.rows()
+    assert target.latest()["t1::counterfactual::0"].reason == "not an error"
+    assert target.import_(exported) == 0  # rows already there are not added twice
+    assert len(target.rows()) == 4
+
+
+@pytest.mark.parametrize("content, line, message", [
+    ('{"id": "a", "decision": "accept"}\n{"id": "b", "decision": "maybe"}\n', 2, "expected accept or reject"),
+    ('{"id": "a", "decision": "accept"}\n\n{"id": "b", "decision": "accept"\n', 3, "not valid JSON"),
+    ('{"id": "a", "decision": "accept", "corrected_error_steps": [0]}\n', 1, "corrected_error_steps"),
+    ('{"decision": "accept"}\n', 1, "id"),
+    ('{"id": "a", "decision": "accept", "colour": "red"}\n', 1, "unknown field colour"),
+])
+def test_import_names_the_bad_line(tmp_path: Path, content: str, line: int, message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content, encoding="utf-8")
+    store = ReviewStore(make_run(tmp_path / "run"))
+    with pytest.raises(UserError, match=rf"bad\.jsonl:{line}: .*{message}"):
+        store.import_(path)
+    assert store.rows() == []  # all or nothing
+
+
+def test_import_bad_csv_and_suffix(tmp_path: Path) -> None:
+    store = ReviewStore(make_run(tmp_path / "run"))
+    path = tmp_path / "bad.csv"
+    path.write_text("id,decision,corrected_error_steps\na,accept,[2]\nb,accept,2 and 3\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"bad\.csv:3: corrected_error_steps: not JSON"):
+        store.import_(path)
+    with pytest.raises(UserError, match=r"decisions\.txt: .*\.jsonl or \.csv"):
+        store.export(tmp_path / "decisions.txt")
+
+
+@pytest.fixture
+def cli() -> click.Group:
+    group = InjectGroup(name="inject")  # the error handling of the real `inject` group
+    group.add_command(review)
+    return group
+
+
+def test_cli_export_and_import(cli: click.Group, tmp_path: Path) -> None:
+    first, second = make_run(tmp_path / "first"), make_run(tmp_path / "second", [candidate("u1::counterfactual::0")])
+    ReviewStore(first).record(Decision("t1::counterfactual::0", "accept", reviewer="ada"))
+    ReviewStore(second).record(Decision("u1::counterfactual::0", "reject", reason="unreadable"))
+    out = tmp_path / "all.csv"
+    result = CliRunner().invoke(cli, ["review", str(first), str(second), "--export", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "2 decisions written" in result.output
+    fresh = make_run(tmp_path / "fresh")
+    other = make_run(tmp_path / "other", [candidate("u1::counterfactual::0")])
+    result = CliRunner().invoke(cli, ["review", str(fresh), str(other), "--import", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "2 decisions added (0 already there)" in result.output
+    assert ReviewStore(fresh).latest()["t1::counterfactual::0"].reviewer == "ada"
+    assert ReviewStore(other).latest()["u1::counterfactual::0"].reason == "unreadable"
+    # a row for a candidate none of the runs holds is refused, naming the line
+    result = CliRunner().invoke(cli, ["review", str(other), "--import", str(out)])
+    assert result.exit_code == 2 and "all.csv:2: candidate 't1::counterfactual::0' is in none of" in result.output
+
+
+def test_cli_refuses_a_directory_without_candidates(cli: click.Group, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["review", str(tmp_path), "--no-browser"])
+    assert result.exit_code == 2
+    assert f"{tmp_path}: no candidates.jsonl here; give a run directory written by `inject run`" in result.output
+
+
+def test_cli_serves_until_stopped(run_dir: Path) -> None:
+    """The real command in its own process: prints the URL (no browser), serves it, and stops on SIGINT."""
+    code = "import sys; from injector.review.command import review; review(sys.argv[1:])"
+    process = subprocess.Popen([sys.executable, "-c", code, str(run_dir), "--no-browser", "--reviewer", "cli"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = ""
+        for _ in range(5):
+            line = process.stdout.readline()
+            if line.startswith("open "):
+                url = line.split()[1]
+                break
+        match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?token=[\w-]{40,}", url)
+        assert match, url
+        with _OPENER.open(url, timeout=10) as response:
+            assert response.status == 200 and "t1::counterfactual::0" in response.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _OPENER.open(url.split("?")[0], timeout=10)
+        assert refused.value.code == 403
+    finally:
+        process.send_signal(2)
+        out, err = process.communicate(timeout=10)
+    assert process.returncode == 0, err
+    assert "stopped; decisions are saved" in out
