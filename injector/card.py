@@ -96,7 +96,9 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
                  "layout at the top (`load_from_disk`)\n- `prmbench/<classification>.jsonl`: exactly PRMBench's fields, "
                  "unique `idx` per category, readable by PRMBench's evaluation\n- `processbench/<split>.jsonl`: "
                  "ProcessBench's shape (`label` = 0-based first error step, -1 for none)\n- `judge/<split>.jsonl`: "
-                 "judge-training items (prompt = question + numbered steps; target = a verdict per step)\n")
+                 "judge-training items (prompt = question + numbered steps; target = a verdict per step)\n"
+                 "- `projudge/<split>.jsonl`: ProJudgeBench's shape (`process_evaluation` = [step, \"1\"|\"0\", "
+                 "error type, explanation] per step)\n")
     parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
                  "PRMBench: Apache-2.0) and of the model outputs.\n")
     parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")

@@ -145,8 +145,11 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
             break
         for category in selected:
             click.echo(f"=== {trajectory.id} / {category.id} ===")
-            for message in render_messages(taxonomy, category, trajectory, output_mode=output_mode):
+            messages = render_messages(taxonomy, category, trajectory, output_mode=output_mode, attach_images=False)
+            for message in messages:
                 click.echo(f"--- {message['role']} ---\n{message['content']}\n")
+            for image in trajectory.images:  # sent as image parts after the user text
+                click.echo(f"--- image part ---\n{image}\n")
     click.echo(source.describe(), err=True)
 
 

@@ -81,6 +81,10 @@ async def inject_one(
     codes: list[str] = []
     problems: list[str] = []
     tries = max_attempts if getattr(engine, "takes_feedback", False) else 1
+    if category.rules.requires_images and not trajectory.images:
+        tries, codes = 0, ["not_applicable"]
+        problems = [f"{category.id} needs an image, and this trajectory has none"]
+        attempts.append({"codes": codes})
     for attempt in range(1, tries + 1):
         try:
             proposal = await engine.propose(messages, trajectory=trajectory, category=category, seed=seed,
@@ -142,6 +146,10 @@ def _candidate(unit: Unit, answer: Any, verdict: Any, provenance: dict[str, Any]
         extra["ground_truth"] = trajectory.answer
     if verdict.explanations:
         extra["explanations"] = {str(step): text for step, text in verdict.explanations.items()}
+    if trajectory.subject:
+        extra["subject"] = trajectory.subject
+    if trajectory.images:
+        extra["images"] = list(trajectory.images)  # by reference, never the image data
     return Candidate(
         original_question=trajectory.question,
         modified_question=verdict.modified_question,

@@ -191,6 +191,8 @@ def run(
         config_hash=digest,
         toolkit_version=__version__,
         started=utc_now(),
+        categories={c.id: {"name": c.name, "domain": c.domain, "classification": c.classification}
+                    for c in categories},
         skipped_categories=skipped_categories,
     )
     run_dir.write_manifest(manifest)
@@ -337,7 +339,7 @@ def dry_run(
             report.skipped_existing += 1
             continue
         mode = answer_mode(unit.category, output_mode)
-        messages = render_messages(taxonomy, unit.category, unit.trajectory, output_mode=mode)
+        messages = render_messages(taxonomy, unit.category, unit.trajectory, output_mode=mode, attach_images=False)
         report.units += 1
         report.prompt_tokens += count_tokens(messages)
         solution_tokens = len(json.dumps(unit.trajectory.steps, ensure_ascii=False)) // 4 + 60

@@ -7,8 +7,10 @@ so a question containing `{{ }}` comes through verbatim.
 """
 from __future__ import annotations
 
+import base64
 import functools
 import json
+import mimetypes
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +62,30 @@ def trajectory_context(trajectory: Trajectory) -> dict[str, Any]:
         "steps": list(trajectory.steps),
         "answer": trajectory.answer,
         "images": list(trajectory.images),
+        "subject": trajectory.subject,
     }
 
 
+def image_part(reference: str) -> dict[str, Any]:
+    """An OpenAI-style image part: URLs as given, local files inlined as data URLs (litellm passes both on)."""
+    if reference.startswith(("http://", "https://", "data:")):
+        return {"type": "image_url", "image_url": {"url": reference}}
+    path = Path(reference)
+    if not path.is_file():
+        raise UserError(f"image {reference}: no such file (image paths are absolute, or relative to the input file)")
+    mime = mimetypes.guess_type(path.name)[0] or "image/png"
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+
+
 def render_messages(
-    taxonomy: Taxonomy, category: Category, trajectory: Trajectory, output_mode: str = "edits"
-) -> list[dict[str, str]]:
+    taxonomy: Taxonomy, category: Category, trajectory: Trajectory, output_mode: str = "edits",
+    attach_images: bool = True,
+) -> list[dict[str, Any]]:
     """The chat messages that ask for one injection of `category` into `trajectory`.
+
+    A trajectory's images go into the user message as image parts after its text (`attach_images=False` leaves
+    them out, e.g. to count text tokens).
 
     `output_mode` is the answer the prompt asks for: "edits" (only the model's edits to the original steps) or
     "full" (the whole modified solution). `multi_solution` categories always ask for the full solution.
@@ -90,4 +109,7 @@ def render_messages(
         line = getattr(exc, "lineno", None)
         location = f"{where}:{line}" if line else str(where)
         raise UserError(f"{location}: template error in category {category.id!r}: {exc}") from None
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    content: Any = user
+    if attach_images and trajectory.images:
+        content = [{"type": "text", "text": user}, *(image_part(image) for image in trajectory.images)]
+    return [{"role": "system", "content": system}, {"role": "user", "content": content}]

@@ -79,6 +79,8 @@ class RunManifest(BaseModel):
     finished: str | None = None
     status: str = "running"
     """running, finished, interrupted, budget_exceeded or failed."""
+    categories: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """id -> name, domain and classification of each category run (categories built in Python included)."""
     skipped_categories: dict[str, str] = Field(default_factory=dict)
     """Categories the engine cannot make, with the reason (they are not units)."""
     source: dict[str, Any] = Field(default_factory=dict)

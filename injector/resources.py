@@ -23,10 +23,10 @@ def bundled_taxonomy_path() -> Path:
 
 
 def bundled_taxonomies() -> dict[str, Path]:
-    """Bundled taxonomies by name: `prmbench` is the top-level taxonomy.yaml, others live in taxonomies/."""
+    """Bundled taxonomies by name: `prmbench` is the top-level taxonomy.yaml, others are taxonomies/<name>/."""
     root = bundled_root()
     named = {"prmbench": root / "taxonomy.yaml"}
-    named.update({path.stem: path for path in sorted((root / "taxonomies").glob("*.yaml"))})
+    named.update({path.parent.name: path for path in sorted((root / "taxonomies").glob("*/taxonomy.yaml"))})
     return named
 
 

@@ -13,12 +13,11 @@ from typing import Any, Iterable
 from .answers import answers_equivalent, final_answer_of_steps
 from .errors import UserError
 from .records import read_jsonl
-from .taxonomy import Taxonomy
 
 # PRMBench's own fields, in its order: what `prmbench/<classification>.jsonl` holds and nothing else.
 PRMBENCH_FIELDS = ("original_question", "modified_question", "original_process", "modified_process",
                    "modified_steps", "error_steps", "reason", "idx", "question", "classification")
-EXPORT_DIRS = ("parquet", "jsonl", "prmbench", "processbench", "judge")
+EXPORT_DIRS = ("parquet", "jsonl", "prmbench", "processbench", "judge", "projudge")
 CORRECT = "correct"  # the category of source solutions added as correct control items
 
 
@@ -51,10 +50,10 @@ def _decisions(run_dir: Path) -> dict[str, Any]:
     return ReviewStore(run_dir).latest()
 
 
-def _taxonomy_of(run_dir: Path) -> Taxonomy:
+def _categories_of(run_dir: Path) -> dict[str, dict[str, str]]:
+    """Name and domain of each category of a run, as its manifest recorded them."""
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    path = manifest.get("config", {}).get("taxonomy_path")
-    return Taxonomy.load(path if path and Path(path).is_file() else None)
+    return manifest.get("categories", {})
 
 
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
@@ -66,7 +65,7 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
         if not (run_dir / "candidates.jsonl").exists() or not (run_dir / "manifest.json").exists():
             raise UserError(f"{run_dir}: not a run directory (no candidates.jsonl / manifest.json); "
                             "pass directories written by `inject run`")
-        taxonomy = _taxonomy_of(run_dir)
+        categories = _categories_of(run_dir)
         decisions = _decisions(run_dir)
         for reject in read_jsonl(run_dir / "rejects.jsonl"):
             report.run_rejects += 1
@@ -85,8 +84,9 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                 from .review.store import apply_decision  # only runs with a review database need it
 
                 candidate = apply_decision(candidate, decision)
-            category = next((c for c in taxonomy.categories if c.id == candidate["category"]), None)
-            rows.append(_row(candidate, run_dir.name, category.domain if category else "",
+            category = categories.get(candidate["category"], {})
+            rows.append(_row(candidate, run_dir.name, category.get("domain", ""),
+                             category.get("name", candidate["category"]),
                              reviewed=decision is not None, reviewer=decision.reviewer if decision else ""))
             sources.setdefault(candidate["trajectory_id"], candidate)
     if include_sources:
@@ -95,7 +95,8 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
     return rows
 
 
-def _row(candidate: dict[str, Any], run: str, domain: str, *, reviewed: bool, reviewer: str) -> dict[str, Any]:
+def _row(candidate: dict[str, Any], run: str, domain: str, category_name: str, *, reviewed: bool,
+         reviewer: str) -> dict[str, Any]:
     provenance = candidate.get("provenance", {})
     explanations = candidate.get("explanations") or {}
     return {
@@ -103,7 +104,10 @@ def _row(candidate: dict[str, Any], run: str, domain: str, *, reviewed: bool, re
         "source_idx": candidate["idx"],
         "id": candidate["id"],
         "category": candidate["category"],
+        "category_name": category_name,
         "domain": domain,
+        "subject": candidate.get("subject"),
+        "images": list(candidate.get("images", [])),
         "trajectory_id": candidate["trajectory_id"],
         "sample": candidate["sample"],
         "run": run,
@@ -126,8 +130,9 @@ def _source_row(candidate: dict[str, Any]) -> dict[str, Any]:
         "reason": "", "idx": candidate["idx"], "question": candidate["question"], "classification": CORRECT,
         "id": f"{candidate['trajectory_id']}::{CORRECT}", "category": CORRECT, "trajectory_id":
         candidate["trajectory_id"], "sample": 0, "warnings": [], "provenance": {"engine": "source"},
+        "subject": candidate.get("subject"), "images": candidate.get("images", []),
     }
-    return _row(source, "", "control", reviewed=True, reviewer="")
+    return _row(source, "", "control", "Correct", reviewed=True, reviewer="")
 
 
 def _unique_idx(rows: list[dict[str, Any]]) -> None:
@@ -192,10 +197,24 @@ def split_features() -> Any:
     columns: dict[str, Any] = {name: text for name in PRMBENCH_FIELDS}
     columns.update(original_process=List(text), modified_process=List(text), modified_steps=List(number),
                    error_steps=List(number))
-    columns.update(source_idx=text, id=text, category=text, domain=text, trajectory_id=text, sample=number, run=text,
+    columns.update(source_idx=text, id=text, category=text, category_name=text, domain=text, subject=text,
+                   images=List(text), trajectory_id=text, sample=number, run=text,
                    reviewed=Value("bool"), reviewer=text, warnings=List(text),
                    explanations=List({"step": number, "text": text}), ground_truth=text, model=text, provenance=text)
     return Features(columns)
+
+
+def projudge_record(row: dict[str, Any]) -> dict[str, Any]:
+    """ProJudgeBench's shape: `process_evaluation` = [step, "1"|"0", error type, explanation] per step."""
+    explanations = {item["step"]: item["text"] for item in row["explanations"]}
+    evaluation = []
+    for k, step in enumerate(row["modified_process"], 1):
+        if k in row["error_steps"]:
+            evaluation.append([step, "0", row["category_name"], explanations.get(k, row["reason"])])
+        else:
+            evaluation.append([step, "1", "", ""])
+    return {"id": row["id"], "question": row["modified_question"], "subject": row["subject"] or "",
+            "image_paths": row["images"], "process_evaluation": evaluation}
 
 
 def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
@@ -242,6 +261,7 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
         _write_jsonl(out / "jsonl" / f"{name}.jsonl", splits[name])
         _write_jsonl(out / "processbench" / f"{name}.jsonl", map(processbench_record, splits[name]))
         _write_jsonl(out / "judge" / f"{name}.jsonl", map(judge_record, splits[name]))
+        _write_jsonl(out / "projudge" / f"{name}.jsonl", map(projudge_record, splits[name]))
     by_classification: dict[str, list] = defaultdict(list)
     for row in sorted(rows, key=lambda r: (r["classification"], r["idx"])):
         by_classification[row["classification"]].append({key: row[key] for key in PRMBENCH_FIELDS})

@@ -39,6 +39,8 @@ class Rules(BaseModel):
     """Most changed or inserted steps (`too_many_changes`); none when null."""
     require_explanations: bool = False
     """Every error step needs an explanation (`missing_explanation`)."""
+    requires_images: bool = False
+    """Only trajectories with an image can carry this error; the others are `not_applicable`."""
 
     @model_validator(mode="after")
     def _range(self) -> "Rules":

@@ -53,7 +53,8 @@ OTHER_TRAJECTORY = Trajectory(
 
 
 def render(category: Category, trajectory: Trajectory = TRAJECTORY, mode: str = "full") -> tuple[str, str]:
-    messages = render_messages(TAXONOMY, category, trajectory, output_mode=mode)
+    # The image parts are tested in tests/test_images.py; here the text the template renders.
+    messages = render_messages(TAXONOMY, category, trajectory, output_mode=mode, attach_images=False)
     assert [m["role"] for m in messages] == ["system", "user"]
     return messages[0]["content"], messages[1]["content"]
 
@@ -154,9 +155,9 @@ def test_edit_mode_asks_for_edits(category_id: str) -> None:
 
 def test_edit_mode_is_the_default_and_multi_solution_is_always_full() -> None:
     for category in TAXONOMY.categories:
-        default = render_messages(TAXONOMY, category, TRAJECTORY)
-        assert default == render_messages(TAXONOMY, category, TRAJECTORY, output_mode="edits")
-        full = render_messages(TAXONOMY, category, TRAJECTORY, output_mode="full")
+        default = render_messages(TAXONOMY, category, TRAJECTORY, attach_images=False)
+        assert default == render_messages(TAXONOMY, category, TRAJECTORY, output_mode="edits", attach_images=False)
+        full = render_messages(TAXONOMY, category, TRAJECTORY, output_mode="full", attach_images=False)
         assert (default == full) == category.rules.multi_solution, category.id
     with pytest.raises(UserError, match="output mode"):
         render_messages(TAXONOMY, TAXONOMY.category("redundancy"), TRAJECTORY, output_mode="diff")

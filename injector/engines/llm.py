@@ -206,7 +206,7 @@ class LLMEngine:
 
     async def _complete_once(self, request: dict[str, Any]) -> Proposal:
         litellm = import_litellm()
-        await self.limiter.before_request(sum(len(str(m.get("content", ""))) for m in request["messages"]) // 4)
+        await self.limiter.before_request(_text_tokens_estimate(request["messages"]))
         extra: dict[str, Any] = {"timeout": self.timeout, "num_retries": 0, "drop_params": True,
                                  "max_retries": 0}  # the openai SDK's own retries; ours are explicit
         if self._api_key:
@@ -235,6 +235,16 @@ class LLMEngine:
             return float(litellm.completion_cost(completion_response=response))
         except Exception:  # unknown models have no price: the cost is unknown, not 0
             return None
+
+
+def _text_tokens_estimate(messages: list[dict[str, Any]]) -> int:
+    """About four characters a token, over the text parts only (an inlined image is not its base64 length)."""
+    chars = 0
+    for message in messages:
+        content = message.get("content", "")
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        chars += sum(len(part.get("text", "")) for part in parts if part.get("type") == "text")
+    return chars // 4
 
 
 def classify_provider_error(litellm: Any, exc: Exception) -> Exception:

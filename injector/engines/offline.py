@@ -270,6 +270,8 @@ OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "confidence": confidence_options,
     "missing_condition": missing_condition_options,
     "domain_inconsistency": domain_inconsistency_options,
+    # ProJudge's arithmetic slip is a changed computed result, as counterfactual's is.
+    "numerical_calculation": counterfactual_options,
 }
 NEEDS_A_MODEL = {
     "deception": "a subtle, plausible-looking error needs a model's judgement",
@@ -321,11 +323,14 @@ class OfflineEngine:
                       seed: int, sample: int, response_schema: dict[str, Any] | None,
                       output_mode: str = "edits", read_cache: bool = True) -> Proposal:
         perturbation = self.perturb(trajectory, category, seed=seed, sample=sample)
+        # Every error edit explains itself (taxonomies such as projudge require it): the operator's reason.
+        edits = [{**edit, "explanation": perturbation.reason} if edit.get("error") or edit["op"] == "flag" else edit
+                 for edit in perturbation.edits]
         if output_mode == "edits":
-            answer: dict[str, Any] = {"question": perturbation.question, "edits": perturbation.edits,
+            answer: dict[str, Any] = {"question": perturbation.question, "edits": edits,
                                       "reason": perturbation.reason}
         else:  # the full form is the edits applied: one source of truth for both contracts
-            applied = apply_edits(list(trajectory.steps), [Edit.model_validate(e) for e in perturbation.edits])
+            applied = apply_edits(list(trajectory.steps), [Edit.model_validate(e) for e in edits])
             answer = {
                 "modified_question": perturbation.question if perturbation.question is not None
                 else trajectory.question,
@@ -333,6 +338,7 @@ class OfflineEngine:
                 "modified_steps": applied.modified_steps,
                 "error_steps": applied.error_steps,
                 "reason": perturbation.reason,
+                "explanations": {str(step): text for step, text in applied.explanations.items()},
             }
         return Proposal(text=json.dumps(answer, ensure_ascii=False), cost=0.0,
                         details={"operator": perturbation.operator})
