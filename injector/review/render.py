@@ -116,6 +116,22 @@ def _question(candidate: dict[str, Any]) -> str:
             f'<div><h3>modified</h3><div class="text">{right}</div></div></div></section>')
 
 
+def _images(candidate: dict[str, Any], key: str) -> str:
+    """The trajectory's images: local files through the server (token-guarded), URLs as text, never fetched."""
+    images = candidate.get("images") or []
+    if not images:
+        return ""
+    items = []
+    for n, reference in enumerate(images):
+        if "://" in reference or reference.startswith("data:"):
+            items.append(f'<li><code>{e(reference)}</code> (remote: not loaded)</li>')
+        else:
+            source = "/image?" + urlencode({"key": key, "n": n})
+            items.append(f'<li><img class="figure" src="{e(source)}" alt="{e(reference)}"><br>'
+                         f"<code>{e(reference)}</code></li>")
+    return f'<section id="images"><h2>images</h2><ul class="images">{"".join(items)}</ul></section>'
+
+
 def _decision_text(d: Decision) -> str:
     parts = [STATUS_OF[d.decision]]
     if d.corrected_error_steps is not None:
@@ -244,7 +260,7 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
     history = f'<ol class="history">{history}</ol>' if history else "<p>none yet</p>"
     return (
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
-        f"{about}{note}{status}</section>{_actions(multi)}{_question(candidate)}"
+        f"{about}{note}{status}</section>{_actions(multi)}{_question(candidate)}{_images(candidate, entry.key)}"
         f"<section><h2>steps</h2>{_steps_table(candidate, shown, multi)}</section>"
         f'<section><h2>model\'s reason</h2><div class="text">{e(candidate.get("reason", ""))}</div></section>'
         f'<section><h2>warnings</h2><ul>{warnings or "<li>none</li>"}</ul></section>'

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import mimetypes
 import secrets
 import threading
 from http import HTTPStatus
@@ -124,9 +125,24 @@ class ReviewHandler(BaseHTTPRequestHandler):
         if url.path == "/api/decisions":
             latest = self.server.session.latest()
             return self._json(HTTPStatus.OK, {key: vars(d) for key, d in latest.items()})
+        if url.path == "/image":
+            return self._image(query)
         if url.path == "/favicon.ico":
             return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
         self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+
+    def _image(self, query: dict[str, list[str]]) -> None:
+        """A local image a candidate references, and nothing else (no path comes from the request)."""
+        entry = self.server.session.by_key.get((query.get("key") or [""])[0])
+        images = self.server.session.candidate(entry).get("images") or [] if entry else []
+        number = (query.get("n") or [""])[0]
+        path = Path(images[int(number)]) if number.isdigit() and int(number) < len(images) else None
+        if path is None or "://" in str(path) or not path.is_file():
+            return self._send(HTTPStatus.NOT_FOUND, b"no such image\n", "text/plain; charset=utf-8")
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if not kind.startswith("image/"):
+            return self._send(HTTPStatus.NOT_FOUND, b"not an image\n", "text/plain; charset=utf-8")
+        self._send(HTTPStatus.OK, path.read_bytes(), kind)
 
     def _page(self, query: dict[str, list[str]], *, set_cookie: bool) -> None:
         first = {name: (values or [""])[0] for name, values in query.items()}
@@ -136,7 +152,7 @@ class ReviewHandler(BaseHTTPRequestHandler):
         headers = {
             # Defence in depth behind the escaping: only our own inline code runs, and nothing leaves the machine.
             "Content-Security-Policy": (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
-                                        "connect-src 'self'; form-action 'self'; base-uri 'none'; "
+                                        "connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
                                         "frame-ancestors 'none'"),
             "X-Frame-Options": "DENY",
         }
