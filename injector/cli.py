@@ -1,6 +1,7 @@
 """`inject`: a thin command-line skin over the public API (parse options, call the API, map errors to exit codes)."""
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import sys
@@ -140,9 +141,7 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
     taxonomy, selected, source = _load(
         input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path
     )
-    for count, trajectory in enumerate(source):
-        if limit is not None and count >= limit:
-            break
+    for trajectory in itertools.islice(source, limit):
         for category in selected:
             click.echo(f"=== {trajectory.id} / {category.id} ===")
             messages = render_messages(taxonomy, category, trajectory, output_mode=output_mode, attach_images=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import sys
 import time
@@ -127,9 +128,8 @@ def config_hash(config: dict[str, Any]) -> str:
 def iter_units(
     trajectories: Iterable[Trajectory], categories: list[Category], samples: int, limit: int | None
 ) -> Iterator[Unit]:
-    for count, trajectory in enumerate(trajectories):
-        if limit is not None and count >= limit:
-            return
+    # islice, not a counter: a limit must not read (and count as read) one record more than it uses.
+    for trajectory in itertools.islice(trajectories, limit):
         for category in categories:
             for sample in range(samples):
                 yield Unit(trajectory, category, sample)
