@@ -189,7 +189,8 @@ def scenario_latency(report: Report, work: Path, quick: bool) -> None:
         inner = {}
         for kind in ("run", "bare"):
             provider.reset()
-            inner[kind] = run_worker(kind, provider.api_base, input_path, concurrency, work / f"s1-{kind}", work)
+            inner[kind] = run_worker(kind, provider.api_base, input_path, concurrency, work / f"s1-inner-{kind}",
+                                     work)
             inner[kind]["requests"] = provider.stats()["requests"]
             log(f"  in-process {kind}: {inner[kind]['done']} in {inner[kind]['seconds']:.1f} s")
     requests = stats["requests"]
@@ -539,10 +540,16 @@ def main() -> None:
         for key in args.only.split(","):
             key = key.strip()
             before = library_fingerprint()
-            if key == "6":
-                scenario_kill(report, work, args.quick, args.seed)
-            else:
-                SCENARIOS[key](report, work, args.quick)
+            try:
+                if key == "6":
+                    scenario_kill(report, work, args.quick, args.seed)
+                else:
+                    SCENARIOS[key](report, work, args.quick)
+            except Exception as exc:  # report it and go on with the other scenarios
+                import traceback
+
+                traceback.print_exc()
+                report.add(f"{key} ERROR", "the scenario failed (traceback above)", "", f"{type(exc).__name__}", False)
             after = library_fingerprint()
             report.details["library"][key] = [before, after]
             if before != after:

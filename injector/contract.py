@@ -15,7 +15,7 @@ import re
 from typing import Annotated, Any, Literal
 
 import json_repair
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
 
 
 class AnswerError(Exception):
@@ -221,6 +221,14 @@ class FullAnswer(BaseModel):
     explanations: dict[str, str] | None = None
     """Error step (its 1-based number in modified_process, as a string) -> what is wrong with it."""
 
+    @field_validator("explanations", mode="before")
+    @classmethod
+    def _explanations_as_map(cls, value: Any) -> Any:
+        # The strict schema cannot express a map, so it asks for [{"step": n, "text": ...}]; both forms are fine.
+        if isinstance(value, list):
+            return {str(item.get("step")): item.get("text") for item in value if isinstance(item, dict)}
+        return value
+
 
 class MultiSolutionAnswer(BaseModel):
     """The multi-solution form: a different complete correct solution."""
@@ -349,7 +357,16 @@ def response_schema(*, multi_solution: bool = False, edits: bool = False, explan
     """
     if edits and not multi_solution:
         return copy.deepcopy(edit_answer_schema(explanations))
-    return copy.deepcopy(_response_schema(multi_solution))
+    schema = copy.deepcopy(_response_schema(multi_solution))
+    if explanations and not multi_solution:
+        schema["properties"]["explanations"] = {
+            "type": "array",
+            "description": "One entry per error step: its 1-based number in modified_process and what is wrong.",
+            "items": {"type": "object", "properties": {"step": {"type": "integer"}, "text": {"type": "string"}},
+                      "required": ["step", "text"], "additionalProperties": False},
+        }
+        schema["required"].append("explanations")
+    return schema
 
 
 def _edit_variant(op: str, index: str, *extra: str) -> dict[str, Any]:
@@ -400,8 +417,7 @@ def _response_schema(multi_solution: bool) -> dict:
     # Built once: pydantic's schema generation costs about a millisecond, as much as the rest of a unit.
     model = MultiSolutionAnswer if multi_solution else FullAnswer
     schema = _strict_clean(model.model_json_schema(mode="validation"))
-    # A map from step to text cannot be expressed in strict mode; explanations in full mode are asked for in the
-    # prompt and accepted when given.
+    # A map from step to text cannot be expressed in strict mode: `response_schema` adds a list form on request.
     schema["properties"].pop("explanations", None)
     schema["required"] = list(schema["properties"])
     schema["additionalProperties"] = False

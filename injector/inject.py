@@ -72,7 +72,8 @@ async def inject_one(
     mode = answer_mode(category, output_mode)
     multi_solution, edits = category.rules.multi_solution, mode == "edits"
     messages = render_messages(taxonomy, category, trajectory, output_mode=mode)
-    schema = response_schema(multi_solution=multi_solution, edits=edits)
+    schema = response_schema(multi_solution=multi_solution, edits=edits,
+                             explanations=category.rules.require_explanations)
     attempts: list[dict[str, Any]] = []
     usage = {"prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0.0

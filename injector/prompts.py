@@ -102,7 +102,8 @@ def render_messages(
             template = _compiled_text(category.template_text)
         static = {**category_context(taxonomy, category), "output_mode": mode}
         system = template.render(part="system", **static).strip()
-        dynamic = {**trajectory_context(trajectory), **category.extra_context(trajectory)}
+        dynamic = {**trajectory_context(trajectory), "images_attached": attach_images and bool(trajectory.images),
+                   **category.extra_context(trajectory)}
         user = template.render(part="user", **static, **dynamic).strip()
     except TemplateError as exc:
         where = getattr(exc, "filename", None) or template_name

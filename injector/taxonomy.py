@@ -199,14 +199,14 @@ class Taxonomy(BaseModel):
         return self._hashes[""]
 
     def template_hash(self, category: Category) -> str:
-        """Hash of the category's template and the shared templates (`_*.j2`) beside it."""
+        """Hash of the category's template and the shared templates (`_*.j2`) it may extend: those beside it and
+        the bundled ones."""
         if category.id not in self._hashes:
             template = self.template_path(category)
-            if template is None:
-                data = (category.template_text or "").encode()
-            else:
-                shared = sorted(p for p in template.parent.glob("_*.j2") if p != template)
-                data = b"".join(p.read_bytes() for p in [template, *shared])
+            own = [] if template is None else [template, *sorted(template.parent.glob("_*.j2"))]
+            shared = sorted(bundled_prompts_dir().glob("_*.j2"))
+            files = list(dict.fromkeys(p.resolve() for p in [*own, *shared]))
+            data = b"".join(p.read_bytes() for p in files) + (category.template_text or "").encode()
             self._hashes[category.id] = _hash_bytes(data)
         return self._hashes[category.id]
 

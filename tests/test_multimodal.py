@@ -151,3 +151,40 @@ def test_projudgebench_loader_keeps_only_fully_correct(tmp_path):
     from injector.errors import InputError
     with pytest.raises(InputError, match=f"{bad}:1: process_evaluation step 1 must be"):
         list(load_trajectories(bad))
+
+
+def test_projudge_visual_interpretation_needs_an_image(scripted_server):
+    taxonomy = Taxonomy.load("projudge")
+    [trajectory] = list(load_trajectories())[:1]
+    engine = LLMEngine("openai/vision", api_base=scripted_server.api_base, backoff_seconds=0)
+    engine.check_ready()
+    record = asyncio.run(inject_one(taxonomy, taxonomy.category("visual_interpretation"), trajectory, engine))
+    assert isinstance(record, Rejection) and record.codes == ["not_applicable"] and scripted_server.requests == []
+
+
+def test_attached_images_are_announced_as_attached(image_input, taxonomy, scripted_server):
+    [trajectory] = list(load_trajectories(image_input))
+    scripted_server.script = lambda request: json.dumps(ANSWER)
+    engine = LLMEngine("openai/vision", api_base=scripted_server.api_base, backoff_seconds=0)
+    engine.check_ready()
+    asyncio.run(inject_one(taxonomy, taxonomy.category("counterfactual"), trajectory, engine))
+    text = scripted_server.requests[0]["body"]["messages"][1]["content"][0]["text"]
+    assert "attached after this message" in text and "cannot see" not in text
+    assert "Subject: math" in text
+
+
+@pytest.mark.parametrize("mode", ["edits", "full"])
+def test_explanations_are_in_the_strict_schema_when_required(mode, image_input, taxonomy, scripted_server):
+    from injector.contract import parse_answer, response_schema
+
+    schema = response_schema(edits=mode == "edits", explanations=True)
+    if mode == "edits":
+        replace = schema["properties"]["edits"]["items"]["anyOf"][0]
+        assert "explanation" in replace["required"]
+    else:
+        assert "explanations" in schema["required"]
+        listed = parse_answer(json.dumps({"modified_question": "q", "modified_process": ["a"], "modified_steps": [1],
+                                          "error_steps": [1], "reason": "r",
+                                          "explanations": [{"step": 1, "text": "why"}]}))
+        assert listed.explanations == {"1": "why"}
+    assert "explanation" not in json.dumps(response_schema(edits=mode == "edits"))

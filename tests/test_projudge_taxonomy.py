@@ -1,0 +1,348 @@
+"""The bundled `projudge` taxonomy: ProJudgeBench's six injectable error types, every error step explained.
+
+Checks that the taxonomy loads with its six categories and rules; that every category renders in both output modes,
+for a text trajectory and for one with an image and a subject; that the prompts ask for an explanation of every
+error step; that every worked example obeys the output contract, explains every error step, and that its edit form
+reproduces its full form (checked here and by the toolkit's own validator); and that `inject taxonomy validate
+projudge` passes.
+
+Snapshots of the rendered prompts live in tests/snapshots/projudge/<category id>.txt (full mode) and
+<category id>.edits.txt (edit mode). After an intended change: UPDATE_SNAPSHOTS=1 pytest tests/test_projudge_taxonomy.py
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from injector.cli import main
+from injector.contract import parse_answer
+from injector.prompts import render_messages
+from injector.taxonomy import Taxonomy
+from injector.trajectory import Trajectory
+from injector.validate import validate_answer
+from test_prompts import (
+    EXTRA_LEAK_WORDS,
+    apply_edits,
+    edit_example_problems,
+    leaks,
+    output_section,
+    parse_examples,
+    parse_trajectory_block,
+    unchanged_positions,
+)
+
+TAXONOMY = Taxonomy.load("projudge")
+CATEGORY_IDS = [category.id for category in TAXONOMY.categories]
+MODES = ["full", "edits"]
+SNAPSHOT_DIR = Path(__file__).parent / "snapshots" / "projudge"
+SUBJECTS = {"math", "physics", "chemistry", "biology"}
+
+EXPECTED = {
+    "numerical_calculation": ("Numerical Calculation Error", "computation"),
+    "symbolic_calculation": ("Symbolic Calculation Error", "computation"),
+    "visual_interpretation": ("Visual Interpretation Error", "perception"),
+    "reasoning": ("Reasoning Error", "reasoning"),
+    "knowledge": ("Knowledge Error", "knowledge"),
+    "question_understanding": ("Question Understanding Error", "comprehension"),
+}
+
+TEXT = Trajectory(
+    id="test:text",
+    question="A train covers $120$ km in $1.5$ hours. What is its average speed in km/h?",
+    steps=["The average speed is distance divided by time.", "So $v = \\frac{120}{1.5} = 80$ km/h."],
+)
+IMAGE = Trajectory(
+    id="test:image",
+    question="The figure shows a circuit with a $12$ V battery and two resistors. What current flows?",
+    steps=[
+        "The two resistors, $4\\ \\Omega$ and $2\\ \\Omega$, are in series in the figure.",
+        "The total resistance is $4 + 2 = 6\\ \\Omega$.",
+        "By Ohm's law, $I = \\frac{12}{6} = 2$ A.",
+    ],
+    images=["fig.png"],
+    subject="physics",
+)
+
+
+def render(category_id: str, trajectory: Trajectory = TEXT, mode: str = "full") -> tuple[str, str]:
+    # Images are left out of the messages here (fig.png does not exist); test_image_parts_follow_the_text attaches one.
+    messages = render_messages(TAXONOMY, TAXONOMY.category(category_id), trajectory, output_mode=mode,
+                               attach_images=False)
+    assert [m["role"] for m in messages] == ["system", "user"]
+    return messages[0]["content"], messages[1]["content"]
+
+
+def examples(category_id: str, mode: str) -> list[dict]:
+    system, _ = render(category_id, mode=mode)
+    parsed = parse_examples(system)
+    for chunk, example in zip(re.split(r"^## Example \d+\n", system, flags=re.M)[1:], parsed):
+        subject = re.search(r"^Subject: (.*)$", chunk.partition("<question>")[0], re.M)
+        example["subject"] = subject.group(1) if subject else None
+        example["figure"] = "The figure, in words:" in chunk.partition("<steps>")[0]
+    return parsed
+
+
+# --- the taxonomy ----------------------------------------------------------------------------------------------
+
+def test_the_taxonomy_has_the_six_projudge_categories() -> None:
+    assert TAXONOMY.name == "projudge"
+    assert CATEGORY_IDS == list(EXPECTED)
+    for category in TAXONOMY.categories:
+        assert (category.name, category.domain) == EXPECTED[category.id]
+        assert category.definition and category.error_steps and category.not_this
+        assert category.prmbench_id is None and category.classification == category.id
+        rules = category.rules
+        assert rules.require_explanations is True
+        assert rules.allow_question_edit is False and rules.allow_error_on_unchanged_step is False
+        assert rules.multi_solution is False
+        assert rules.requires_images is (category.id == "visual_interpretation")
+    assert "No Solution Provided" not in {category.name for category in TAXONOMY.categories}
+
+
+def test_the_taxonomy_loads_by_name_and_by_path() -> None:
+    path = TAXONOMY.path
+    assert path is not None and path.parts[-3:] == ("taxonomies", "projudge", "taxonomy.yaml")
+    by_path = Taxonomy.load(path)
+    assert [c.model_dump() for c in by_path.categories] == [c.model_dump() for c in TAXONOMY.categories]
+    for category in TAXONOMY.categories:
+        template = TAXONOMY.template_path(category)
+        assert template == path.parent / "prompts" / f"{category.id}.j2" and template.is_file()
+
+
+def test_taxonomy_validate_and_categories_cli() -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["taxonomy", "validate", "projudge"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["taxonomy", "validate", str(TAXONOMY.path)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["categories", "--taxonomy", "projudge"])
+    assert result.exit_code == 0, result.output
+    for category_id, (name, _) in EXPECTED.items():
+        assert category_id in result.output and name in result.output
+
+
+# --- rendering -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("category_id", CATEGORY_IDS)
+def test_every_category_renders_for_text_and_image_trajectories(category_id: str, mode: str) -> None:
+    category = TAXONOMY.category(category_id)
+    text_system, text_user = render(category_id, TEXT, mode)
+    image_system, image_user = render(category_id, IMAGE, mode)
+    assert text_system == image_system, "the system message must not depend on the trajectory"
+    system = text_system
+    for part in (category.definition, category.not_this, category.error_steps, category.name):
+        assert part in system
+    for leftover in ("{{", "{%", "{#"):
+        assert leftover not in system and leftover not in image_user
+    closing = "Answer with the JSON object {}only.".format("of your edits " if mode == "edits" else "")
+    for trajectory, user in ((TEXT, text_user), (IMAGE, image_user)):
+        assert trajectory.question not in system
+        assert user.endswith(closing)
+        assert parse_trajectory_block(user) == (trajectory.question, trajectory.steps, None)
+        assert f"Inject one {category_id.replace('_', ' ')} error into these {len(trajectory.steps)} steps" in user
+    assert image_user.startswith("Subject: physics\n\n<question>\n")
+    assert "fig.png" in image_user
+    assert "Subject:" not in text_user and "image" not in text_user
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("category_id", CATEGORY_IDS)
+def test_the_system_prompt_asks_for_explanations(category_id: str, mode: str) -> None:
+    system, _ = render(category_id, mode=mode)
+    output = output_section(system)
+    if mode == "edits":
+        assert '"explanation": str or null' in output
+        assert "- `\"explanation\"`: required on every edit with `\"error\": true`" in output
+        assert "It is optional." not in system
+        assert "in each error edit's `explanation`, never in a step" in system
+        assert "explanations" not in output
+        for word in ("modified_question", "modified_process", "modified_steps", "error_steps", "byte-for-byte"):
+            assert word not in system, f"{word!r} in the edit-mode system prompt"
+    else:
+        assert '"reason": str, "explanations": {str: str, ...}}' in output
+        assert '`"explanations": {"<step>": "<why>"}`' in output
+        assert "An error step without an explanation is rejected." in output
+        assert "The explanations go in `reason` and in `explanations`, never in a step." in system
+        assert '"op"' not in system
+    assert "Never change the question" in system
+
+
+def test_image_parts_follow_the_text(tmp_path: Path) -> None:
+    figure = tmp_path / "fig.png"
+    figure.write_bytes(b"\x89PNG\r\n\x1a\n")
+    trajectory = IMAGE.model_copy(update={"images": [str(figure)]})
+    messages = render_messages(TAXONOMY, TAXONOMY.category("visual_interpretation"), trajectory)
+    content = messages[1]["content"]
+    assert isinstance(content, list) and content[0]["type"] == "text"
+    assert content[0]["text"].startswith("Subject: physics\n")
+    assert [part["type"] for part in content[1:]] == ["image_url"]
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_the_base_shows_the_subject_and_explanation_wording_for_any_taxonomy() -> None:
+    prmbench = Taxonomy.load()
+    plain = prmbench.category("counterfactual")
+    explained = plain.model_copy(update={"rules": plain.rules.model_copy(update={"require_explanations": True})})
+    subject = TEXT.model_copy(update={"subject": "chemistry"})
+    for mode in MODES:
+        system, user = (m["content"] for m in render_messages(prmbench, plain, subject, output_mode=mode))
+        assert user.startswith("Subject: chemistry\n\n<question>\n")
+        assert "It is optional." in system if mode == "edits" else "explanations" not in system
+        system, _ = (m["content"] for m in render_messages(prmbench, explained, TEXT, output_mode=mode))
+        assert ("required on every edit" if mode == "edits" else '"explanations": {"<step>": "<why>"}') in system
+
+
+# --- worked examples -------------------------------------------------------------------------------------------
+
+def full_example_problems(category_id: str, example: dict) -> list[str]:
+    """What is wrong with a full-form worked example (empty: nothing), explanations included."""
+    category = TAXONOMY.category(category_id)
+    original, answer = example["steps"], example["answer"]
+    problems: list[str] = []
+    if not 4 <= len(original) <= 7:
+        problems.append("not 4 to 7 steps: keep examples short")
+    if example["subject"] not in SUBJECTS:
+        problems.append(f"subject {example['subject']!r} not one of {sorted(SUBJECTS)}")
+    expected = {"modified_question", "modified_process", "modified_steps", "error_steps", "reason", "explanations"}
+    if set(answer) != expected:
+        return [*problems, f"fields {sorted(answer)}, expected {sorted(expected)}"]
+    process, modified, errors = answer["modified_process"], answer["modified_steps"], answer["error_steps"]
+    if not (isinstance(process, list) and process and all(isinstance(s, str) and s.strip() for s in process)):
+        return [*problems, "modified_process is not a list of non-empty strings"]
+    if answer["modified_question"] != example["question"]:
+        problems.append("the question changed")
+    if not (isinstance(answer["reason"], str) and answer["reason"].strip()):
+        problems.append("no reason")
+    for name, indices in (("modified_steps", modified), ("error_steps", errors)):
+        if not all(isinstance(i, int) and 1 <= i <= len(process) for i in indices):
+            problems.append(f"{name} {indices} not all within 1..{len(process)}")
+        if indices != sorted(set(indices)):
+            problems.append(f"{name} {indices} not sorted and unique")
+    if not errors:
+        problems.append("no error step")
+    if not set(errors) <= set(modified):
+        problems.append(f"error_steps {errors} include unchanged steps (modified_steps {modified})")
+    changed = set(range(1, len(process) + 1)) - unchanged_positions(original, process)
+    if changed != set(modified):
+        problems.append(f"modified_steps {modified}, but the changed or inserted steps are {sorted(changed)}")
+    explanations = answer["explanations"]
+    if not isinstance(explanations, dict):
+        return [*problems, "explanations is not an object"]
+    if set(explanations) != {str(i) for i in errors}:
+        problems.append(f"explanations for steps {sorted(explanations)}, but the error steps are {errors}")
+    if not all(isinstance(text, str) and text.strip() for text in explanations.values()):
+        problems.append("an explanation is not a non-empty string")
+    phrases = [*TAXONOMY.leak_phrases(category), *EXTRA_LEAK_WORDS]
+    for position in sorted(changed):
+        if found := leaks(process[position - 1], phrases):
+            problems.append(f"step {position} announces its error with {found}")
+    return problems
+
+
+def edit_explanation_problems(category_id: str, example: dict) -> list[str]:
+    """Edit form: every error edit carries an explanation, and no changed step leaks (with this taxonomy's words)."""
+    category = TAXONOMY.category(category_id)
+    problems = []
+    phrases = [*TAXONOMY.leak_phrases(category), *EXTRA_LEAK_WORDS]
+    for number, edit in enumerate(example["answer"]["edits"], 1):
+        if (edit.get("error") is True or edit.get("op") == "flag") and not (edit.get("explanation") or "").strip():
+            problems.append(f"edit {number} is an error step without an explanation")
+        if isinstance(edit.get("text"), str) and (found := leaks(edit["text"], phrases)):
+            problems.append(f"edit {number} announces its error with {found}")
+    return problems
+
+
+def toolkit_verdict(category_id: str, example: dict, mode: str):
+    """The toolkit's own parse and validation of a worked example's answer."""
+    trajectory = Trajectory(id=f"example:{category_id}", question=example["question"], steps=example["steps"],
+                            subject=example["subject"], images=["figure.png"] if example["figure"] else [])
+    answer = parse_answer(json.dumps(example["answer"], ensure_ascii=False), edits=mode == "edits")
+    return validate_answer(TAXONOMY, TAXONOMY.category(category_id), trajectory, answer)
+
+
+@pytest.mark.parametrize("category_id", CATEGORY_IDS)
+def test_worked_examples_obey_the_contract_and_explain_every_error_step(category_id: str) -> None:
+    category = TAXONOMY.category(category_id)
+    full_examples, edit_examples = examples(category_id, "full"), examples(category_id, "edits")
+    assert len(full_examples) == len(edit_examples) == 2
+    assert len({example["subject"] for example in full_examples}) == 2, "two examples from different subjects"
+    for number, (full, edits) in enumerate(zip(full_examples, edit_examples), 1):
+        label = f"{category_id} example {number}"
+        assert (edits["question"], edits["steps"], edits["subject"], edits["known"]) == (
+            full["question"], full["steps"], full["subject"], full["known"]), f"{label}: different inputs"
+        assert full["known"] is None, f"{label}: ProJudge solutions come without a known final answer"
+        assert full["figure"] == edits["figure"] == (category_id == "visual_interpretation"), (
+            f"{label}: only visual interpretation examples describe a figure")
+        assert full_example_problems(category_id, full) == [], label
+        assert edit_example_problems(category, edits) == [], label
+        assert edit_explanation_problems(category_id, edits) == [], label
+        applied = apply_edits(edits["question"], edits["steps"], edits["answer"])
+        assert applied == {key: full["answer"][key] for key in applied}, f"{label}: the edits do not reproduce it"
+
+        verdicts = {mode: toolkit_verdict(category_id, example, mode)
+                    for mode, example in (("full", full), ("edits", edits))}
+        for mode, verdict in verdicts.items():
+            assert verdict.codes == [], f"{label} ({mode}): {verdict.messages}"
+        explained = {str(step): text for step, text in verdicts["edits"].explanations.items()}
+        assert explained == full["answer"]["explanations"], f"{label}: the explanations differ between the forms"
+        for key in ("modified_question", "modified_process", "modified_steps", "error_steps", "explanations"):
+            assert getattr(verdicts["full"], key) == getattr(verdicts["edits"], key), f"{label}: {key}"
+
+
+def test_the_examples_cover_all_four_subjects() -> None:
+    subjects = [example["subject"] for category_id in CATEGORY_IDS for example in examples(category_id, "full")]
+    assert set(subjects) == SUBJECTS
+    assert max(subjects.count(s) for s in SUBJECTS) - min(subjects.count(s) for s in SUBJECTS) <= 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "change", "expected_problem", "expected_codes"),
+    [
+        ("full", lambda a: a["explanations"].pop("4"), "explanations for steps ['2'], but", ["missing_explanation"]),
+        ("full", lambda a: a.pop("explanations"), "fields", ["missing_explanation"]),
+        ("full", lambda a: a["explanations"].update({"1": "Step 1 is fine."}), "explanations for steps ['1', '2', '4']",
+         []),  # the toolkit tolerates an extra explanation; the examples must not show one
+        ("edits", lambda a: a["edits"][1].pop("explanation"), "edit 2 is an error step without an explanation",
+         ["missing_explanation"]),
+        ("edits", lambda a: a["edits"][0].update(text="Its molar mass is a typo away from $18.0$."),
+         "edit 1 announces its error with ['typo']", ["label_leak"]),
+    ],
+)
+def test_the_example_checks_catch_missing_explanations(mode: str, change, expected_problem: str,
+                                                       expected_codes: list[str]) -> None:
+    example = copy.deepcopy(examples("numerical_calculation", mode)[1])
+    change(example["answer"])
+    check = full_example_problems if mode == "full" else edit_explanation_problems
+    problems = check("numerical_calculation", example)
+    assert any(expected_problem in problem for problem in problems), problems
+    assert toolkit_verdict("numerical_calculation", example, mode).codes == expected_codes
+
+
+# --- snapshots -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("category_id", CATEGORY_IDS)
+def test_rendered_prompt_matches_snapshot(category_id: str, mode: str) -> None:
+    system, user = render(category_id, IMAGE, mode)
+    text = f"=== system ===\n{system}\n=== user ===\n{user}\n"
+    path = SNAPSHOT_DIR / (f"{category_id}.txt" if mode == "full" else f"{category_id}.{mode}.txt")
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    assert path.is_file(), f"no snapshot {path}; create it with UPDATE_SNAPSHOTS=1 pytest {Path(__file__).name}"
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:
+        diff = "".join(difflib.unified_diff(
+            expected.splitlines(keepends=True), text.splitlines(keepends=True), str(path), "rendered", n=2
+        ))
+        pytest.fail(f"{mode} prompt for {category_id!r} changed; if intended, run UPDATE_SNAPSHOTS=1 pytest "
+                    f"tests/test_projudge_taxonomy.py\n{diff}")
