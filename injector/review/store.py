@@ -273,27 +273,29 @@ def apply_decision(candidate: dict, decision: Decision) -> dict:
     are recomputed from the text as the validator does (a step edited back to its original is unchanged again).
     """
     result = copy.deepcopy(candidate)
-    process = list(result["modified_process"])
-    for step, text in (decision.edited_steps or {}).items():
-        if 1 <= step <= len(process):
-            process[step - 1] = text
-    original = list(result["original_process"])
-    alignment = align_steps(original, process)
-    for j, i in alignment.matched.items():
-        process[j] = original[i]  # unchanged steps keep the source's exact text, as validate_answer does
-    result["modified_process"] = process
-    result["modified_steps"] = [j + 1 for j in alignment.changed]
-    if decision.corrected_error_steps is not None:
-        result["error_steps"] = sorted(set(decision.corrected_error_steps))
-        if isinstance(result.get("explanations"), dict):
-            kept = {str(s) for s in result["error_steps"]}
-            result["explanations"] = {k: v for k, v in result["explanations"].items() if str(k) in kept}
     if decision.edited_steps:
+        # Only edits change which steps differ; without them the candidate's own modified_steps stand (in edit mode
+        # they are exact, which an alignment of repeated step texts could blur).
+        process = list(result["modified_process"])
+        for step, text in decision.edited_steps.items():
+            if 1 <= step <= len(process):
+                process[step - 1] = text
+        original = list(result["original_process"])
+        alignment = align_steps(original, process)
+        for j, i in alignment.matched.items():
+            process[j] = original[i]  # unchanged steps keep the source's exact text, as validate_answer does
+        result["modified_process"] = process
+        result["modified_steps"] = [j + 1 for j in alignment.changed]
         deleted = [i + 1 for i in sorted(alignment.deleted)]
         warnings = [w for w in result.get("warnings", []) if not w.startswith("deleted original steps:")]
         if deleted:
             warnings.append(f"deleted original steps: {', '.join(map(str, deleted))}")
         result["warnings"] = warnings
+    if decision.corrected_error_steps is not None:
+        result["error_steps"] = sorted(set(decision.corrected_error_steps))
+        if isinstance(result.get("explanations"), dict):
+            kept = {str(s) for s in result["error_steps"]}
+            result["explanations"] = {k: v for k, v in result["explanations"].items() if str(k) in kept}
     return result
 
 
