@@ -9,6 +9,7 @@ prompt asks for "your edits", else the full form (`modified_question`, `modified
 `error_steps`, `reason`). It can inject, each with a probability per request:
 
     latency            seconds before every answer (and before 5xx; 429s are immediate)
+    jitter             latency is drawn uniformly from latency +- jitter (a real provider's spread)
     rpm                a sliding 60 s window of accepted requests; beyond it, 429 with Retry-After (seconds until
                        the oldest accepted request leaves the window, rounded up)
     p429               429 with `Retry-After: retry_after` (a provider that is simply overloaded)
@@ -57,6 +58,7 @@ WINDOW_SECONDS = 60.0
 @dataclass
 class Settings:
     latency: float = 0.0
+    jitter: float = 0.0
     rpm: float | None = None
     p429: float = 0.0
     retry_after: float = 1.0
@@ -218,7 +220,7 @@ class FakeProvider:
             self.counts["timeout"] += 1
             await asyncio.sleep(s.hang)
         elif s.latency > 0:
-            await asyncio.sleep(s.latency)
+            await asyncio.sleep(max(0.0, s.latency + self.rng.uniform(-s.jitter, s.jitter)) if s.jitter else s.latency)
         if fault == "500":
             self.counts["500"] += 1
             return error(500, "internal error")

@@ -16,8 +16,8 @@ Six scenarios, each measured against its goal; one table at the end (PASS/MISS):
   6 kill      SIGKILL at random points, ten times, resuming each time: duplicates, lost items, unreadable lines
               (goal 0 each).
 
-    python bench/run_loop.py                 # everything (~15 min on 2 cores)
-    python bench/run_loop.py --quick         # smaller sizes, a smoke run (~3 min; ratios are not meaningful)
+    python bench/run_loop.py                 # everything (~12 min on 2 cores)
+    python bench/run_loop.py --quick         # smaller sizes, a smoke run (~4 min; ratios are not meaningful)
     python bench/run_loop.py --only 1,3 --json results.json
 
 The provider is bench/fake_provider.py in its own process. `inject` runs as a subprocess from this interpreter's
@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_provider import ProviderProcess, measure_capacity  # noqa: E402
 
 BENCH = Path(__file__).resolve()
+ROUNDS = 3  # scenario 2's interleaved rounds (--rounds)
 INJECT = Path(sys.executable).parent / "inject"
 MODEL = "openai/bench"
 CATEGORY = "counterfactual"
@@ -84,7 +85,8 @@ def make_input(path: Path, n: int) -> Path:
             steps.append(f"So the answer is {total}.\n\n# Answer\n\n{total}")
             question = (f"Tom has {a} apples and buys {b} more." + (f" He eats {c}." if i % 2 else "")
                         + " How many apples does he have now?")
-            out.write(json.dumps({"id": f"b{i:06d}", "question": question, "steps": steps, "answer": str(total)}) + "\n")
+            record = {"id": f"b{i:06d}", "question": question, "steps": steps, "answer": str(total)}
+            out.write(json.dumps(record) + "\n")
     return path
 
 
@@ -184,6 +186,14 @@ def scenario_latency(report: Report, work: Path, quick: bool) -> None:
                                  "--concurrency", str(concurrency))
         code, wall, started = run_timed(command, work, "s1")
         stats = provider.stats()
+        # The same command against a provider whose latency spreads (uniform 1.5-2.5 s, same mean): a constant
+        # latency keeps the 64 requests in lock-step waves, whose answers all arrive, and queue, together.
+        provider.configure(jitter=0.5, reset=True)
+        _, jitter_wall, jitter_started = run_timed(
+            inject_command(input_path, work / "s1-jitter", provider.api_base, "--no-cache",
+                           "--concurrency", str(concurrency)), work, "s1-jitter")
+        jitter_stats = provider.stats()
+        provider.configure(jitter=0.0)
         # Where the time goes: the same work in-process (no interpreter start, no litellm import), through run()
         # and through a bare litellm loop.
         inner = {}
@@ -201,12 +211,17 @@ def scenario_latency(report: Report, work: Path, quick: bool) -> None:
     report.details["1"] = {"n": n, "exit": code, "wall": wall, "requests": requests, "ideal": ideal,
                            "startup_to_first_request": startup, "first_to_last_answer": serving,
                            "peak_in_flight": stats["peak_in_flight"], "accounting": counts, "command": command,
-                           "in_process": inner}
+                           "in_process": inner, "jitter_wall": jitter_wall,
+                           "jitter_requests": jitter_stats["requests"],
+                           "jitter_startup": jitter_stats["first_request"] - jitter_started}
     report.add("1 latency", "wall / ideal (requests x 2.0 s / 64)", "<= 1.15", f"{wall / ideal:.3f}",
                code == 0 and counts["candidates"] == n and wall / ideal <= 1.15)
     report.add("1 latency", "  of which: first request -> last answer / ideal", "", f"{serving / ideal:.3f}", None)
     report.add("1 latency", "  wall, ideal, startup (s); peak in flight", "",
                f"{wall:.1f}, {ideal:.1f}, {startup:.1f}; {stats['peak_in_flight']}", None)
+    jitter_ideal = jitter_stats["requests"] * latency / concurrency
+    report.add("1 latency", "  latency 2.0 +- 0.5 s: wall / ideal (startup s)", "",
+               f"{jitter_wall / jitter_ideal:.3f} ({jitter_stats['first_request'] - jitter_started:.1f})", None)
     for kind, label in (("run", "in-process run() (no start-up) / ideal"), ("bare", "bare litellm loop / ideal")):
         ideal_k = inner[kind]["requests"] * latency / concurrency
         report.add("1 latency", f"  {label}", "", f"{inner[kind]['seconds'] / ideal_k:.3f}", None)
@@ -233,8 +248,9 @@ def worker(kind: str, api_base: str, input_path: str, concurrency: int, out: str
     litellm = import_litellm()
     if kind == "bare":
         schema = response_schema(multi_solution=False, edits=mode == "edits")
+        # The exact payloads the pipeline sends, rendered before the clock starts.
         requests = [engine.request(render_messages(taxonomy, categories[0], t, output_mode=mode), 0, schema,
-                                   f"{CATEGORY}_answer") for t in trajectories]  # the exact payloads the pipeline sends, rendered before the clock
+                                   f"{CATEGORY}_answer") for t in trajectories]
 
         async def bare() -> int:
             pending = iter(requests)
@@ -254,12 +270,121 @@ def worker(kind: str, api_base: str, input_path: str, concurrency: int, out: str
         done = asyncio.run(bare())
         seconds = time.perf_counter() - start
     else:
+        if kind == "run-fixed":
+            patch_suggested_fixes()
         start = time.perf_counter()
         result = run(trajectories, taxonomy=taxonomy, categories=categories, engine=engine, out=out,
                      concurrency=concurrency, output_mode=mode, source={"input": "bench"}, command=["bench"])
         seconds = time.perf_counter() - start
         done = result.manifest.counts["candidates"]
     print(json.dumps({"kind": kind, "seconds": seconds, "done": done}))
+
+
+def patch_suggested_fixes() -> None:
+    """What-if, for the report only (never counted as a PASS): three per-unit costs of the library removed the way
+    RESULTS.md suggests, to measure what fixing them would give.
+
+    - `LLMEngine._cost` calls `litellm.completion_cost()` on every response (~1 ms of CPU, an exception inside
+      litellm for unpriced models) although litellm already computed the same cost into
+      `response._hidden_params["response_cost"]`; take that one.
+    - `response_schema()` deep-copies the schema for every unit; build it once per form.
+    - `_complete_with_retries` builds tenacity's AsyncRetrying (and a backoff object and closures) for every
+      request, ~10% of a bare litellm call's CPU; call once directly and enter the retry loop only after a
+      transient fault (here it then makes up to `transient_attempts` further attempts: fine for a what-if on a
+      fault-free server, not a drop-in patch).
+    """
+    import functools
+
+    import injector.inject
+    from injector.engines.base import TransientProviderError
+    from injector.engines.llm import LLMEngine
+
+    original_retries = LLMEngine._complete_with_retries
+
+    async def complete(self, request):
+        try:
+            return await self._complete_once(request)
+        except TransientProviderError:
+            self.retries += 1
+            return await original_retries(self, request)
+
+    LLMEngine._complete_with_retries = complete
+
+    original_cost = LLMEngine._cost
+
+    def cost(self, litellm, response, usage):
+        if self.price_in is not None and self.price_out is not None:
+            return original_cost(self, litellm, response, usage)
+        value = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+        return float(value) if value is not None else None
+
+    LLMEngine._cost = cost
+    injector.inject.response_schema = functools.lru_cache(maxsize=8)(injector.inject.response_schema)
+
+
+def stage_costs(input_path: Path, work: Path) -> dict[str, float]:
+    """Microseconds of CPU per unit of each pipeline stage outside the HTTP call, timed stage by stage in a loop
+    over the same trajectories (no event loop, no server): where run()'s extra time per unit goes."""
+    import asyncio
+
+    import fake_provider
+    from injector import LLMEngine, Taxonomy, load_trajectories, parse_answer, render_messages, validate_answer
+    from injector.contract import response_schema
+    from injector.engines.base import Proposal
+    from injector.engines.llm import import_litellm
+    from injector.inject import DEFAULT_OUTPUT_MODE, inject_one
+    from injector.records import RunDirectory
+
+    taxonomy = Taxonomy.load()
+    category = taxonomy.category(CATEGORY)
+    trajectories = list(load_trajectories(input_path, "trajectories"))
+    edits = DEFAULT_OUTPUT_MODE == "edits"
+    texts = []
+    for t in trajectories:
+        answer = fake_provider.valid_answer(t.question, list(t.steps))
+        texts.append(json.dumps(fake_provider.as_edits(answer, list(t.steps)) if edits else answer))
+    litellm = import_litellm()
+    response = litellm.ModelResponse(choices=[{"message": {"role": "assistant", "content": texts[0]}}],
+                                     model="bench", usage={"prompt_tokens": 1700, "completion_tokens": 70,
+                                                           "total_tokens": 1770})
+    engine = LLMEngine(MODEL, api_base="http://127.0.0.1:9/v1", cache=None)
+    answers = dict(zip((t.id for t in trajectories), texts))
+
+    class Canned:  # an engine that answers at once: the whole of inject_one but the HTTP call
+        name, takes_feedback = "canned", True
+
+        def describe(self):
+            return engine.describe()
+
+        async def propose(self, messages, *, trajectory, **kwargs):
+            return Proposal(text=answers[trajectory.id], usage={"prompt_tokens": 1700, "completion_tokens": 70},
+                            cost=None)
+
+    run_dir = RunDirectory(work / "stage-costs")
+    run_dir.prepare("stage-costs")
+    records = []
+
+    async def all_units():
+        for t in trajectories:
+            records.append(await inject_one(taxonomy, category, t, Canned(), output_mode=DEFAULT_OUTPUT_MODE))
+
+    stages = {
+        "render_messages": lambda: [render_messages(taxonomy, category, t, output_mode=DEFAULT_OUTPUT_MODE)
+                                    for t in trajectories],
+        "response_schema": lambda: [response_schema(multi_solution=False, edits=edits) for _ in trajectories],
+        "parse+validate": lambda: [validate_answer(taxonomy, category, t, parse_answer(x, edits=edits))
+                                   for t, x in zip(trajectories, texts)],
+        "engine._cost (completion_cost)": lambda: [engine._cost(litellm, response, {}) for _ in trajectories],
+        "inject_one, answer canned": lambda: asyncio.run(all_units()),
+        "RunDirectory.append": lambda: [run_dir.append(r) for r in records],
+    }
+    costs = {}
+    for name, stage in stages.items():
+        start = time.process_time()
+        stage()
+        costs[name] = (time.process_time() - start) / len(trajectories) * 1e6
+    run_dir.release()
+    return costs
 
 
 def run_worker(kind: str, api_base: str, input_path: Path, concurrency: int, out: Path, work: Path) -> dict:
@@ -271,7 +396,7 @@ def run_worker(kind: str, api_base: str, input_path: Path, concurrency: int, out
 
 
 def scenario_overhead(report: Report, work: Path, quick: bool) -> None:
-    n, concurrency, rounds = (300 if quick else 2000), 64, (1 if quick else 3)
+    n, concurrency, rounds = (300 if quick else 2000), 64, (1 if quick else ROUNDS)
     log(f"2 overhead: {n} requests, instant server, concurrency {concurrency}, {rounds} interleaved rounds")
     input_path = make_input(work / "s2.jsonl", n)
     rows: list[dict] = []
@@ -294,11 +419,12 @@ def scenario_overhead(report: Report, work: Path, quick: bool) -> None:
         capacity = measure_capacity(provider.api_base, bodies, concurrency)
         log(f"  provider capacity (raw client, {concurrency} connections): {capacity:.0f} requests/s")
         for k in range(rounds):
-            order = ("bare", "run") if k % 2 == 0 else ("run", "bare")
+            order = ("bare", "run", "run-fixed") if k % 2 == 0 else ("run-fixed", "run", "bare")
             measured = {}
             for kind in order:
                 provider.reset()
-                result = run_worker(kind, provider.api_base, input_path, concurrency, work / f"s2-run-{k}", work)
+                result = run_worker(kind, provider.api_base, input_path, concurrency, work / f"s2-{kind}-{k}",
+                                    work)
                 result["requests"] = provider.stats()["requests"]
                 measured[kind] = result
                 log(f"  round {k + 1} {kind}: {result['done']} in {result['seconds']:.2f} s "
@@ -310,17 +436,30 @@ def scenario_overhead(report: Report, work: Path, quick: bool) -> None:
                                  "--concurrency", str(concurrency))
         code, cli_wall, _ = run_timed(command, work, "s2-cli")
         cli_done = account(work / "s2-cli", unit_ids(n))["candidates"]
+    costs = stage_costs(input_path, work)
+    log(f"  CPU per unit outside litellm (us): {costs}")
     ratios = [(r["run"]["done"] / r["run"]["seconds"]) / (r["bare"]["done"] / r["bare"]["seconds"]) for r in rows]
     bare_rates = [r["bare"]["done"] / r["bare"]["seconds"] for r in rows]
     run_rates = [r["run"]["done"] / r["run"]["seconds"] for r in rows]
+    fixed = [(r["run-fixed"]["done"] / r["run-fixed"]["seconds"]) / (r["bare"]["done"] / r["bare"]["seconds"])
+             for r in rows]
     ratio = statistics.median(ratios)
     report.details["2"] = {"n": n, "rounds": rows, "ratios": ratios, "capacity": capacity, "cli_wall": cli_wall,
+                           "stage_costs_us": costs, "fixed_ratios": fixed,
                            "cli_exit": code, "cli_candidates": cli_done}
     ok = all(r["run"]["done"] == n and r["bare"]["done"] == n for r in rows)
     report.add("2 overhead", "run() cand/s / bare litellm resp/s (median of rounds)", ">= 0.8",
                f"{ratio:.2f} ({', '.join(f'{x:.2f}' for x in ratios)})", ok and ratio >= 0.8)
     report.add("2 overhead", "  run() / bare / provider capacity (per s)", "",
                f"{statistics.median(run_rates):.0f} / {statistics.median(bare_rates):.0f} / {capacity:.0f}", None)
+    report.add("2 overhead", "  what-if: run() with 3 suggested fixes patched / bare", "",
+               f"{statistics.median(fixed):.2f} ({', '.join(f'{x:.2f}' for x in fixed)})", None)
+    report.add("2 overhead", "  CPU/unit (us): render, schema, parse+validate, cost", "",
+               ", ".join(f"{costs[k]:.0f}" for k in ("render_messages", "response_schema", "parse+validate",
+                                                      "engine._cost (completion_cost)")), None)
+    report.add("2 overhead", "  CPU/unit (us): inject_one w/o HTTP, append; bare call", "",
+               f"{costs['inject_one, answer canned']:.0f}, {costs['RunDirectory.append']:.0f}; "
+               f"~{1e6 / statistics.median(bare_rates):.0f} wall", None)
     report.add("2 overhead", "  whole `inject run` CLI incl. startup (cand/s)", "",
                f"{cli_done / cli_wall:.0f} ({cli_done} in {cli_wall:.1f} s)", None)
 
@@ -529,7 +668,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows and details here")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill points (scenario 6)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (run dirs, logs)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="scenario 2: interleaved rounds (median)")
     args = parser.parse_args()
+    globals()["ROUNDS"] = args.rounds
     if not INJECT.exists():
         sys.exit(f"no `inject` next to {sys.executable}; install the project in this interpreter's environment")
     report = Report()

@@ -350,11 +350,20 @@ def _strict_clean(node: Any) -> Any:
 
 
 def response_schema(*, multi_solution: bool = False, edits: bool = False, explanations: bool = False) -> dict:
-    """The JSON schema of an answer, valid as an OpenAI strict `json_schema` response format.
+    """The JSON schema of an answer, valid as an OpenAI strict `json_schema` response format (a fresh copy).
 
     In edit mode the error edits carry an `explanation` key only when `explanations` is asked for: strict mode
     makes every key required, and a null explanation on every edit costs output tokens for nothing.
     """
+    return json.loads(_schema_text(multi_solution, edits, explanations))  # a copy: providers may rewrite it
+
+
+@functools.lru_cache(maxsize=8)
+def _schema_text(multi_solution: bool, edits: bool, explanations: bool) -> str:
+    return json.dumps(_build_schema(multi_solution, edits, explanations))
+
+
+def _build_schema(multi_solution: bool, edits: bool, explanations: bool) -> dict:
     if edits and not multi_solution:
         return copy.deepcopy(edit_answer_schema(explanations))
     schema = copy.deepcopy(_response_schema(multi_solution))

@@ -45,6 +45,13 @@ def _environment(template_dir: Path | None) -> SandboxedEnvironment:
     return env
 
 
+@functools.lru_cache(maxsize=256)
+def _system_part(template: Any, static_json: str) -> str:
+    # The system part sees only the category and the mode, so it is rendered once per (template, context) and
+    # reused for every trajectory: the same text, byte for byte, without re-rendering it for each unit.
+    return template.render(part="system", **json.loads(static_json)).strip()
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled_text(text: str) -> Any:
     return _environment(None).from_string(text)
@@ -101,7 +108,7 @@ def render_messages(
         else:
             template = _compiled_text(category.template_text)
         static = {**category_context(taxonomy, category), "output_mode": mode}
-        system = template.render(part="system", **static).strip()
+        system = _system_part(template, json.dumps(static, sort_keys=True, default=str))
         dynamic = {**trajectory_context(trajectory), "images_attached": attach_images and bool(trajectory.images),
                    **category.extra_context(trajectory)}
         user = template.render(part="user", **static, **dynamic).strip()

@@ -134,6 +134,7 @@ class RunDirectory:
         self.rejects_path = self.path / REJECTS_FILE
         self.manifest_path = self.path / MANIFEST_FILE
         self._lock: Any = None
+        self._appenders: dict[Path, Any] = {}
 
     def read_manifest(self) -> dict[str, Any] | None:
         if not self.manifest_path.exists():
@@ -162,6 +163,7 @@ class RunDirectory:
         self._drop_torn_tails()
 
     def release(self) -> None:
+        self.close_files()
         if self._lock is not None:
             self._lock.close()
             self._lock = None
@@ -185,14 +187,24 @@ class RunDirectory:
 
     def append(self, record: Candidate | Rejection) -> None:
         path = self.candidates_path if isinstance(record, Candidate) else self.rejects_path
-        # One write per record, closed at once: a killed process loses nothing it reported as written (no fsync
-        # per record: power loss may drop the last few, which a rerun redoes since they are not in the files).
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(record.model_dump_json() + "\n")
+        # One write and one flush per record on a handle kept open (opening a file costs about a millisecond
+        # here): a killed process loses nothing it reported as written. No fsync per record: power loss may
+        # drop the last few lines, which a rerun redoes since they are not in the files.
+        handle = self._appenders.get(path)
+        if handle is None:
+            handle = self._appenders[path] = path.open("a", encoding="utf-8")
+        handle.write(record.model_dump_json() + "\n")
+        handle.flush()
+
+    def close_files(self) -> None:
+        for handle in self._appenders.values():
+            handle.close()
+        self._appenders.clear()
 
     def compact_rejects(self) -> None:
         """Keep each unit's latest outcome only: drop rejects of accepted units and all but the last reject of a
         unit tried again. Rewrites the file atomically, and only when there is something to drop."""
+        self.close_files()  # the rewrite replaces the file an open handle would still point at
         if not self.rejects_path.exists():
             return
         accepted = {record["id"] for record in read_jsonl(self.candidates_path)}
