@@ -129,7 +129,7 @@ class Taxonomy(BaseModel):
     label_leak_phrases: list[str] = Field(default_factory=list)
     categories: list[Category]
     path: Path | None = Field(default=None, exclude=True)
-    _hashes: dict[str, str] = PrivateAttr(default_factory=dict)  # file hashes, read once per load
+    _hashes: dict[tuple, str] = PrivateAttr(default_factory=dict)  # template hashes, files read once per template
 
     @model_validator(mode="after")
     def _ids_unique(self) -> "Taxonomy":
@@ -158,7 +158,6 @@ class Taxonomy(BaseModel):
     def add(self, category: Category) -> Category:
         """Add (or replace, by id) a category built in Python."""
         self.categories = [c for c in self.categories if c.id != category.id] + [category]
-        self._hashes.pop(category.id, None)
         return category
 
     @property
@@ -193,22 +192,24 @@ class Taxonomy(BaseModel):
         return [*self.label_leak_phrases, *category.label_leak_phrases]
 
     def file_hash(self) -> str:
-        """SHA-256 (16 hex digits) of the taxonomy as loaded, for provenance and run configuration."""
-        if "" not in self._hashes:
-            self._hashes[""] = _hash_bytes(self.model_dump_json().encode())
-        return self._hashes[""]
+        """SHA-256 (16 hex digits) of the taxonomy's content, for provenance and run configuration.
+
+        Computed each time (~15 µs), so a taxonomy changed in Python never reuses the hash of its old content.
+        """
+        return _hash_bytes(self.model_dump_json().encode())
 
     def template_hash(self, category: Category) -> str:
         """Hash of the category's template and the shared templates (`_*.j2`) it may extend: those beside it and
         the bundled ones."""
-        if category.id not in self._hashes:
+        key = (category.template, category.template_text)
+        if key not in self._hashes:
             template = self.template_path(category)
             own = [] if template is None else [template, *sorted(template.parent.glob("_*.j2"))]
             shared = sorted(bundled_prompts_dir().glob("_*.j2"))
             files = list(dict.fromkeys(p.resolve() for p in [*own, *shared]))
             data = b"".join(p.read_bytes() for p in files) + (category.template_text or "").encode()
-            self._hashes[category.id] = _hash_bytes(data)
-        return self._hashes[category.id]
+            self._hashes[key] = _hash_bytes(data)
+        return self._hashes[key]
 
 
 def resolve_taxonomy(source: str | Path | None) -> Path:
