@@ -14,7 +14,6 @@ from injector.cli import main
 from injector.engines.base import NotApplicable
 from injector.engines.offline import CERTAINTY, NUMBER, OPERATORS, split_answer
 from injector.records import Candidate, Rejection
-from injector.validate import normalize_step
 
 ENGINE = OfflineEngine()
 # The operators for the bundled PRMBench taxonomy (numerical_calculation serves projudge; tested with it).

@@ -12,13 +12,12 @@ Snapshots of the rendered prompts live in tests/snapshots/projudge/<category id>
 from __future__ import annotations
 
 import copy
-import difflib
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from snapshots import assert_snapshot
 from click.testing import CliRunner
 
 from injector.cli import main
@@ -334,15 +333,4 @@ def test_rendered_prompt_matches_snapshot(category_id: str, mode: str) -> None:
     system, user = render(category_id, IMAGE, mode)
     text = f"=== system ===\n{system}\n=== user ===\n{user}\n"
     path = SNAPSHOT_DIR / (f"{category_id}.txt" if mode == "full" else f"{category_id}.{mode}.txt")
-    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return
-    assert path.is_file(), f"no snapshot {path}; create it with UPDATE_SNAPSHOTS=1 pytest {Path(__file__).name}"
-    expected = path.read_text(encoding="utf-8")
-    if text != expected:
-        diff = "".join(difflib.unified_diff(
-            expected.splitlines(keepends=True), text.splitlines(keepends=True), str(path), "rendered", n=2
-        ))
-        pytest.fail(f"{mode} prompt for {category_id!r} changed; if intended, run UPDATE_SNAPSHOTS=1 pytest "
-                    f"tests/test_projudge_taxonomy.py\n{diff}")
+    assert_snapshot(text, path, "tests/test_projudge_taxonomy.py")

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from snapshots import assert_snapshot
 
 from injector.errors import UserError
 from injector.prompts import render_messages
@@ -529,15 +529,4 @@ def test_rendered_prompt_matches_snapshot(category_id: str, mode: str) -> None:
     system, user = render(TAXONOMY.category(category_id), mode=mode)
     text = f"=== system ===\n{system}\n=== user ===\n{user}\n"
     path = SNAPSHOT_DIR / (f"{category_id}.txt" if mode == "full" else f"{category_id}.{mode}.txt")
-    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return
-    assert path.is_file(), f"no snapshot {path}; create it with UPDATE_SNAPSHOTS=1 pytest tests/test_prompts.py"
-    expected = path.read_text(encoding="utf-8")
-    if text != expected:
-        diff = "".join(difflib.unified_diff(
-            expected.splitlines(keepends=True), text.splitlines(keepends=True), str(path), "rendered", n=2
-        ))
-        pytest.fail(f"{mode} prompt for {category_id!r} changed; if intended, run UPDATE_SNAPSHOTS=1 pytest "
-                    f"tests/test_prompts.py\n{diff}")
+    assert_snapshot(text, path, "tests/test_prompts.py")
