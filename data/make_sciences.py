@@ -11,7 +11,6 @@ The output is deterministic: running it again regenerates the identical file.
 """
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
