@@ -21,6 +21,8 @@ from pathlib import Path
 import sympy as sp
 from latex2sympy2_extended import latex2sympy
 
+from make_sample import _split_top  # the same bracket-aware comma split
+
 OUT = Path(__file__).resolve().parent / "sciences.jsonl"
 ANSWER_SEP = "\n\n# Answer\n\n"
 FORBIDDEN = ("incorrect", "mistake", "wrong", "error", "flawed", "deliberate", "intentional")
@@ -422,20 +424,6 @@ _REL = re.compile(r"\\approx|\\neq|\\le(?![a-z])|\\ge(?![a-z])|=|<|>")
 _UNITS = re.compile(r"\\(?:text|mathrm)\{[^{}]*\}|\\[,;! ]|\\%|\^\\circ|\\Omega")
 _DECIMAL = re.compile(r"^-?\d+(?:\.(\d+))?$")
 _LONE_I = re.compile(r"(?<![\\A-Za-z])I(?![A-Za-z])")
-
-
-def _split_top(piece: str) -> list[str]:
-    """Split at commas that are not inside brackets."""
-    out, depth, cur = [], 0, ""
-    for ch in piece:
-        depth += ch in "({["
-        depth -= ch in ")}]"
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return out + [cur]
 
 
 def _parse(piece: str, env: dict):
