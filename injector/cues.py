@@ -79,7 +79,8 @@ def probe(texts: list[str], labels: list[int], groups: list[str], *, folds: int 
             ": the AUC needs both classes"
         return result
     if len(distinct) < folds:
-        result["reason"] = f"{len(distinct)} source trajectories, fewer than the {folds} folds"
+        result["reason"] = (f"{len(distinct)} source {'trajectory' if len(distinct) == 1 else 'trajectories'}, "
+                            f"fewer than the {folds} folds")
         return result
 
     import numpy as np

@@ -157,3 +157,41 @@ def test_scikit_learn_is_imported_only_by_the_probe():
             "print('sklearn' in sys.modules)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "False"
+
+
+def _row(category: str, group: str, original: list[str], modified: list[str], errors: list[int]) -> dict:
+    return {"category": category, "trajectory_id": group, "original_process": original, "modified_process": modified,
+            "error_steps": errors, "ground_truth": None}
+
+
+def test_the_dataset_card_reports_what_each_category_produces():
+    from injector.card import _production_section
+
+    source = ["We add: $2+3=5$.", "# Answer\n\n5"]
+    rows = [_row("counterfactual", "a", source, ["We add: $2+3=6$.", "# Answer\n\n6"], [1, 2]),
+            _row("counterfactual", "b", source, ["We add: $2+3=5$.", "Again.", "# Answer\n\n5"], [2]),
+            _row("counterfactual", "c", ["Five."], ["Six."], [1])]  # no answer found: not counted
+    rows += [_row("redundancy", record["group"], record["steps"], record["steps"], record["error_steps"])
+             for record in _solutions(20, seed=8, category="redundancy", planted="once more")]
+    section = _production_section(rows)
+    assert "| counterfactual | 3 | 50% of 2 | 1.33 | 0.72 | - |" in section  # (1/2 + 2/3 + 1/1) / 3
+    assert "- counterfactual: no cue AUC (3 source trajectories, fewer than the 5 folds)" in section
+    redundancy = next(line for line in section.splitlines() if line.startswith("| redundancy |"))
+    assert redundancy.startswith("| redundancy | 20 | - |") and redundancy.endswith("| 1.00 |")
+
+
+def test_inject_build_writes_the_section_into_the_card(tmp_path):
+    from injector import OfflineEngine, Taxonomy, load_trajectories, run
+
+    taxonomy = Taxonomy.load()
+    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["redundancy"]),
+        engine=OfflineEngine(), out=tmp_path / "run", limit=8)
+    result = CliRunner().invoke(main, ["build", str(tmp_path / "run"), "--out", str(tmp_path / "split"),
+                                       "--include-unreviewed"])
+    assert result.exit_code == 0, result.output
+    card = (tmp_path / "split" / "README.md").read_text()
+    section = card.split("## What the categories produce")[1].split("\n## ")[0]
+    redundancy = next(line for line in section.splitlines() if line.startswith("| redundancy |")).split(" | ")
+    rows = [json.loads(line) for line in (tmp_path / "split" / "jsonl" / "redundancy.jsonl").read_text().splitlines()]
+    assert redundancy[1] == str(len(rows)) and redundancy[2] == f"0% of {len(rows)}"  # redundancy keeps the answer
+    assert redundancy[3] == f"{sum(len(r['error_steps']) for r in rows) / len(rows):.2f}"
