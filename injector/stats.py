@@ -1,5 +1,6 @@
-"""`inject stats`: what a run or a split holds, per category — counts, reject reasons, lengths, where the errors
-sit, tokens and cost — as a table, JSON, or PNG plots."""
+"""`inject stats`: what a run, a split or a PRMBench-format file holds, per category — counts, reject reasons,
+lengths, error steps and where they sit, answer changes, tokens and cost, and (`--cues`) the surface-cue probe — as
+a table, JSON, or PNG plots."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any],
     """(record, status) for every candidate and reject of a run directory, every row of a split directory, or
     every record of a PRMBench-format JSONL file or a directory of such files (status `in_split`; PRMBench's
     `classification` mapped to our category id). Each record carries `_where`, (file, line) for messages."""
-    if path.is_dir() and (path / "candidates.jsonl").exists():
+    if path.is_dir() and ((path / "candidates.jsonl").exists() or (path / "manifest.json").exists()):
         decisions: dict[str, Any] = {}
         if (path / "review.sqlite").exists():
             from .review.store import ReviewStore

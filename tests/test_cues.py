@@ -195,3 +195,17 @@ def test_inject_build_writes_the_section_into_the_card(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "split" / "jsonl" / "redundancy.jsonl").read_text().splitlines()]
     assert redundancy[1] == str(len(rows)) and redundancy[2] == f"0% of {len(rows)}"  # redundancy keeps the answer
     assert redundancy[3] == f"{sum(len(r['error_steps']) for r in rows) / len(rows):.2f}"
+
+
+def test_a_run_directory_with_only_rejects_is_still_a_run_directory(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text("{}")
+    (run / "rejects.jsonl").write_text(json.dumps({"id": "t::confidence::0", "trajectory_id": "t", "idx": "t",
+                                                   "category": "confidence", "sample": 0,
+                                                   "codes": ["not_applicable"]}) + "\n")
+    result = _stats("--cues", "--json", str(run))
+    assert result.exit_code == 0, result.output
+    numbers = json.loads(result.output)
+    assert numbers["categories"]["confidence"]["rejected_by_validation"] == 1
+    assert numbers["cues"]["overall"]["auc"] is None and numbers["cues"]["per_category"] == {}
