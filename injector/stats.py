@@ -59,15 +59,15 @@ def _classifications(taxonomy: Any) -> dict[str, str]:
 def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator[dict[str, Any]]:
     """The records of one PRMBench-format file, each checked for the fields the numbers need."""
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")  # decoded line by line, so a bad byte is reported with its line
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
     with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(raw.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise InputError(path, number, f"not valid JSON ({getattr(exc, 'msg', exc)}); each line must be "
                                  "one PRMBench-format record") from None

@@ -146,6 +146,9 @@ def test_bad_prmbench_input_is_a_one_line_error(tmp_path):
                    '"error_steps": "1"}\n')
     result = _stats("--cues", str(bad))
     assert result.exit_code == 2 and f"{bad}:1: error_steps must be a list" in result.output
+    bad.write_bytes(b'{"classification": "\xff"}\n')
+    result = _stats(str(bad))
+    assert result.exit_code == 2 and f"{bad}:1: not valid JSON" in result.output
     empty = tmp_path / "empty"
     empty.mkdir()
     result = _stats(str(empty))
