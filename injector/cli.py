@@ -270,16 +270,18 @@ def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_source
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 @click.option("--plots", type=click.Path(file_okay=False), help="Write PNG plots into this directory.")
-def stats(path, as_json, plots) -> None:
-    """Per-category numbers of a run or split directory."""
+@click.option("--cues", is_flag=True, help="Also run the surface-cue probe: how well wording alone finds the error "
+              "steps (ROC AUC per category; needs scikit-learn).")
+def stats(path, as_json, plots, cues) -> None:
+    """Per-category numbers of a run or split directory, or of PRMBench-format JSONL (a file or a directory)."""
     import json
 
     from .stats import compute_stats, stats_table, write_plots
 
-    numbers = compute_stats(path)
+    numbers = compute_stats(path, cues=cues)
     click.echo(json.dumps(numbers, indent=2) if as_json else stats_table(numbers))
     if plots:
         for written in write_plots(numbers, plots):
