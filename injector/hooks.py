@@ -24,18 +24,26 @@ class Hook(Protocol):
     def check(self, trajectory: Any, verdict: Any) -> list[tuple[str, str]]: ...
 
 
-def load_hook(spec: str) -> Hook:
-    """Import `FILE:NAME` (FILE absolute, as the taxonomy loader resolves it); a class is instantiated."""
+def load_hook(spec: str, allowed_dirs: tuple[Path, ...] | None = None) -> Hook:
+    """Import `FILE:NAME` (FILE absolute, as the taxonomy loader resolves it); a class is instantiated.
+
+    With `allowed_dirs` (a taxonomy read from YAML), FILE must really lie in one of them, symlinks followed:
+    checked here, at import time, too, as a link may have changed since the taxonomy was loaded.
+    """
     file, _, name = spec.rpartition(":")
     if not file or not name:
         raise UserError(f"hook {spec!r}: expected FILE.py:NAME, e.g. checks.py:MyCheck")
     path = Path(file)
     if not path.is_file():
         raise UserError(f"hook {spec!r}: {path} not found; hooks are relative to the taxonomy file")
+    real = path.resolve()
+    if allowed_dirs is not None and not any(real.is_relative_to(d) for d in allowed_dirs):
+        raise UserError(f"hook {spec!r}: {path} resolves (through a symlink) to {real}, outside the taxonomy's "
+                        "directory; refusing to import it. Copy the file into the taxonomy's directory")
     module_name = "injector_hook_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
     module = sys.modules.get(module_name)
     if module is None:
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        loader_spec = importlib.util.spec_from_file_location(module_name, real)  # the file checked above
         module = importlib.util.module_from_spec(loader_spec)
         try:
             loader_spec.loader.exec_module(module)

@@ -35,7 +35,8 @@ def _records(path: Path) -> list[dict[str, Any]]:
         for split in sorted((path / "jsonl").glob("*.jsonl")):
             for row in read_jsonl(split):
                 row["provenance"] = json.loads(row.get("provenance") or "{}")
-                rows.append(_flat(row, "in_split", []))
+                rows.append({**_flat(row, "in_split", []), "name": row.get("category_name"),
+                             "domain": row.get("domain")})
         return rows
     raise UserError(f"{path}: neither a run directory (candidates.jsonl) nor a split directory (jsonl/); "
                     "pass what `inject run` or `inject build` wrote")
@@ -57,17 +58,48 @@ def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, An
     }
 
 
-def compute_stats(path: str | Path) -> dict[str, Any]:
-    """Per-category numbers (and totals) of a run or split directory, computed with polars."""
+def _category_names(path: Path, records: list[dict[str, Any]], taxonomy: str | Path | None) -> dict[str, dict]:
+    """Name and domain per category: from `taxonomy` (the user's `--taxonomy`) where it has the category, else
+    from the run's manifest or the split's rows (read as data; nothing of the run is imported)."""
+    names: dict[str, dict[str, str]] = {}
+    manifest = path / "manifest.json"
+    if manifest.exists():
+        try:
+            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("categories") or {}
+            names.update({cid: {"name": str(c.get("name", "")), "domain": str(c.get("domain", ""))}
+                          for cid, c in recorded.items() if isinstance(c, dict)})
+        except (OSError, ValueError, AttributeError):
+            pass  # the numbers do not need the names
+    for record in records:
+        if record.get("name") and record["category"] not in names:
+            names[record["category"]] = {"name": record["name"], "domain": record.get("domain") or ""}
+    if taxonomy is not None:
+        from .taxonomy import Taxonomy
+
+        for category in Taxonomy.load(taxonomy).categories:
+            names[category.id] = {"name": category.name, "domain": category.domain}
+    return names
+
+
+def compute_stats(path: str | Path, taxonomy: str | Path | None = None) -> dict[str, Any]:
+    """Per-category numbers (and totals) of a run or split directory, computed with polars.
+
+    Each category also gets its `name` and `domain` (from `taxonomy` when given, else as the run recorded them).
+    """
     import polars as pl
 
-    frame = pl.DataFrame(_records(Path(path)), schema={
+    records = _records(Path(path))
+    names = _category_names(Path(path), records, taxonomy)
+    for record in records:  # names are per category, not columns of the frame
+        record.pop("name", None)
+        record.pop("domain", None)
+    frame = pl.DataFrame(records, schema={
         "category": pl.Utf8, "status": pl.Utf8, "codes": pl.List(pl.Utf8), "steps": pl.Int64,
         "position": pl.Float64, "tokens": pl.Int64, "cost": pl.Float64, "cost_known": pl.Boolean,
     })
     result: dict[str, Any] = {"path": str(path), "categories": {}}
     for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
-        result["categories"][category] = _summarize(group, pl)
+        result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **_summarize(group, pl)}
     result["total"] = _summarize(frame, pl)
     return result
 
