@@ -159,11 +159,11 @@ class Taxonomy(BaseModel):
         return self
 
     @classmethod
-    def load(cls, source: str | Path | None = None, *, hooks: bool = True) -> "Taxonomy":
+    def load(cls, source: str | Path | None = None, *, rules_only: bool = False) -> "Taxonomy":
         """A taxonomy by bundled name (`prmbench`, the default) or YAML path; every problem is reported at once.
 
-        `hooks=False` loads it for its rules only: no category imports its hook (for a taxonomy that came with
-        someone else's run directory, not one the user named).
+        `rules_only=True` is for a taxonomy that came with someone else's run directory, not one the user named:
+        no hook is imported and no Python check runs, and its templates need not exist (nothing is rendered).
         """
         path = resolve_taxonomy(source)
         data = _read_taxonomy(path, seen=())
@@ -174,17 +174,17 @@ class Taxonomy(BaseModel):
         taxonomy.path = path
         missing = [f"categories.{c.id}.template: {c.template} not found; templates are relative to the taxonomy "
                    "file" for c in taxonomy.categories if c.template and not Path(c.template).is_file()]
-        if missing:
+        if missing and not rules_only:
             raise UserError(_problems(path, missing))
         allowed = _allowed_dirs(path)
         for category in taxonomy.categories:
             category._hook_dirs = allowed
-            category._hooks_enabled = hooks
+            category._hooks_enabled = not rules_only
         return taxonomy
 
     @property
     def skipped_hooks(self) -> list[str]:
-        """Ids of the categories whose hook is off (loaded with `hooks=False`)."""
+        """Ids of the categories whose hook is off (loaded with `rules_only=True`)."""
         return [c.id for c in self.categories if c.hook and not c.hooks_enabled]
 
     def add(self, category: Category) -> Category:
@@ -388,7 +388,7 @@ def run_taxonomy(run_dir: str | Path, override: str | Path | None = None) -> tup
         return Taxonomy.load(), (f"the run's taxonomy {recorded!r} (from {manifest_path}) is not here: using the "
                                  "bundled one; pass --taxonomy PATH to check with the run's own")
     try:
-        taxonomy = Taxonomy.load(path, hooks=False)
+        taxonomy = Taxonomy.load(path, rules_only=True)
     except UserError as exc:
         return Taxonomy.load(), f"the run's taxonomy could not be loaded ({exc}): using the bundled one"
     if not taxonomy.skipped_hooks:

@@ -146,7 +146,12 @@ def test_a_missing_custom_taxonomy_falls_back_to_the_bundled_one_and_says_so(tmp
 
 
 def test_rules_only_taxonomy_runs_no_python_checks(tmp_path: Path, marker: Path) -> None:
-    taxonomy = Taxonomy.load(custom_taxonomy(tmp_path, marker), hooks=False)
+    path = custom_taxonomy(tmp_path, marker)
+    (tmp_path / "prompts" / "slip.j2").unlink()  # a run directory may carry the YAML alone
+    with pytest.raises(UserError, match="categories.slip.template: .* not found"):
+        Taxonomy.load(path)
+    taxonomy = Taxonomy.load(path, rules_only=True)
+    assert taxonomy.category("slip").rules.allow_error_on_unchanged_step
     category = taxonomy.category("slip")
     category.check = lambda trajectory, verdict: [("python_check", "ran")]
     category.context = lambda trajectory: {"ran": True}
@@ -229,7 +234,7 @@ def test_an_include_or_extends_symlinked_outside_is_refused(tmp_path: Path, mark
     text = ('{% extends "_part.j2" %}' if tag == "extends" else
             '{% extends "_base.j2" %}{% block guidance %}{% include "_part.j2" %}{% endblock %}')
     (tmp_path / "tax" / "prompts" / "slip.j2").write_text(text)
-    taxonomy = Taxonomy.load(path, hooks=False)
+    taxonomy = Taxonomy.load(path, rules_only=True)
     with pytest.raises(UserError) as caught:
         render_messages(taxonomy, taxonomy.category("slip"), TRAJECTORY)
     message = str(caught.value)
@@ -245,6 +250,6 @@ def test_links_inside_the_taxonomy_and_to_the_bundled_prompts_still_work(tmp_pat
     os.symlink(bundled_prompts_dir() / "_base.j2", tmp_path / "tax" / "prompts" / "_linked_base.j2")
     (tmp_path / "tax" / "prompts" / "slip.j2").write_text(
         '{% extends "_linked_base.j2" %}{% block guidance %}{% include "_part.j2" %}{% endblock %}')
-    taxonomy = Taxonomy.load(path, hooks=False)
+    taxonomy = Taxonomy.load(path, rules_only=True)
     system, _ = render_messages(taxonomy, taxonomy.category("slip"), TRAJECTORY)
     assert "Shared guidance." in system["content"]
