@@ -1,7 +1,8 @@
 """Category hooks: Python named by a taxonomy (`hook: checks.py:MyCheck`), imported only when the category is used.
 
-A hook is code. It loads only from a taxonomy given by a local path (the taxonomy's own directory), never from a
-dataset or a downloaded file. A hook object may have:
+A hook is code. It loads only from a taxonomy the user named (`--taxonomy`), from a file that really lies (symlinks
+followed) in the taxonomy's own directory; never from a dataset, a run directory or a downloaded file (a run's own
+taxonomy is read with its hooks off: see `taxonomy.run_taxonomy`). A hook object may have:
 
 - `context(trajectory) -> dict`: extra variables for the category's template (the user message);
 - `check(trajectory, verdict) -> iterable of (code, message)`: extra rules; each failure is a reason code, sent

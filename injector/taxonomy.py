@@ -288,7 +288,11 @@ def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
                     problems.append(f"{where}: {value!r} must be a path inside the taxonomy's directory, relative "
                                     "to the taxonomy file")
                     continue
-                real = (path.parent / file).resolve()
+                try:
+                    real = (path.parent / file).resolve()
+                except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+                    problems.append(f"{where}: {value!r} cannot be resolved ({exc})")
+                    continue
                 if not _inside(real, _allowed_dirs(path)):
                     problems.append(f"{where}: {value!r} resolves (through a symlink) to {real}, outside the "
                                     "taxonomy's directory and the bundled prompts; copy the file into the "
@@ -357,6 +361,15 @@ def _describe_validation_error(exc: ValidationError, data: dict) -> list[str]:
     return lines
 
 
+def _real_file(path: Path | None) -> Path | None:
+    """The real path of `path` if it is a readable regular file, else None (a manifest may name anything)."""
+    try:
+        real = path.resolve() if path is not None else None
+        return real if real is not None and real.is_file() else None
+    except (OSError, RuntimeError, ValueError):  # a name too long, a symlink loop, a NUL byte
+        return None
+
+
 def run_taxonomy(run_dir: str | Path, override: str | Path | None = None) -> tuple[Taxonomy, str]:
     """The taxonomy to check a run directory's candidates with, and a note for the user ("" when none is due).
 
@@ -376,23 +389,23 @@ def run_taxonomy(run_dir: str | Path, override: str | Path | None = None) -> tup
         return Taxonomy.load(), f"{manifest_path} names no taxonomy: using the bundled one"
     bundled = bundled_taxonomies()
     path = run_dir / recorded if isinstance(recorded, str) and recorded else None  # an absolute one stays as is
-    if path is not None and path.is_file():
-        real = path.resolve()
+    real = _real_file(path)
+    if real is not None:
         for bundled_name, bundled_path in bundled.items():
             if real == bundled_path.resolve():
                 return Taxonomy.load(bundled_name), ""
     elif isinstance(name, str) and name in bundled:
         # A bundled taxonomy on the machine that made the run (its path does not exist here).
         return Taxonomy.load(name), ""
-    if path is None or not path.is_file():
+    if real is None:
         return Taxonomy.load(), (f"the run's taxonomy {recorded!r} (from {manifest_path}) is not here: using the "
                                  "bundled one; pass --taxonomy PATH to check with the run's own")
     try:
-        taxonomy = Taxonomy.load(path, rules_only=True)
-    except UserError as exc:
+        taxonomy = Taxonomy.load(real, rules_only=True)
+    except (UserError, OSError, UnicodeDecodeError) as exc:  # someone else's file: any problem is a note
         return Taxonomy.load(), f"the run's taxonomy could not be loaded ({exc}): using the bundled one"
     if not taxonomy.skipped_hooks:
         return taxonomy, ""
-    return taxonomy, (f"{path}: hook checks of {', '.join(taxonomy.skipped_hooks)} were skipped: a taxonomy found "
+    return taxonomy, (f"{real}: hook checks of {', '.join(taxonomy.skipped_hooks)} were skipped: a taxonomy found "
                       f"in a run directory is read for its rules only and never runs code; to run its hooks, review "
-                      f"its Python and pass --taxonomy {path}")
+                      f"its Python and pass --taxonomy {real}")

@@ -113,7 +113,7 @@ def test_review_import_says_once_that_hooks_were_skipped(run_dir: Path, marker: 
     result = CliRunner().invoke(main, ["review", str(run_dir), str(second), "--import", str(decisions)])
     assert result.exit_code == 0, result.output
     assert not marker.exists()
-    assert result.stderr.count("hook checks of slip were skipped") == 2  # once per run directory, not per row
+    assert result.stderr.count("hook checks of slip were skipped") == 1  # once, though two runs share it
     assert "pass --taxonomy" in result.stderr
     assert ReviewStore(run_dir).latest()["t1::slip::0"].corrected_error_steps == [1, 2]
 
@@ -143,6 +143,27 @@ def test_a_missing_custom_taxonomy_falls_back_to_the_bundled_one_and_says_so(tmp
     taxonomy, note = run_taxonomy(run)
     assert taxonomy.name == "prmbench"
     assert "'/nowhere/taxonomy.yaml'" in note and "is not here" in note and "--taxonomy PATH" in note
+
+
+@pytest.mark.parametrize("recorded", ["x" * 5000 + "/taxonomy.yaml", "loop.yaml", "bad\x00name.yaml", "."])
+def test_a_hostile_manifest_path_is_a_note_not_a_crash(tmp_path: Path, recorded: str) -> None:
+    run = received_run(tmp_path / "run", recorded)
+    os.symlink("loop.yaml", run / "loop.yaml")  # a link to itself
+    taxonomy, note = run_taxonomy(run)
+    assert taxonomy.name == "prmbench" and "is not here: using the bundled one" in note
+
+
+def test_an_unreadable_run_taxonomy_is_a_note_not_a_crash(tmp_path: Path, marker: Path) -> None:
+    run = tmp_path / "run"
+    path = custom_taxonomy(run, marker)
+    os.symlink("loop.j2", run / "prompts" / "loop.j2")
+    path.write_text(path.read_text().replace("prompts/slip.j2", "prompts/loop.j2"))
+    received_run(run, "taxonomy.yaml")
+    taxonomy, note = run_taxonomy(run)
+    assert taxonomy.name == "prmbench" and "categories.slip.template: 'prompts/loop.j2' cannot be resolved" in note
+    path.write_bytes(b"name: \xff\xfe\n")
+    taxonomy, note = run_taxonomy(run)
+    assert taxonomy.name == "prmbench" and "could not be loaded" in note
 
 
 def test_rules_only_taxonomy_runs_no_python_checks(tmp_path: Path, marker: Path) -> None:
