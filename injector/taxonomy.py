@@ -239,6 +239,10 @@ class Taxonomy(BaseModel):
             own = [] if template is None else [template, *sorted(template.parent.glob("_*.j2"))]
             shared = sorted(bundled_prompts_dir().glob("_*.j2"))
             files = list(dict.fromkeys(p.resolve() for p in [*own, *shared]))
+            # Only what a render may read: a `_*.j2` linked out of the taxonomy (or to a device) is never read.
+            allowed = (*(_allowed_dirs(self.path) if self.path else ()), *(p.parent.resolve() for p in own[:1]),
+                       bundled_prompts_dir().resolve())
+            files = [p for p in files if _inside(p, allowed) and p.is_file()]
             data = b"".join(p.read_bytes() for p in files) + (category.template_text or "").encode()
             self._hashes[key] = _hash_bytes(data)
         return self._hashes[key]

@@ -262,6 +262,15 @@ def test_an_include_or_extends_symlinked_outside_is_refused(tmp_path: Path, mark
     assert "_part.j2" in message and str(outside / "secret.txt") in message and "SECRET" not in message
 
 
+def test_the_template_hash_never_reads_a_shared_template_linked_outside(tmp_path: Path, marker: Path,
+                                                                         outside: Path) -> None:
+    taxonomy = Taxonomy.load(custom_taxonomy(tmp_path / "tax", marker))
+    before = taxonomy.template_hash(taxonomy.category("slip"))
+    os.symlink(outside / "secret.txt", tmp_path / "tax" / "prompts" / "_secret.j2")
+    taxonomy = Taxonomy.load(tmp_path / "tax" / "taxonomy.yaml")
+    assert taxonomy.template_hash(taxonomy.category("slip")) == before
+
+
 def test_links_inside_the_taxonomy_and_to_the_bundled_prompts_still_work(tmp_path: Path, marker: Path) -> None:
     from injector.resources import bundled_prompts_dir
 
