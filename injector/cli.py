@@ -255,15 +255,17 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
 @click.option("--license", "license_", default="other", show_default=True, help="Licence field of the card.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --out directory.")
 @click.option("--push-to-hub", metavar="REPO", help="Also push the DatasetDict to the Hugging Face Hub.")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Name categories (name, domain) from this taxonomy (default: as each run's manifest recorded).")
 def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_sources, license_, overwrite,
-          push_to_hub) -> None:
+          push_to_hub, taxonomy_path) -> None:
     """Build benchmark splits from reviewed run directories."""
     from .splits import build as build_splits
 
     report = build_splits(list(run_dirs), out, by=by, test_size=test_size, seed=seed,
                           include_unreviewed=include_unreviewed, include_sources=include_sources,
                           overwrite=overwrite, license=license_, command=invocation(),
-                          push_to_hub=push_to_hub)
+                          push_to_hub=push_to_hub, taxonomy=taxonomy_path)
     splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "
                f"reviewers, {report.unreviewed_left_out} unreviewed left out")
@@ -275,13 +277,15 @@ def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_source
 @click.option("--plots", type=click.Path(file_okay=False), help="Write PNG plots into this directory.")
 @click.option("--cues", is_flag=True, help="Also run the surface-cue probe: how well wording alone finds the error "
               "steps (ROC AUC per category; needs scikit-learn).")
-def stats(path, as_json, plots, cues) -> None:
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Name categories (name, domain) from this taxonomy (default: as the run or split recorded).")
+def stats(path, as_json, plots, cues, taxonomy_path) -> None:
     """Per-category numbers of a run or split directory, or of PRMBench-format JSONL (a file or a directory)."""
     import json
 
     from .stats import compute_stats, stats_table, write_plots
 
-    numbers = compute_stats(path, cues=cues)
+    numbers = compute_stats(path, cues=cues, taxonomy=taxonomy_path)
     click.echo(json.dumps(numbers, indent=2) if as_json else stats_table(numbers))
     if plots:
         for written in write_plots(numbers, plots):

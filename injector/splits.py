@@ -50,22 +50,34 @@ def _decisions(run_dir: Path) -> dict[str, Any]:
     return ReviewStore(run_dir).latest()
 
 
-def _categories_of(run_dir: Path) -> dict[str, dict[str, str]]:
-    """Name and domain of each category of a run, as its manifest recorded them."""
+def _categories_of(run_dir: Path, taxonomy: Any = None) -> dict[str, dict[str, str]]:
+    """Name and domain of each category of a run: from `taxonomy` (the user's `--taxonomy`) where it has the
+    category, else as the run's manifest recorded them (data only: nothing of the run is imported)."""
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    return manifest.get("categories", {})
+    categories = dict(manifest.get("categories", {}))
+    for category in taxonomy.categories if taxonomy is not None else []:
+        categories[category.id] = {**categories.get(category.id, {}), "name": category.name,
+                                   "domain": category.domain}
+    return categories
 
 
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
-                 include_sources: bool = False, report: BuildReport) -> list[dict[str, Any]]:
-    """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all)."""
+                 include_sources: bool = False, report: BuildReport,
+                 taxonomy: str | Path | None = None) -> list[dict[str, Any]]:
+    """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all).
+
+    `taxonomy` (a name or path the user gave) names the categories; without it the runs' manifests do.
+    """
+    from .taxonomy import Taxonomy
+
+    named = Taxonomy.load(taxonomy) if taxonomy is not None else None
     rows: list[dict[str, Any]] = []
     sources: dict[str, dict[str, Any]] = {}
     for run_dir in map(Path, run_dirs):
         if not (run_dir / "candidates.jsonl").exists() or not (run_dir / "manifest.json").exists():
             raise UserError(f"{run_dir}: not a run directory (no candidates.jsonl / manifest.json); "
                             "pass directories written by `inject run`")
-        categories = _categories_of(run_dir)
+        categories = _categories_of(run_dir, named)
         decisions = _decisions(run_dir)
         for reject in read_jsonl(run_dir / "rejects.jsonl"):
             report.run_rejects += 1
@@ -226,7 +238,8 @@ def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
 
 def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", test_size: float | None = None,
           seed: int = 0, include_unreviewed: bool = False, include_sources: bool = False, overwrite: bool = False,
-          license: str = "other", command: list[str] | None = None, push_to_hub: str | None = None) -> BuildReport:
+          license: str = "other", command: list[str] | None = None, push_to_hub: str | None = None,
+          taxonomy: str | Path | None = None) -> BuildReport:
     """Write a split directory from run directories; see README "Benchmark splits"."""
     import datasets
 
@@ -244,7 +257,7 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
         shutil.rmtree(out)
     report = BuildReport(out_dir=out)
     rows = collect_rows(run_dirs, include_unreviewed=include_unreviewed, include_sources=include_sources,
-                        report=report)
+                        report=report, taxonomy=taxonomy)
     if not rows:
         raise UserError("no accepted candidates to build from: review the run first (`inject review RUN_DIR`), "
                         "or pass --include-unreviewed")

@@ -106,14 +106,41 @@ def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, An
     }
 
 
-def compute_stats(path: str | Path, *, cues: bool = False, taxonomy: Any = None) -> dict[str, Any]:
+def _category_names(path: Path, loaded: list[tuple[dict[str, Any], str]], taxonomy: Any) -> dict[str, dict]:
+    """Name and domain per category: from `taxonomy` (the user's `--taxonomy`) where it has the category, else
+    from the run's manifest or the split's rows (read as data; nothing of the run is imported)."""
+    names: dict[str, dict[str, str]] = {}
+    manifest = path / "manifest.json"
+    if path.is_dir() and manifest.exists():
+        try:
+            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("categories") or {}
+            names.update({cid: {"name": str(c.get("name", "")), "domain": str(c.get("domain", ""))}
+                          for cid, c in recorded.items() if isinstance(c, dict)})
+        except (OSError, ValueError, AttributeError):
+            pass  # the numbers do not need the names
+    for record, _ in loaded:
+        if record.get("category_name") and record["category"] not in names:
+            names[record["category"]] = {"name": record["category_name"], "domain": record.get("domain") or ""}
+    if taxonomy is not None:
+        for category in taxonomy.categories:
+            names[category.id] = {"name": category.name, "domain": category.domain}
+    return names
+
+
+def compute_stats(path: str | Path, *, cues: bool = False,
+                  taxonomy: str | Path | None = None) -> dict[str, Any]:
     """Per-category numbers (and totals) of a run or split directory or PRMBench-format JSONL, computed with
     polars; with `cues`, also the surface-cue probe (`injector.cues`) under "cues" and as each category's
-    `cue_auc`."""
+    `cue_auc`. Each category also gets its `name` and `domain` (from `taxonomy`, a bundled name or a YAML path,
+    when given, else as the run recorded them)."""
     import polars as pl
 
+    from .taxonomy import Taxonomy
+
     path = Path(path)
-    loaded = load_records(path, taxonomy)
+    loaded_taxonomy = Taxonomy.load(taxonomy) if taxonomy is not None else None
+    loaded = load_records(path, loaded_taxonomy)
+    names = _category_names(path, loaded, loaded_taxonomy)
     frame = pl.DataFrame([_flat(record, status, record.get("codes", []) if status == "rejected_by_validation"
                                 else []) for record, status in loaded], schema={
         "category": pl.Utf8, "status": pl.Utf8, "codes": pl.List(pl.Utf8), "steps": pl.Int64,
@@ -122,7 +149,7 @@ def compute_stats(path: str | Path, *, cues: bool = False, taxonomy: Any = None)
     })
     result: dict[str, Any] = {"path": str(path), "categories": {}}
     for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
-        result["categories"][category] = _summarize(group, pl)
+        result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **_summarize(group, pl)}
     result["total"] = _summarize(frame, pl)
     if cues:
         from .cues import cue_records, cue_report

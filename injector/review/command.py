@@ -25,8 +25,11 @@ def _default_reviewer() -> str:
               help="Write every decision row to FILE (.jsonl or .csv) and exit.")
 @click.option("--import", "import_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Add the decision rows of FILE (.jsonl or .csv, as --export writes) and exit (before --export).")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Check corrections with this taxonomy, its hooks included (default: each run's own, read from "
+                   "its manifest for its rules only: a run directory never runs code).")
 def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: str | None,
-           export_path: Path | None, import_path: Path | None) -> None:
+           export_path: Path | None, import_path: Path | None, taxonomy_path: str | None) -> None:
     """Review candidates in a local web app: accept, reject with a reason, or correct them.
 
     Decisions are saved at once in RUN_DIR/review.sqlite (the latest per candidate wins; earlier ones are kept).
@@ -34,7 +37,10 @@ def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: st
     """
     from .session import ReviewSession
 
-    session = ReviewSession(list(run_dirs), reviewer if reviewer is not None else _default_reviewer())
+    session = ReviewSession(list(run_dirs), reviewer if reviewer is not None else _default_reviewer(),
+                            taxonomy_path)
+    for note in dict.fromkeys(run.taxonomy_note for run in session.runs if run.taxonomy_note):  # each note once
+        click.echo(f"note: {note}", err=True)
     if import_path or export_path:
         if import_path:
             added, total = import_decisions(session, import_path)
@@ -87,9 +93,6 @@ def serve(session, *, port: int, open_browser: bool) -> None:
     server = ReviewServer(session, port=port)
     total = len(session.entries)
     runs = ", ".join(str(run.path) for run in session.runs)
-    for run in session.runs:
-        if run.taxonomy_note:
-            click.echo(f"note: {run.taxonomy_note}", err=True)
     click.echo(f"reviewing {total} candidates from {runs}; decisions go to review.sqlite in each run directory")
     click.echo(f"open {server.url}")
     click.echo("press Ctrl-C to stop (nothing is lost: each decision is saved when it is made)")

@@ -200,6 +200,6 @@ class ReviewHandler(BaseHTTPRequestHandler):
 
 
 def make_server(run_dirs: list[str | Path], *, port: int = 0, reviewer: str = "",
-                token: str | None = None) -> ReviewServer:
+                token: str | None = None, taxonomy: str | Path | None = None) -> ReviewServer:
     """A review server for these run directories, listening on 127.0.0.1 (call `serve_forever` to run it)."""
-    return ReviewServer(ReviewSession(run_dirs, reviewer), port=port, token=token)
+    return ReviewServer(ReviewSession(run_dirs, reviewer, taxonomy), port=port, token=token)

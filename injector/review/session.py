@@ -9,8 +9,8 @@ from typing import Any
 
 from ..contract import FullAnswer, MultiSolutionAnswer
 from ..errors import UserError
-from ..records import CANDIDATES_FILE, MANIFEST_FILE
-from ..taxonomy import Category, Taxonomy
+from ..records import CANDIDATES_FILE
+from ..taxonomy import Category, Taxonomy, run_taxonomy
 from ..trajectory import Trajectory
 from ..validate import normalize_step, validate_answer
 from .store import Decision, ReviewStore, apply_decision, now_iso
@@ -44,21 +44,8 @@ class Run:
     store: ReviewStore
     taxonomy: Taxonomy
     taxonomy_note: str = ""
-    """Why the bundled taxonomy stands in for the run's own, when it does."""
+    """Why the bundled taxonomy stands in for the run's own, or that the run's hooks are off, when so."""
     entries: list[Entry] = field(default_factory=list)
-
-
-def _run_taxonomy(path: Path) -> tuple[Taxonomy, str]:
-    """The taxonomy the run was made with (manifest `config.taxonomy_path`), else the bundled one and why."""
-    try:
-        manifest = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
-        taxonomy_path = manifest["config"]["taxonomy_path"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return Taxonomy.load(), f"{path / MANIFEST_FILE} names no taxonomy: showing the bundled one"
-    try:
-        return Taxonomy.load(taxonomy_path), ""
-    except UserError as exc:
-        return Taxonomy.load(), f"the run's taxonomy could not be loaded ({exc}): showing the bundled one"
 
 
 def _index(run_no: int, path: Path) -> list[Entry]:
@@ -82,15 +69,17 @@ def _index(run_no: int, path: Path) -> list[Entry]:
 class ReviewSession:
     """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
 
-    def __init__(self, run_dirs: list[str | Path], reviewer: str = ""):
+    def __init__(self, run_dirs: list[str | Path], reviewer: str = "", taxonomy: str | Path | None = None):
+        """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
+        own is read from its manifest for its rules only (see `run_taxonomy`)."""
         self.reviewer = reviewer
         self.runs: list[Run] = []
         for number, run_dir in enumerate(run_dirs):
             path = Path(run_dir)
             if not (path / CANDIDATES_FILE).is_file():
                 raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
-            taxonomy, note = _run_taxonomy(path)
-            run = Run(path, ReviewStore(path), taxonomy, note, _index(number, path / CANDIDATES_FILE))
+            loaded, note = run_taxonomy(path, taxonomy)
+            run = Run(path, ReviewStore(path), loaded, note, _index(number, path / CANDIDATES_FILE))
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
