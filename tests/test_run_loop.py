@@ -388,3 +388,24 @@ def test_a_read_only_cache_is_exit_2_naming_the_path(scripted_server, input_file
     assert_one_error_line(result.output, f"error: cannot write {cache}: unable to open database file; free space or "
                                          "fix the permissions, choose another --cache, or pass --no-cache")
     assert scripted_server.requests == []
+
+
+def test_a_failed_write_does_not_wait_for_the_requests_in_flight(scripted_server, input_file, tmp_path,
+                                                                   monkeypatch):
+    answered, release = [], threading.Event()
+
+    def first_answer_only(request):
+        if not answered:
+            answered.append(request)
+            return json.dumps(GOOD)
+        release.wait(timeout=600)  # the provider is slow: these answers come long after the disk filled up
+        return json.dumps(GOOD)
+
+    scripted_server.script = first_answer_only
+    monkeypatch.setattr(records, "os", DiskFillsUp(full_at=1))
+    try:
+        result = run_cli_guarded(scripted_server, input_file, tmp_path / "run", "--concurrency", "4")
+    finally:
+        release.set()
+    assert result.exit_code == 2 and "No space left on device" in result.output
+    assert read_jsonl(tmp_path / "run" / "candidates.jsonl") == []
