@@ -212,6 +212,65 @@ def test_internal_error_is_one_line_with_saved_traceback(monkeypatch):
     assert "kaboom" in saved.read_text()
 
 
+def test_crash_reports_go_to_the_user_cache_under_unpredictable_names(monkeypatch, tmp_path, private_cache):
+    import tempfile
+
+    import injector.taxonomy
+    from injector.cli import crash_dir
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom")
+
+    shared_tmp = tmp_path / "shared-tmp"
+    shared_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared_tmp))
+    monkeypatch.setattr(injector.taxonomy.Taxonomy, "load", classmethod(boom))
+    outputs = [invoke("categories").output for _ in range(2)]  # two crashes in the same second
+    saved = [Path(output.split("traceback saved to ")[1].split(")")[0]) for output in outputs]
+    assert saved[0] != saved[1] and all(path.parent == crash_dir() for path in saved)
+    assert crash_dir().is_relative_to(private_cache)  # tests point it at tmp_path: nothing left behind
+    assert all(path.stat().st_mode & 0o777 == 0o600 and not path.is_symlink() for path in saved)
+    assert list(shared_tmp.iterdir()) == []  # nothing in the system temp directory
+
+
+def test_an_unwritable_crash_directory_still_gives_one_line(monkeypatch, tmp_path):
+    import injector.taxonomy
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom")
+
+    (tmp_path / "not-a-dir").write_text("")
+    monkeypatch.setattr("injector.cli.crash_dir", lambda: tmp_path / "not-a-dir" / "crashes")
+    monkeypatch.setattr(injector.taxonomy.Taxonomy, "load", classmethod(boom))
+    result = invoke("categories")
+    assert result.exit_code == 1
+    assert result.output.startswith("internal error: RuntimeError: kaboom (the traceback could not be saved: ")
+    assert len(result.output.splitlines()) == 1
+
+
+def into_a_closed_pipe(*args: str) -> tuple[int, str]:
+    """Run `inject ARGS | head -0`: the reader is gone before anything is written. Returns (exit code, stderr)."""
+    process = subprocess.Popen([sys.executable, "-c", "from injector.cli import main; main()", *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()
+    stderr = process.stderr.read()
+    return process.wait(timeout=300), stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("render", "--category", "circular_logic", "--limit", "5"),  # fails while writing
+    ("categories",),  # small: fails in the flush at exit
+    ("validate", str(Path(__file__).parent / "fixtures" / "prmbench" / "prm_test_p12_multi_solutions.first10.jsonl")),
+])
+def test_a_closed_pipe_ends_silently_with_141(args):
+    from injector.cli import crash_dir
+
+    code, stderr = into_a_closed_pipe(*args)
+    assert code == 141, stderr
+    assert "Traceback" not in stderr and "error" not in stderr.lower() and "Exception" not in stderr
+    assert not crash_dir().exists()
+
+
 def test_help_does_not_import_litellm():
     code = ("import sys; from click.testing import CliRunner; from injector.cli import main; "
             "r = CliRunner().invoke(main, ['run', '--help']); assert r.exit_code == 0, r.output; "
