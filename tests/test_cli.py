@@ -1,7 +1,9 @@
 """The `inject` CLI end to end against the scripted server: outputs, resume, exit codes and messages."""
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -277,3 +279,35 @@ def test_help_does_not_import_litellm():
             "print('litellm' in sys.modules)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "False"
+
+
+def test_damaged_inputs_are_one_line_and_exit_2(scripted_server, tmp_path):
+    import gzip
+
+    not_gzip = tmp_path / "plain.jsonl.gz"
+    not_gzip.write_text(json.dumps({"id": "a", "question": "q", "steps": ["s"]}) + "\n")
+    result = invoke("render", "--category", "redundancy", "--input", str(not_gzip))
+    assert result.exit_code == 2 and result.output.startswith(f"error: {not_gzip}:1: not gzip data")
+    # Cut in the middle: the run reads (and writes units of) the first lines, then stops at the damage.
+    rows = [{"id": f"t{k}", "question": f"{QUESTION} ({k})", "steps": STEPS,
+             "meta": {"noise": hashlib.sha256(b"%d" % k).hexdigest() * 8}} for k in range(100)]
+    data = gzip.compress("".join(json.dumps(row) + "\n" for row in rows).encode())
+    truncated = tmp_path / "cut.jsonl.gz"
+    truncated.write_bytes(data[: len(data) // 2])
+    out = tmp_path / "r"
+    result = invoke("run", "--category", "redundancy", "--input", str(truncated), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    [error] = [line for line in result.output.splitlines() if "error" in line]
+    assert re.fullmatch(rf"error: {re.escape(str(truncated))}:\d+: the gzip data ends early .*", error)
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    written = read_jsonl(out / "candidates.jsonl") + read_jsonl(out / "rejects.jsonl")
+    assert 0 < len(written) < 100  # what was read before the damage is kept
+
+
+def test_validate_of_a_non_utf8_file_is_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    good = (Path(__file__).parent / "fixtures" / "prmbench" / "prm_test_p12_multi_solutions.first10.jsonl")
+    path.write_bytes(good.read_bytes().splitlines(keepends=True)[0] + "caf\u00e9\n".encode("latin-1"))
+    result = invoke("validate", str(path))
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == f"error: {path}:2: not UTF-8 text; save the file as UTF-8"
