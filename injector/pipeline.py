@@ -195,7 +195,11 @@ def run(
                     for c in categories},
         skipped_categories=skipped_categories,
     )
-    run_dir.write_manifest(manifest)
+    try:
+        run_dir.write_manifest(manifest)
+    except WriteFailed:
+        run_dir.release()
+        raise
     progress = RunProgress(planned=_planned_units(trajectories, categories, samples, limit),
                            retries=lambda: getattr(engine, "retries", 0))
     try:

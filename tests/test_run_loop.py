@@ -299,6 +299,35 @@ def test_a_full_disk_stops_the_run_with_exit_2_and_a_rerun_completes(scripted_se
     assert sorted(ids) == [f"t{k}::counterfactual::0" for k in range(4)]  # none lost, none twice
 
 
+def test_when_the_manifest_cannot_be_written_either_the_first_failure_is_reported(scripted_server, input_file,
+                                                                                   tmp_path, monkeypatch):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    real_open = io.open
+
+    def open_on_a_full_disk(file, mode="r", *args, **kwargs):
+        if str(file).endswith("manifest.json.tmp") and (out / "manifest.json").exists():
+            with real_open(file, "w") as handle:
+                handle.write('{"command": ')  # half a manifest lands, then the disk is full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(records, "os", DiskFillsUp(full_at=2))
+    monkeypatch.setattr(io, "open", open_on_a_full_disk)
+    result = run_cli_guarded(scripted_server, input_file, out, "--concurrency", "1")
+    assert result.exit_code == 2, result.output
+    assert_one_error_line(result.output, f"error: cannot write {out / 'candidates.jsonl'}: No space left on device; "
+                                         "free space or fix the permissions, then run the same command again to "
+                                         "continue")
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "candidates.jsonl", "manifest.json"]  # no .tmp
+    assert json.loads((out / "manifest.json").read_text())["status"] == "running"  # the last whole manifest
+    monkeypatch.undo()
+    result = run_cli_guarded(scripted_server, input_file, out)
+    assert result.exit_code == 0, result.output
+    assert sorted(c["id"] for c in read_jsonl(out / "candidates.jsonl")) == [
+        f"t{k}::counterfactual::0" for k in range(4)]
+
+
 class FullDatabase:
     """A request cache connection on a full disk: reads work, every insert fails as SQLite reports it."""
 
