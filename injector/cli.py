@@ -1,7 +1,6 @@
 """`inject`: a thin command-line skin over the public API (parse options, call the API, map errors to exit codes)."""
 from __future__ import annotations
 
-import io
 import itertools
 import logging
 import os
@@ -74,7 +73,7 @@ def _silence_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError, io.UnsupportedOperation):  # not a real file (a test runner's buffer)
+    except (OSError, ValueError):  # not a real file (a test runner's buffer)
         pass
 
 
