@@ -16,6 +16,7 @@ from . import __version__
 from .errors import InjectorError
 
 EXIT_INTERNAL, EXIT_USER, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what coreutils exit with when the reader of their output went away
 OFFLINE_MODEL = "offline"
 _invocation: list[str] = ["inject"]
 
@@ -32,7 +33,16 @@ class InjectGroup(click.Group):
         # Keep the arguments as given, for manifests and cards ("the command that reproduces it").
         global _invocation
         _invocation = ["inject", *(sys.argv[1:] if args is None else args)]
-        return super().main(args, *pargs, **kwargs)
+        try:
+            return super().main(args, *pargs, **kwargs)
+        finally:
+            # Output still buffered is flushed here: at interpreter exit a closed pipe would print "Exception
+            # ignored ... BrokenPipeError" and exit 120.
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                _silence_stdout()
+                sys.exit(EXIT_BROKEN_PIPE)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -43,19 +53,46 @@ class InjectGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted; run the same command again to continue", err=True)
             ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:  # `inject render ... | head`: the reader has what it wanted; end silently
+            _silence_stdout()
+            ctx.exit(EXIT_BROKEN_PIPE)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:  # a bug: keep the traceback, show one line
-            path = _save_traceback()
-            click.echo(f"internal error: {type(exc).__name__}: {exc} (traceback saved to {path})", err=True)
+            try:
+                saved = f"traceback saved to {_save_traceback()}"
+            except OSError as error:
+                saved = f"the traceback could not be saved: {error}"
+            click.echo(f"internal error: {type(exc).__name__}: {exc} ({saved})", err=True)
             ctx.exit(EXIT_INTERNAL)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that no later flush (Python's at exit included) fails on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (a test runner's buffer)
+        pass
+
+
+def crash_dir() -> Path:
+    """Where crash reports go: the user's cache directory (XDG_CACHE_HOME on Linux), not a shared temp directory."""
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("prm-injector")) / "crashes"
+
+
 def _save_traceback() -> Path:
+    directory = crash_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = Path(tempfile.gettempdir()) / f"inject-crash-{stamp}-{os.getpid()}.txt"
-    path.write_text(traceback.format_exc(), encoding="utf-8")
-    return path
+    # mkstemp: a random name created with O_EXCL (and O_NOFOLLOW), mode 0600; never a file or link already there.
+    fd, name = tempfile.mkstemp(prefix=f"inject-crash-{stamp}-", suffix=".txt", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(traceback.format_exc())
+    return Path(name)
 
 
 def _parse_fields(values: tuple[str, ...]) -> dict[str, str] | None:

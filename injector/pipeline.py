@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from . import __version__
 from .engines.base import Engine
-from .errors import BudgetExceeded, UserError
+from .errors import BudgetExceeded, UserError, WriteFailed
 from .inject import DEFAULT_MAX_ATTEMPTS, DEFAULT_OUTPUT_MODE, OUTPUT_MODES, Unit, answer_mode, inject_one, utc_now
 from .prompts import render_messages
 from .records import Candidate, RunDirectory, RunManifest
@@ -195,7 +195,11 @@ def run(
                     for c in categories},
         skipped_categories=skipped_categories,
     )
-    run_dir.write_manifest(manifest)
+    try:
+        run_dir.write_manifest(manifest)
+    except WriteFailed:
+        run_dir.release()
+        raise
     progress = RunProgress(planned=_planned_units(trajectories, categories, samples, limit),
                            retries=lambda: getattr(engine, "retries", 0))
     try:
@@ -215,14 +219,21 @@ def run(
         manifest.status = "failed"
         raise
     finally:
-        run_dir.compact_rejects()
-        stats = getattr(trajectories, "stats", None)
-        manifest.source = stats.as_dict() if stats is not None else {}
-        manifest.counts = run_dir.count_outcomes()
-        manifest.totals = manifest.counts.pop("totals")
-        manifest.finished = utc_now()
-        run_dir.write_manifest(manifest)
-        run_dir.release()
+        stopping = sys.exc_info()[1]
+        try:
+            run_dir.compact_rejects()
+            stats = getattr(trajectories, "stats", None)
+            manifest.source = stats.as_dict() if stats is not None else {}
+            manifest.counts = run_dir.count_outcomes()
+            manifest.totals = manifest.counts.pop("totals")
+            manifest.finished = utc_now()
+            run_dir.write_manifest(manifest)
+        except WriteFailed:
+            if stopping is None:
+                raise
+            # The full disk that stopped the run fails the manifest too: report the first failure, not this one.
+        finally:
+            run_dir.release()
     return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
 
 
@@ -263,16 +274,19 @@ async def _run_units(
                 record = await inject_one(taxonomy, unit.category, unit.trajectory, engine, sample=unit.sample,
                                           seed=seed, max_attempts=max_attempts, output_mode=output_mode,
                                           read_cache=unit.id not in written.rejected)
+                run_dir.append(record)
+            except WriteFailed as exc:  # nothing more can be written: stop now, not after the requests in flight
+                failures.append(exc)
+                write_failed.set()
+                continue
             except Exception as exc:  # authentication refused, a bug: stop the whole run
                 failures.append(exc)
                 continue
-            run_dir.append(record)
             progress.record(record)
             if on_progress:
                 on_progress(progress)
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
-    try:
+    async def produce() -> None:
         for unit in units:
             if failures or over_budget():
                 break
@@ -284,12 +298,20 @@ async def _run_units(
             await queue.put(unit)
         for _ in workers:
             await queue.put(None)
-        await asyncio.gather(*workers)
-    except BaseException:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
+
+    write_failed = asyncio.Event()
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    everything = asyncio.gather(produce(), *workers)
+    stop = asyncio.create_task(write_failed.wait())
+    try:
+        await asyncio.wait([everything, stop], return_when=asyncio.FIRST_COMPLETED)
+        if everything.done():
+            everything.result()  # raises what the producer raised (a bad input line)
+    finally:
+        # A failed write (or an exception) leaves the units in flight unwritten: a rerun redoes them.
+        everything.cancel()
+        stop.cancel()
+        await asyncio.gather(everything, stop, return_exceptions=True)
     if failures:
         raise failures[0]
     if over_budget():
