@@ -104,7 +104,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never 
 
 
 def http(server: ReviewServer, path: str, *, token: bool = True, data: dict | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+         headers: dict[str, str] | None = None, timeout: float = 10) -> tuple[int, dict[str, str], str]:
     url = f"http://127.0.0.1:{server.port}{path}"
     if token and data is None:
         url += ("&" if "?" in path else "?") + f"token={server.token}"
@@ -117,15 +117,37 @@ def http(server: ReviewServer, path: str, *, token: bool = True, data: dict | No
             all_headers["X-Review-Token"] = server.token
     request = urllib.request.Request(url, data=body, headers=all_headers, method="POST" if body else "GET")
     try:
-        with _OPENER.open(request, timeout=10) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             return response.status, dict(response.headers), response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read().decode()
 
 
-def decide(server: ReviewServer, cid: str, **payload: Any) -> tuple[int, dict[str, Any]]:
-    status, _, body = http(server, "/api/decide", data={"key": f"0/{cid}", **payload})
+def decide(server: ReviewServer, cid: str, *, timeout: float = 10, **payload: Any) -> tuple[int, dict[str, Any]]:
+    status, _, body = http(server, "/api/decide", data={"key": f"0/{cid}", **payload}, timeout=timeout)
     return status, json.loads(body)
+
+
+def burst(server: ReviewServer, ids: list[str]) -> list[Any]:
+    """POST a rejection for every id at the same moment (a barrier releases all threads together); each result is
+    the HTTP status, or the exception's repr when the connection failed, so a failure says what happened."""
+    results: list[Any] = [None] * len(ids)
+    start = threading.Barrier(len(ids))
+
+    def post(number: int, cid: str) -> None:
+        start.wait()
+        try:
+            # A generous timeout only guards against a hang: 100 decisions are committed one after another.
+            results[number] = decide(server, cid, decision="reject", reason="unreadable", timeout=300)[0]
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertion message
+            results[number] = repr(exc)
+
+    threads = [threading.Thread(target=post, args=item) for item in enumerate(ids)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
 
 
 @pytest.fixture
@@ -299,16 +321,21 @@ def test_the_latest_decision_wins(run_dir: Path) -> None:
 def test_two_tabs_at_once_lose_nothing(run_dir: Path) -> None:
     ids = [r["id"] for r in sample_candidates()]
     with running([run_dir]) as server:
-        results: list[int] = []
-        threads = [threading.Thread(target=lambda cid=cid: results.append(
-            decide(server, cid, decision="reject", reason="unreadable")[0])) for cid in ids * 3]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        results = burst(server, ids * 3)
     assert results == [200] * len(ids) * 3
     assert set(ReviewStore(run_dir).latest()) == set(ids)
     assert len(ReviewStore(run_dir).rows()) == len(ids) * 3
+
+
+def test_a_burst_of_100_posts_is_all_answered_and_stored(tmp_path: Path) -> None:
+    """The listen backlog absorbs a burst: with the default of 5, about half of 50 simultaneous POSTs were reset."""
+    ids = [f"b{n}::counterfactual::0" for n in range(100)]
+    run = make_run(tmp_path / "run", [candidate(cid) for cid in ids])
+    with running([run]) as server:
+        assert server.request_queue_size >= 128
+        results = burst(server, ids)
+    assert results == [200] * len(ids)
+    assert set(ReviewStore(run).latest()) == set(ids) and len(ReviewStore(run).rows()) == len(ids)
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
