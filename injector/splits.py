@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
 import shutil
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -42,12 +44,15 @@ def _stable_unit(seed: int, key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def _decisions(run_dir: Path) -> dict[str, Any]:
+def _decisions(run_dir: Path) -> tuple[dict[str, Any], Any]:
+    """The latest decision per candidate id of a run, and the review session whose `check_record` re-checks them
+    (None without a review store)."""
     if not (run_dir / "review.sqlite").exists():
-        return {}
-    from .review.store import ReviewStore
+        return {}, None
+    from .review.session import ReviewSession
 
-    return ReviewStore(run_dir).latest()
+    session = ReviewSession([run_dir])
+    return session.runs[0].store.latest(), session
 
 
 def _categories_of(run_dir: Path) -> dict[str, dict[str, str]]:
@@ -59,20 +64,31 @@ def _categories_of(run_dir: Path) -> dict[str, dict[str, str]]:
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
                  include_sources: bool = False, report: BuildReport) -> list[dict[str, Any]]:
     """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all)."""
+    from .review.session import Refused
+
     rows: list[dict[str, Any]] = []
     sources: dict[str, dict[str, Any]] = {}
+    refused: list[str] = []
     for run_dir in map(Path, run_dirs):
         if not (run_dir / "candidates.jsonl").exists() or not (run_dir / "manifest.json").exists():
             raise UserError(f"{run_dir}: not a run directory (no candidates.jsonl / manifest.json); "
                             "pass directories written by `inject run`")
         categories = _categories_of(run_dir)
-        decisions = _decisions(run_dir)
+        decisions, session = _decisions(run_dir)
         for reject in read_jsonl(run_dir / "rejects.jsonl"):
             report.run_rejects += 1
             report.reject_codes.update(reject.get("codes", []))
         for candidate in read_jsonl(run_dir / "candidates.jsonl"):
             report.candidates_seen += 1
             decision = decisions.get(candidate["id"])
+            if decision is not None:
+                # A stored decision passes the review app's own checks or the build stops: a row imported or
+                # written around the app (an error step past the end, an empty step) must not ship.
+                try:
+                    decision = session.check_record(0, candidate, decision)
+                except Refused as exc:
+                    refused.append(f"{run_dir / 'review.sqlite'}: candidate {candidate['id']!r}: {exc}")
+                    continue
             if decision is not None and decision.decision == "reject":
                 report.rejected_by_reviewer += 1
                 report.reviewer_reasons[decision.reason or "(no reason)"] += 1
@@ -89,6 +105,10 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                              category.get("name", candidate["category"]),
                              reviewed=decision is not None, reviewer=decision.reviewer if decision else ""))
             sources.setdefault(candidate["trajectory_id"], candidate)
+    if refused:
+        raise UserError(f"{len(refused)} reviewer decision(s) fail the review app's checks, so nothing was built:\n"
+                        + "\n".join(f"  {line}" for line in refused) + "\ndecide these candidates again in "
+                        "`inject review RUN_DIR` (the latest decision wins), then build again")
     if include_sources:
         rows.extend(_source_row(candidate) for candidate in sources.values())
     _unique_idx(rows)
@@ -224,6 +244,62 @@ def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def _write_split(out: Path, dataset: Any, splits: dict[str, list], rows: list[dict[str, Any]], card: str) -> None:
+    """Every file of a split directory, into `out`."""
+    dataset.save_to_disk(str(out))
+    for name, split in dataset.items():
+        (out / "parquet").mkdir(exist_ok=True)
+        split.to_parquet(str(out / "parquet" / f"{name}.parquet"))
+        _write_jsonl(out / "jsonl" / f"{name}.jsonl", splits[name])
+        _write_jsonl(out / "processbench" / f"{name}.jsonl", map(processbench_record, splits[name]))
+        _write_jsonl(out / "judge" / f"{name}.jsonl", map(judge_record, splits[name]))
+        _write_jsonl(out / "projudge" / f"{name}.jsonl", map(projudge_record, splits[name]))
+    by_classification: dict[str, list] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (r["classification"], r["idx"])):
+        by_classification[row["classification"]].append({key: row[key] for key in PRMBENCH_FIELDS})
+    for classification, records in by_classification.items():
+        _write_jsonl(out / "prmbench" / f"{classification}.jsonl", records)
+    (out / "README.md").write_text(card, encoding="utf-8")
+
+
+def _staging_dir(out: Path) -> Path:
+    """A new empty directory beside `out` (same file system, so a rename moves it); UserError if none can be made."""
+    parent = out.absolute().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            staging = parent / f".{out.name}.building-{secrets.token_hex(4)}"
+            try:
+                staging.mkdir()  # a plain mkdir, so the split gets the user's usual permissions
+                return staging
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise UserError(f"{out}: cannot create the split beside it in {parent} ({exc.strerror or exc}); choose a "
+                        "writable --out") from None
+
+
+def _move_into_place(staging: Path, out: Path) -> None:
+    """Rename `staging` to `out`; an existing `out` is renamed aside first and removed once the new one is in.
+
+    Between the two renames `out` is briefly absent; if the second rename fails the old one is put back.
+    """
+    if not (out.exists() or out.is_symlink()):
+        os.rename(staging, out)
+        return
+    old = staging.with_name(staging.name.replace(".building-", ".replaced-"))
+    os.rename(out, old)
+    try:
+        os.rename(staging, out)
+    except OSError:
+        os.rename(old, out)
+        raise
+    if old.is_symlink():
+        old.unlink()
+    else:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", test_size: float | None = None,
           seed: int = 0, include_unreviewed: bool = False, include_sources: bool = False, overwrite: bool = False,
           license: str = "other", command: list[str] | None = None, push_to_hub: str | None = None) -> BuildReport:
@@ -238,11 +314,10 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
         raise UserError(f"--by {by!r}: choose category or train-test")
     if by == "train-test" and not (test_size and 0 < test_size < 1):
         raise UserError("--by train-test needs --test-size between 0 and 1, e.g. --test-size 0.2")
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise UserError(f"{out} is not empty; choose another --out or pass --overwrite")
-        shutil.rmtree(out)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise UserError(f"{out} is not empty; choose another --out or pass --overwrite")
     report = BuildReport(out_dir=out)
+    # Every row is read and checked before anything is written.
     rows = collect_rows(run_dirs, include_unreviewed=include_unreviewed, include_sources=include_sources,
                         report=report)
     if not rows:
@@ -254,20 +329,17 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
     features = split_features()
     dataset = datasets.DatasetDict({name: datasets.Dataset.from_list(split_rows, features=features)
                                     for name, split_rows in splits.items()})
-    dataset.save_to_disk(str(out))
-    for name, split in dataset.items():
-        (out / "parquet").mkdir(exist_ok=True)
-        split.to_parquet(str(out / "parquet" / f"{name}.parquet"))
-        _write_jsonl(out / "jsonl" / f"{name}.jsonl", splits[name])
-        _write_jsonl(out / "processbench" / f"{name}.jsonl", map(processbench_record, splits[name]))
-        _write_jsonl(out / "judge" / f"{name}.jsonl", map(judge_record, splits[name]))
-        _write_jsonl(out / "projudge" / f"{name}.jsonl", map(projudge_record, splits[name]))
-    by_classification: dict[str, list] = defaultdict(list)
-    for row in sorted(rows, key=lambda r: (r["classification"], r["idx"])):
-        by_classification[row["classification"]].append({key: row[key] for key in PRMBENCH_FIELDS})
-    for classification, records in by_classification.items():
-        _write_jsonl(out / "prmbench" / f"{classification}.jsonl", records)
-    (out / "README.md").write_text(dataset_card(report, license=license, command=command or []), encoding="utf-8")
+    # Written into a directory beside --out and renamed into place at the end: a failure leaves no half split.
+    staging = _staging_dir(out)
+    try:
+        _write_split(staging, dataset, splits, rows, dataset_card(report, license=license, command=command or []))
+        _move_into_place(staging, out)
+    except OSError as exc:
+        where = f" writing {exc.filename}" if exc.filename else ""
+        raise UserError(f"{out}: cannot write the split ({exc.strerror or exc}{where}); nothing was written and an "
+                        "existing split is left as it was; free space or choose a writable --out") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     if push_to_hub:
         dataset.push_to_hub(push_to_hub)
     return report
