@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .answers import answers_equivalent, final_answer_of_steps
-from .errors import UserError
-from .records import read_jsonl
+from .errors import InputError, UserError
+from .records import Candidate, read_jsonl, read_jsonl_numbered
 
 # PRMBench's own fields, in its order: what `prmbench/<classification>.jsonl` holds and nothing else.
 PRMBENCH_FIELDS = ("original_question", "modified_question", "original_process", "modified_process",
@@ -61,6 +61,37 @@ def _categories_of(run_dir: Path) -> dict[str, dict[str, str]]:
     return manifest.get("categories", {})
 
 
+def check_candidate(path: Path, line: int, record: Any) -> None:
+    """An InputError naming FILE:LINE unless `record` has a candidate's shape, with step indices that exist.
+
+    A candidates file may come from someone else (or be hand-edited): what the build reads must not crash it.
+    """
+    from pydantic import ValidationError
+
+    try:
+        Candidate.model_validate(record)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(map(str, problem["loc"])) or "the line"
+        raise InputError(path, line, f"not a candidate record ({where}: {problem['msg']}); use a candidates.jsonl "
+                                     "written by `inject run`") from None
+    size = len(record["modified_process"])
+    for name in ("modified_steps", "error_steps"):
+        outside = [k for k in record[name] if not 1 <= k <= size]
+        if outside:
+            raise InputError(path, line, f"{name} {outside} lie outside steps 1..{size} of modified_process")
+    explanations = record.get("explanations")
+    if explanations is not None and not (isinstance(explanations, dict) and all(
+            str(k).isdigit() and isinstance(v, str) for k, v in explanations.items())):
+        raise InputError(path, line, "explanations: expected an object {step number: text}")
+    for name in ("subject", "ground_truth"):
+        if not isinstance(record.get(name), (str, type(None))):
+            raise InputError(path, line, f"{name}: expected text")
+    images = record.get("images", [])
+    if not (isinstance(images, list) and all(isinstance(i, str) for i in images)):
+        raise InputError(path, line, "images: expected a list of paths or URLs")
+
+
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
                  include_sources: bool = False, report: BuildReport) -> list[dict[str, Any]]:
     """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all)."""
@@ -78,7 +109,8 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
         for reject in read_jsonl(run_dir / "rejects.jsonl"):
             report.run_rejects += 1
             report.reject_codes.update(reject.get("codes", []))
-        for candidate in read_jsonl(run_dir / "candidates.jsonl"):
+        for number, candidate in read_jsonl_numbered(run_dir / "candidates.jsonl"):
+            check_candidate(run_dir / "candidates.jsonl", number, candidate)
             report.candidates_seen += 1
             decision = decisions.get(candidate["id"])
             if decision is not None:

@@ -309,3 +309,37 @@ def test_a_read_only_out_parent_is_a_user_error(reviewed, tmp_path):
         parent.chmod(0o755)
     assert result.exit_code == 2 and "Permission denied" in result.output and "internal error" not in result.output
     assert list(parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.pop("category"), "not a candidate record (category: Field required)"),
+    (lambda c: c.update(error_steps=[99]), "error_steps [99] lie outside steps 1.."),
+    (lambda c: c.update(explanations=["x"]), "explanations: expected an object"),
+    (lambda c: c.update(subject=3), "subject: expected text"),
+])
+def test_a_malformed_candidate_line_is_named(run_dir, tmp_path, change, message):
+    """A received run directory's candidates file may be hand-edited: FILE:LINE and exit 2, not a KeyError or a
+    StopIteration from the card (an error step past the end, with --include-unreviewed)."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    records = candidates(copy)
+    change(records[2])
+    (copy / "candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = build(str(copy), "--out", str(tmp_path / "split"), "--include-unreviewed")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {copy / 'candidates.jsonl'}:3: {message}")
+    assert not (tmp_path / "split").exists()
+
+
+def test_a_line_that_is_not_utf8_is_skipped_as_torn(run_dir, tmp_path, caplog):
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    with (copy / "candidates.jsonl").open("ab") as handle:
+        handle.write(b'{"id": "\xe9"}\n')
+    result = build(str(copy), "--out", str(tmp_path / "split"), "--include-unreviewed")
+    assert result.exit_code == 0, result.output
+    assert f"candidates.jsonl:{len(candidates(run_dir)) + 1}: ignoring a torn line" in caplog.text
