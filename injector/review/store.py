@@ -145,7 +145,11 @@ class ReviewStore:
         return write_decisions(Path(path), self.rows())
 
     def import_(self, path: Path) -> int:
-        """Append the rows of a file written by `export` (rows already present are not added twice)."""
+        """Append the rows of a file written by `export` (rows already present are not added twice).
+
+        Format checks only: the app's rules need the candidates, so `inject review --import` (`import_decisions`)
+        puts each row through `ReviewSession.check` instead, and `build` re-checks whatever the store holds.
+        """
         return self.add_new(read_decisions(Path(path)))
 
     def add_new(self, decisions: Iterable[Decision]) -> int:
