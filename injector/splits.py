@@ -295,8 +295,9 @@ def _write_split(out: Path, dataset: Any, splits: dict[str, list], rows: list[di
 
 
 def _staging_dir(out: Path) -> Path:
-    """A new empty directory beside `out` (same file system, so a rename moves it); UserError if none can be made."""
-    parent = out.absolute().parent
+    """A new empty directory beside `out` (a resolved path; the same file system, so a rename moves it); UserError
+    if none can be made."""
+    parent = out.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
         while True:
@@ -314,10 +315,23 @@ def _staging_dir(out: Path) -> Path:
 def _move_into_place(staging: Path, out: Path) -> None:
     """Rename `staging` to `out`; an existing `out` is renamed aside first and removed once the new one is in.
 
-    Between the two renames `out` is briefly absent; if the second rename fails the old one is put back.
+    Between the two renames `out` is briefly absent; if the second rename fails the old one is put back. An
+    existing empty `out` is kept (it may be the current directory, or have permissions of its own): the staged
+    entries are renamed into it, and back out if one fails.
     """
-    if not (out.exists() or out.is_symlink()):
+    if not out.exists():
         os.rename(staging, out)
+        return
+    if not any(out.iterdir()):
+        moved: list[Path] = []
+        try:
+            for entry in sorted(staging.iterdir(), key=lambda p: p.name == "README.md"):  # the card last
+                os.rename(entry, out / entry.name)
+                moved.append(entry)
+        except OSError:
+            for entry in moved:
+                os.rename(out / entry.name, entry)
+            raise
         return
     old = staging.with_name(staging.name.replace(".building-", ".replaced-"))
     os.rename(out, old)
@@ -326,10 +340,7 @@ def _move_into_place(staging: Path, out: Path) -> None:
     except OSError:
         os.rename(old, out)
         raise
-    if old.is_symlink():
-        old.unlink()
-    else:
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", test_size: float | None = None,
@@ -362,10 +373,11 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
     dataset = datasets.DatasetDict({name: datasets.Dataset.from_list(split_rows, features=features)
                                     for name, split_rows in splits.items()})
     # Written into a directory beside --out and renamed into place at the end: a failure leaves no half split.
-    staging = _staging_dir(out)
+    target = out.resolve()  # `--out .` or a symlink to a split: replace the directory it names
+    staging = _staging_dir(target)
     try:
         _write_split(staging, dataset, splits, rows, dataset_card(report, license=license, command=command or []))
-        _move_into_place(staging, out)
+        _move_into_place(staging, target)
     except OSError as exc:
         where = f" writing {exc.filename}" if exc.filename else ""
         raise UserError(f"{out}: cannot write the split ({exc.strerror or exc}{where}); nothing was written and an "

@@ -343,3 +343,26 @@ def test_a_line_that_is_not_utf8_is_skipped_as_torn(run_dir, tmp_path, caplog):
     result = build(str(copy), "--out", str(tmp_path / "split"), "--include-unreviewed")
     assert result.exit_code == 0, result.output
     assert f"candidates.jsonl:{len(candidates(run_dir)) + 1}: ignoring a torn line" in caplog.text
+
+
+def test_overwrite_through_a_symlink_replaces_the_directory_it_names(reviewed, tmp_path):
+    real = tmp_path / "v1"
+    assert build(str(reviewed), "--out", str(real)).exit_code == 0
+    (real / "stray.txt").write_text("old")
+    link = tmp_path / "latest"
+    link.symlink_to(real, target_is_directory=True)
+    assert build(str(reviewed), "--out", str(link), "--overwrite").exit_code == 0
+    assert link.is_symlink() and (real / "README.md").is_file() and not (real / "stray.txt").exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_an_empty_out_directory_is_kept_and_filled(reviewed, tmp_path, monkeypatch):
+    """`--out .` (or a directory prepared for the split) is filled in place, not replaced under the shell."""
+    out = tmp_path / "prepared"
+    out.mkdir()
+    inode = out.stat().st_ino
+    monkeypatch.chdir(out)
+    result = build(str(reviewed), "--out", ".")
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_ino == inode and (out / "README.md").is_file() and (out / "dataset_dict.json").is_file()
+    assert _leftovers(tmp_path) == []
