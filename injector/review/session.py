@@ -225,12 +225,6 @@ class ReviewSession:
 
 
 def decision_from_page(candidate_id: str, payload: dict[str, Any], reviewer: str) -> Decision:
-    """The decision a page's POST describes, its fields' types checked; `ReviewSession.check` does the rest."""
-    kind = payload.get("decision")
-    reason = payload.get("reason") or ""
-    if kind not in ("accept", "reject") or not isinstance(reason, str):
-        raise Refused("a decision is accept or reject, with an optional text reason")
-    if kind == "reject":
-        return Decision(candidate_id, "reject", reason, reviewer=reviewer)
-    return Decision(candidate_id, "accept", reason, payload.get("corrected_error_steps"),
-                    payload.get("edited_steps"), reviewer=reviewer)
+    """The decision a page's POST describes, as given; `ReviewSession.check` decides whether it may be stored."""
+    return Decision(candidate_id, payload.get("decision"), payload.get("reason") or "",
+                    payload.get("corrected_error_steps"), payload.get("edited_steps"), reviewer=reviewer)
