@@ -117,7 +117,7 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                 # A stored decision passes the review app's own checks or the build stops: a row imported or
                 # written around the app (an error step past the end, an empty step) must not ship.
                 try:
-                    decision = session.check_record(0, candidate, decision)
+                    decision = session.check_record(0, candidate, decision)  # run 0: the session holds this run only
                 except Refused as exc:
                     refused.append(f"{run_dir / 'review.sqlite'}: candidate {candidate['id']!r}: {exc}")
                     continue
