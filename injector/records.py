@@ -96,16 +96,22 @@ def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """Records of a JSONL file we wrote; a torn line (a write cut short by a kill) is skipped with a warning."""
+    for _, record in read_jsonl_numbered(path):
+        yield record
+
+
+def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, Any]]:
+    """`read_jsonl` with the line number of each record; a line that is not UTF-8 is skipped as torn too."""
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.strip()
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            line = raw.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                yield number, json.loads(line.decode("utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
 
 

@@ -1,6 +1,7 @@
 """`inject review RUN_DIR [RUN_DIR...]`: the review web app, or `--export` / `--import` of its decisions."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -43,8 +44,17 @@ def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: st
         click.echo(f"note: {note}", err=True)
     if import_path or export_path:
         if import_path:
-            added, total = import_decisions(session, import_path)
-            click.echo(f"{import_path}: {added} decisions added ({total - added} already there)")
+            imported = import_decisions(session, import_path)
+            for line in imported.refused:
+                click.echo(line, err=True)
+            click.echo(f"{import_path}: {imported.added} decisions added ({imported.already} already there)"
+                       + (f", {len(imported.refused)} refused" if imported.refused else ""))
+            if imported.refused:
+                from ..errors import UserError
+
+                raise UserError(f"{import_path}: {len(imported.refused)} row(s) refused (listed above), the others "
+                                "stored; fix or drop those rows and import the file again (stored rows are not "
+                                "added twice), or decide those candidates in the app")
         if export_path:
             count = export_decisions(session, export_path)
             click.echo(f"{export_path}: {count} decisions written")
@@ -52,28 +62,46 @@ def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: st
     serve(session, port=port, open_browser=not no_browser)
 
 
-def import_decisions(session, path: Path) -> tuple[int, int]:
-    """Add a file's decisions, each to the run holding its candidate; returns (added, rows in the file).
+@dataclass
+class Imported:
+    """What `import_decisions` did: rows stored, rows the store already held, and each refused row and why."""
 
-    Nothing is added unless every row names a candidate of exactly one of the runs under review.
+    added: int = 0
+    already: int = 0
+    refused: list[str] = field(default_factory=list)
+    """`FILE:LINE: refused: why`, one per refused row."""
+
+
+def import_decisions(session, path: Path) -> Imported:
+    """Add a file's decisions, each to the run holding its candidate, under exactly the app's checks.
+
+    Every row goes through `ReviewSession.check`, the function the app's POST handler uses: a row naming no
+    candidate (or one in several runs), a malformed row or a decision the app would refuse is reported and left
+    out; the rest are stored, as the checks normalised them. A file that cannot be read at all is a UserError.
     """
-    from ..errors import UserError
-    from .store import read_numbered
+    from .session import Refused
+    from .store import read_rows
 
-    numbered = read_numbered(path)
-    homes: dict[str, list[int]] = {}
+    homes: dict[str, list] = {}
     for entry in session.entries:
-        homes.setdefault(entry.id, []).append(entry.run)
+        homes.setdefault(entry.id, []).append(entry)
     per_run: dict[int, list] = {}
-    for number, decision in numbered:
-        runs = homes.get(decision.id, [])
-        if len(runs) != 1:
-            where = "none of" if not runs else "several of"
-            raise UserError(f"{path}:{number}: candidate {decision.id!r} is in {where} the run directories "
-                            "given; import into the run directory that holds it")
-        per_run.setdefault(runs[0], []).append(decision)
-    added = sum(session.runs[run].store.add_new(rows) for run, rows in per_run.items())
-    return added, len(numbered)
+    imported = Imported()
+    for number, row in read_rows(path):
+        try:
+            if isinstance(row, str):
+                raise Refused(row)
+            entries = homes.get(row.id, [])
+            if len(entries) != 1:
+                where = "none of" if not entries else "several of"
+                raise Refused(f"candidate {row.id!r} is in {where} the run directories given; import into the run "
+                              "directory that holds it")
+            per_run.setdefault(entries[0].run, []).append(session.check(entries[0], row))
+        except Refused as exc:
+            imported.refused.append(f"{path}:{number}: refused: {exc}")
+    imported.added = sum(session.runs[run].store.add_new(rows) for run, rows in per_run.items())
+    imported.already = sum(map(len, per_run.values())) - imported.added
+    return imported
 
 
 def export_decisions(session, path: Path) -> int:
