@@ -108,6 +108,10 @@ def _load(input_path, input_format, fields, split, strict, skip_invalid, categor
 def main() -> None:
     """Inject validated process-level errors into fully correct step-by-step solutions."""
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
+    from .redaction import RedactingFilter
+
+    for handler in logging.getLogger().handlers:  # no key reaches the terminal through a log line
+        handler.addFilter(RedactingFilter())
 
 
 @main.command()
@@ -230,7 +234,9 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
                 retry_rejects=retry_rejects, on_progress=display.update, command=command,
             )
     except KeyboardInterrupt:
-        resume = " ".join(command) + ("" if "--out" in command else f" --out {out}")
+        from .redaction import redact_command
+
+        resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {out}")
         click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     counts = result.manifest.counts

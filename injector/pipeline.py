@@ -23,6 +23,7 @@ from .errors import BudgetExceeded, UserError
 from .inject import DEFAULT_MAX_ATTEMPTS, DEFAULT_OUTPUT_MODE, OUTPUT_MODES, Unit, answer_mode, inject_one, utc_now
 from .prompts import render_messages
 from .records import Candidate, RunDirectory, RunManifest
+from .redaction import redact_command
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 
@@ -186,7 +187,7 @@ def run(
     digest = config_hash(config)
     run_dir.prepare(digest)
     manifest = RunManifest(
-        command=command if command is not None else list(sys.argv),
+        command=redact_command(command if command is not None else list(sys.argv)),  # no key in the manifest
         config=config,
         config_hash=digest,
         toolkit_version=__version__,
