@@ -246,6 +246,11 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
         f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )
+    if result.progress.provider_unreachable():
+        from .errors import ProviderUnreachable
+
+        raise ProviderUnreachable("no unit produced a candidate and some failed transiently (provider unreachable; "
+                                  "see the summary); exit 5, run the same command again to retry them")
 
 
 @main.command()
@@ -297,11 +302,16 @@ def stats(path, as_json, plots) -> None:
 @click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True)
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH", help="A bundled taxonomy or a YAML file.")
 @click.option("--json", "as_json", is_flag=True, help="Print every record's verdict as JSON lines.")
-def validate(file, input_format, taxonomy_path, as_json) -> None:
-    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary."""
+@click.option("--report-only", is_flag=True, help="Exit 0 even when records fail the audit (default: exit 4).")
+def audit(file, input_format, taxonomy_path, as_json, report_only) -> None:
+    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary.
+
+    Exits 4 when any record fails the audit, so a pipeline can gate on it (--report-only: exit 0).
+    """
     import json
 
     from .audit import audit_prmbench, audit_table
+    from .errors import AuditFailed
     from .taxonomy import Taxonomy
 
     report = audit_prmbench(file, Taxonomy.load(taxonomy_path))
@@ -312,6 +322,21 @@ def validate(file, input_format, taxonomy_path, as_json) -> None:
             verdict = "valid" if record["valid"] else " ".join(record["codes"])
             click.echo(f"{file}:{record['line']}\t{record['idx']}\t{record['category']}\t{verdict}")
     click.echo(audit_table(report), err=as_json)
+    invalid = sum(not record["valid"] for record in report.records)
+    if invalid and not report_only:
+        raise AuditFailed(f"{file}: {invalid} of {len(report.records)} records fail the audit "
+                          "(exit 4; --report-only exits 0)")
+
+
+@main.command("validate", hidden=True, context_settings={"ignore_unknown_options": True},
+              add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def validate_alias(ctx: click.Context, args) -> None:
+    """The former name of `audit`."""
+    click.echo("note: `inject validate` is now `inject audit` (same options); running `inject audit`", err=True)
+    with audit.make_context("audit", list(args), parent=ctx.parent) as audit_ctx:
+        audit.invoke(audit_ctx)
 
 
 def _register_review() -> None:

@@ -31,3 +31,16 @@ class BudgetExceeded(InjectorError):
     """A budget stopped the run; running the same command again resumes it (exit 3)."""
 
     exit_code = 3
+
+
+class AuditFailed(InjectorError):
+    """`inject audit`: at least one record fails the audit (exit 4, so a pipeline can gate on it)."""
+
+    exit_code = 4
+
+
+class ProviderUnreachable(InjectorError):
+    """`inject run`: no unit produced a candidate and some failed transiently, e.g. no network (exit 5); running
+    the same command again retries them."""
+
+    exit_code = 5

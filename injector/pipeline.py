@@ -22,7 +22,7 @@ from .engines.base import Engine
 from .errors import BudgetExceeded, UserError
 from .inject import DEFAULT_MAX_ATTEMPTS, DEFAULT_OUTPUT_MODE, OUTPUT_MODES, Unit, answer_mode, inject_one, utc_now
 from .prompts import render_messages
-from .records import Candidate, RunDirectory, RunManifest
+from .records import TRANSIENT_FAILURE, Candidate, RunDirectory, RunManifest
 from .redaction import redact_command
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
@@ -51,6 +51,8 @@ class RunProgress:
     started: float = field(default_factory=time.monotonic)
     retries: Callable[[], int] = lambda: 0
     """Transient retries so far (read from the engine)."""
+    transient_message: str | None = None
+    """The latest transient failure's message: why the provider looks unreachable."""
 
     def rate(self) -> float:
         elapsed = time.monotonic() - self.started
@@ -62,6 +64,11 @@ class RunProgress:
             return None
         return max(0.0, (self.planned - self.done) / rate)
 
+    def provider_unreachable(self) -> bool:
+        """No unit of this invocation produced a candidate and at least one failed transiently (429/5xx/timeouts/
+        connection refused after every retry): nothing useful was done, and the same command retries them."""
+        return self.accepted == 0 and self.codes.get(TRANSIENT_FAILURE, 0) > 0
+
     def record(self, record: Any) -> None:
         self.done += 1
         outcome = "accepted" if isinstance(record, Candidate) else "rejected"
@@ -69,6 +76,8 @@ class RunProgress:
         self.by_category.setdefault(record.category, {"accepted": 0, "rejected": 0})[outcome] += 1
         for code in getattr(record, "codes", []):
             self.codes[code] = self.codes.get(code, 0) + 1
+        if TRANSIENT_FAILURE in getattr(record, "codes", []) and record.messages:
+            self.transient_message = record.messages[-1]
         usage = record.provenance.get("usage") or {}
         self.prompt_tokens += usage.get("prompt_tokens", 0)
         self.completion_tokens += usage.get("completion_tokens", 0)

@@ -6,6 +6,7 @@ import time
 from typing import Any, TextIO
 
 from .pipeline import DryRunReport, RunProgress
+from .records import TRANSIENT_FAILURE
 
 PLAIN_INTERVAL_SECONDS = 10.0
 
@@ -77,6 +78,10 @@ def summary_table(progress: RunProgress) -> str:
     lines.append("")
     lines.append(f"tokens: {progress.prompt_tokens} prompt + {progress.completion_tokens} completion; "
                  f"cost {_cost(progress.cost)}; {progress.retries()} transient retries")
+    if progress.provider_unreachable():
+        lines.append(f"no candidates: {progress.codes[TRANSIENT_FAILURE]} of {progress.done} units failed "
+                     f"transiently after every retry (last: {progress.transient_message}); the provider looks "
+                     "unreachable: check --api-base and the network, then run the same command again")
     return "\n".join(lines)
 
 

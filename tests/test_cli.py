@@ -218,3 +218,41 @@ def test_help_does_not_import_litellm():
             "print('litellm' in sys.modules)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "False"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_run_with_the_provider_unreachable_exits_5(trajectories_file, tmp_path, monkeypatch):
+    from injector.engines.llm import LLMEngine
+
+    monkeypatch.setattr(LLMEngine, "_retry_delay", lambda self, error, failures: 0)  # retries, without waiting
+    out = tmp_path / "run"
+    args = ["run", "--category", "circular_logic", "--input", str(trajectories_file), "--model", "openai/scripted",
+            "--api-base", f"http://127.0.0.1:{closed_port()}/v1", "--out", str(out), "--limit", "2"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 5, result.output
+    assert f"{out}: 0 candidates, 2 rejects" in result.stdout
+    assert "no candidates: 2 of 2 units failed transiently after every retry (last: " in result.stderr
+    assert "Connection error" in result.stderr and "check --api-base and the network" in result.stderr
+    assert result.stderr.rstrip().endswith("exit 5, run the same command again to retry them")
+    assert {r["codes"][0] for r in read_jsonl(out / "rejects.jsonl")} == {"transient_failure"}
+
+
+def test_run_with_some_candidates_and_transient_failures_exits_0(scripted_server, trajectories_file, tmp_path,
+                                                                monkeypatch):
+    from injector.engines.llm import LLMEngine
+
+    monkeypatch.setattr(LLMEngine, "_retry_delay", lambda self, error, failures: 0)
+    replies = iter([json.dumps(CIRCULAR_EDITS)])
+    scripted_server.script = lambda request: next(replies, Reply(status=503, error="overloaded"))
+    out = tmp_path / "run"
+    result = invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "2", "--concurrency", "1"))
+    assert result.exit_code == 0 and f"{out}: 1 candidates, 1 rejects" in result.output
+    assert "no candidates" not in result.output
