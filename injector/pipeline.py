@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 from . import __version__
 from .engines.base import Engine
 from .errors import BudgetExceeded, UserError
+from .estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from .inject import DEFAULT_MAX_ATTEMPTS, DEFAULT_OUTPUT_MODE, OUTPUT_MODES, Unit, answer_mode, inject_one, utc_now
 from .prompts import render_messages
 from .records import TRANSIENT_FAILURE, Candidate, RunDirectory, RunManifest
@@ -318,6 +319,10 @@ class DryRunReport:
     cost_estimate: float | None = None
     """Dollars for one attempt per unit; None when the model has no known price."""
     max_attempts: int = 1
+    completion_estimate_source: str = ESTIMATE_SOURCE
+    """Where the completion-token figures come from (said in the output)."""
+    pooled_categories: list[str] = field(default_factory=list)
+    """Categories PRMBench has no answers for: estimated with the pooled fit."""
 
 
 def dry_run(
@@ -335,15 +340,19 @@ def dry_run(
 ) -> DryRunReport:
     """Count the requests and prompt tokens of a run (skipping what `out` already holds), and estimate its cost.
 
-    The answer's length is estimated as the solution it writes back in full mode, and as a third of that in edit
-    mode (measured on PRMBench's records: edits take about 0.3 of the seven-field answer; bench/edit_tokens.py).
+    Completion tokens are estimated per unit from measured figures (`injector.estimates`: fitted per category and
+    output mode on PRMBench's GPT-4o answers, from the length of the source solution).
     """
     categories, _ = split_by_support(engine, categories)
     finished: set[str] = set()
     if out is not None and RunDirectory(out).read_manifest() is not None:
         finished = RunDirectory(out).written().finished(retry_rejects)
     count_tokens = getattr(engine, "count_tokens", lambda messages: sum(len(m["content"]) for m in messages) // 4)
+    count_text_tokens = getattr(engine, "count_text_tokens", lambda text: len(text) // 4)
     report = DryRunReport(max_attempts=max_attempts if getattr(engine, "takes_feedback", False) else 1)
+    completion_tokens = 0.0
+    pooled: set[str] = set()
+    solution_tokens: tuple[Trajectory | None, int] = (None, 0)  # units come per trajectory: count it once
     for unit in iter_units(trajectories, categories, samples, limit):
         if unit.id in finished:
             report.skipped_existing += 1
@@ -352,8 +361,14 @@ def dry_run(
         messages = render_messages(taxonomy, unit.category, unit.trajectory, output_mode=mode, attach_images=False)
         report.units += 1
         report.prompt_tokens += count_tokens(messages)
-        solution_tokens = len(json.dumps(unit.trajectory.steps, ensure_ascii=False)) // 4 + 60
-        report.completion_tokens_estimate += solution_tokens if mode == "full" else solution_tokens // 3
+        if solution_tokens[0] is not unit.trajectory:
+            solution_tokens = (unit.trajectory, count_text_tokens(solution_text(unit.trajectory.steps)))
+        estimate, measured = completion_tokens_estimate(unit.category.classification, mode, solution_tokens[1])
+        completion_tokens += estimate
+        if not measured:
+            pooled.add(unit.category.id)
+    report.completion_tokens_estimate = round(completion_tokens)
+    report.pooled_categories = sorted(pooled)
     prices = engine_prices(engine)
     if prices is not None:
         report.cost_estimate = report.prompt_tokens * prices[0] + report.completion_tokens_estimate * prices[1]

@@ -92,6 +92,8 @@ def dry_run_table(report: DryRunReport) -> str:
         f"units to run       {report.units} ({report.skipped_existing} already in the run directory)",
         f"requests           {requests}",
         f"prompt tokens      {report.prompt_tokens}",
-        f"completion tokens  ~{report.completion_tokens_estimate} (estimated: the solution written back)",
+        f"completion tokens  ~{report.completion_tokens_estimate} ({report.completion_estimate_source}"
+        + (f"; pooled fit for {', '.join(report.pooled_categories)}, which PRMBench lacks"
+           if report.pooled_categories else "") + ")",
         f"estimated cost     {_cost(report.cost_estimate)} for one attempt per unit",
     ])

@@ -138,6 +138,10 @@ class LLMEngine:
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         return int(import_litellm().token_counter(model=self.model, messages=messages))
 
+    def count_text_tokens(self, text: str) -> int:
+        """Tokens of a bare text (no chat framing), with the model's tokenizer as litellm knows it."""
+        return int(import_litellm().token_counter(model=self.model, text=text))
+
     def sends_schema(self) -> bool:
         if not self.use_schema:
             return False
