@@ -18,6 +18,8 @@ REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 4
 """Shorter registered values are not replaced as plain text (a 2-letter user name would blank every "ab");
 the URL patterns below still catch them where they sit in a URL."""
+MIN_ENV_SECRET_LENGTH = 8
+"""Environment values are replaced from this length: real keys are long, and `SORT_KEY=name` is not a secret."""
 
 # OpenAI-style keys (sk-..., sk-proj-...), Anthropic (sk-ant-...), and the like.
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
@@ -45,7 +47,7 @@ def register_secret(value: str | None) -> None:
 def _environment_secrets() -> Iterable[str]:
     # Read at call time: a key exported after import is still caught. Only for error paths, so cheap enough.
     return (value for name, value in os.environ.items()
-            if _SECRET_ENV_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH)
+            if _SECRET_ENV_NAME.search(name) and len(value) >= MIN_ENV_SECRET_LENGTH)
 
 
 def redact(text: str) -> str:

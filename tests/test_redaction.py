@@ -83,16 +83,14 @@ def test_userinfo_and_query_of_the_api_base_are_never_recorded(scripted_server, 
         assert secret not in written
 
 
-def test_redact_catches_every_form():
+def test_redact_catches_every_form(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("SORT_KEY", "name")  # too short to be a credential: left alone
     public_url(f"https://me:{USER_PASSWORD}@proxy.example/v1?token={URL_KEY}")  # registers both
     text = (f"key {ENV_KEY}; {USER_PASSWORD} / {URL_KEY}; https://a:b@host/x?api_key=zzz&n=1; "
-            f"sk-ant-api03-abcdefghijk; Authorization=Bearer-xyz")
-    monkeypatch_env = {"OPENAI_API_KEY": ENV_KEY}
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in monkeypatch_env.items():
-            patch.setenv(name, value)
-        assert redact(text) == (f"key {REDACTED}; {REDACTED} / {REDACTED}; https://{REDACTED}@host/x?api_key="
-                                f"{REDACTED}&n=1; {REDACTED}; Authorization={REDACTED}")
+            f"sk-ant-api03-abcdefghijk; Authorization=Bearer-xyz; by name")
+    assert redact(text) == (f"key {REDACTED}; {REDACTED} / {REDACTED}; https://{REDACTED}@host/x?api_key="
+                            f"{REDACTED}&n=1; {REDACTED}; Authorization={REDACTED}; by name")
     # LaTeX and ordinary messages pass unchanged.
     assert redact(r"step 3: $\frac{1}{2}$ is not 0.5x (sketch)") == r"step 3: $\frac{1}{2}$ is not 0.5x (sketch)"
 
