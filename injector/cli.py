@@ -111,7 +111,8 @@ def main() -> None:
     from .redaction import RedactingFilter
 
     for handler in logging.getLogger().handlers:  # no key reaches the terminal through a log line
-        handler.addFilter(RedactingFilter())
+        if not any(isinstance(existing, RedactingFilter) for existing in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 @main.command()
