@@ -1,4 +1,4 @@
-"""`inject validate FILE`: audit a published benchmark file against the toolkit's rules, to measure its label noise."""
+"""`inject audit FILE`: audit a published benchmark file against the toolkit's rules, to measure its label noise."""
 from __future__ import annotations
 
 import json

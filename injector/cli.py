@@ -145,6 +145,11 @@ def _load(input_path, input_format, fields, split, strict, skip_invalid, categor
 def main() -> None:
     """Inject validated process-level errors into fully correct step-by-step solutions."""
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
+    from .redaction import RedactingFilter
+
+    for handler in logging.getLogger().handlers:  # no key reaches the terminal through a log line
+        if not any(isinstance(existing, RedactingFilter) for existing in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 @main.command()
@@ -267,7 +272,9 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
                 retry_rejects=retry_rejects, on_progress=display.update, command=command,
             )
     except KeyboardInterrupt:
-        resume = " ".join(command) + ("" if "--out" in command else f" --out {out}")
+        from .redaction import redact_command
+
+        resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {out}")
         click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     counts = result.manifest.counts
@@ -277,6 +284,11 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
         f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )
+    if result.progress.provider_unreachable():
+        from .errors import ProviderUnreachable
+
+        raise ProviderUnreachable("no unit produced a candidate and some failed transiently (provider unreachable; "
+                                  "see the summary); exit 5, run the same command again to retry them")
 
 
 @main.command()
@@ -334,11 +346,16 @@ def stats(path, as_json, plots, cues, taxonomy_path) -> None:
 @click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True)
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH", help="A bundled taxonomy or a YAML file.")
 @click.option("--json", "as_json", is_flag=True, help="Print every record's verdict as JSON lines.")
-def validate(file, input_format, taxonomy_path, as_json) -> None:
-    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary."""
+@click.option("--report-only", is_flag=True, help="Exit 0 even when records fail the audit (default: exit 4).")
+def audit(file, input_format, taxonomy_path, as_json, report_only) -> None:
+    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary.
+
+    Exits 4 when any record fails the audit, so a pipeline can gate on it (--report-only: exit 0).
+    """
     import json
 
     from .audit import audit_prmbench, audit_table
+    from .errors import AuditFailed
     from .taxonomy import Taxonomy
 
     report = audit_prmbench(file, Taxonomy.load(taxonomy_path))
@@ -349,6 +366,21 @@ def validate(file, input_format, taxonomy_path, as_json) -> None:
             verdict = "valid" if record["valid"] else " ".join(record["codes"])
             click.echo(f"{file}:{record['line']}\t{record['idx']}\t{record['category']}\t{verdict}")
     click.echo(audit_table(report), err=as_json)
+    invalid = sum(not record["valid"] for record in report.records)
+    if invalid and not report_only:
+        raise AuditFailed(f"{file}: {invalid} of {len(report.records)} records fail the audit "
+                          "(exit 4; --report-only exits 0)")
+
+
+@main.command("validate", hidden=True, context_settings={"ignore_unknown_options": True},
+              add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def validate_alias(ctx: click.Context, args) -> None:
+    """The former name of `audit`."""
+    click.echo("note: `inject validate` is now `inject audit` (same options); running `inject audit`", err=True)
+    with audit.make_context("audit", list(args), parent=ctx.parent) as audit_ctx:
+        audit.invoke(audit_ctx)
 
 
 def _register_review() -> None:

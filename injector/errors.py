@@ -41,3 +41,16 @@ class WriteFailed(UserError):
         self.path = str(path)
         reason = getattr(reason, "strerror", None) or str(reason)
         super().__init__(f"cannot write {self.path}: {reason}; {hint}")
+
+
+class AuditFailed(InjectorError):
+    """`inject audit`: at least one record fails the audit (exit 4, so a pipeline can gate on it)."""
+
+    exit_code = 4
+
+
+class ProviderUnreachable(InjectorError):
+    """`inject run`: no unit produced a candidate and some failed transiently, e.g. no network (exit 5); running
+    the same command again retries them."""
+
+    exit_code = 5

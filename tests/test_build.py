@@ -1,4 +1,4 @@
-"""`inject build`, `inject stats` and `inject validate`: splits load with datasets, PRMBench files have exactly
+"""`inject build`, `inject stats` and `inject audit`: splits load with datasets, PRMBench files have exactly
 PRMBench's fields, builds are reproducible, reviewers' corrections are applied, the card and stats count right."""
 from __future__ import annotations
 
@@ -202,16 +202,19 @@ def test_stats_json_matches_a_hand_count(reviewed, tmp_path):
                                                                        "error_positions.png"]
 
 
-def test_validate_audits_prmbench(tmp_path):
+def test_audit_audits_prmbench_and_gates_on_failures(tmp_path):
     path = PRMBENCH / "prm800k_train_p1_first400_4o_step_contradiction.jsonl"
-    result = CliRunner().invoke(main, ["validate", str(path)])
-    assert result.exit_code == 0
-    lines = [l for l in result.output.splitlines() if l.startswith(str(path))]
+    result = CliRunner().invoke(main, ["audit", str(path)])
+    assert result.exit_code == 4  # records fail the audit: a pipeline can gate on it (1 is an internal error)
+    lines = [l for l in result.stdout.splitlines() if l.startswith(str(path))]
     assert len(lines) == 25 and sum(l.endswith("\tvalid") for l in lines) == 2  # as pinned in test_prmbench_verdicts
-    assert "step_contradiction          25      2      23" in result.output
+    assert "step_contradiction          25      2      23" in result.stdout
+    assert result.stderr == f"error: {path}: 23 of 25 records fail the audit (exit 4; --report-only exits 0)\n"
+    result = CliRunner().invoke(main, ["audit", "--report-only", str(path)])
+    assert result.exit_code == 0 and "step_contradiction          25      2      23" in result.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"original_question": "q"}\n')
-    result = CliRunner().invoke(main, ["validate", str(bad)])
+    result = CliRunner().invoke(main, ["audit", str(bad)])
     assert result.exit_code == 2 and f"{bad}:1: missing field" in result.output
 
 
@@ -366,3 +369,29 @@ def test_an_empty_out_directory_is_kept_and_filled(reviewed, tmp_path, monkeypat
     assert result.exit_code == 0, result.output
     assert out.stat().st_ino == inode and (out / "README.md").is_file() and (out / "dataset_dict.json").is_file()
     assert _leftovers(tmp_path) == []
+
+
+def test_audit_of_a_clean_file_exits_0(tmp_path):
+    path = PRMBENCH / "prm800k_train_p1_first400_4o_step_contradiction.jsonl"
+    valid = [line for line in path.read_text(encoding="utf-8").splitlines()
+             if line and json.loads(line)["idx"] in _valid_idx(path)]
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("\n".join(valid) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["audit", "--json", str(clean)])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["valid"] for line in result.output.splitlines() if line.startswith("{")] == [True, True]
+
+
+def _valid_idx(path: Path) -> set:
+    result = CliRunner().invoke(main, ["audit", "--json", "--report-only", str(path)])
+    return {record["idx"] for record in map(json.loads, result.stdout.splitlines()) if record["valid"]}
+
+
+def test_validate_is_a_hidden_alias_of_audit():
+    path = PRMBENCH / "prm800k_train_p1_first400_4o_step_contradiction.jsonl"
+    result = CliRunner().invoke(main, ["validate", "--report-only", str(path)])
+    assert result.exit_code == 0 and "step_contradiction          25      2      23" in result.stdout
+    assert result.stderr.count("`inject validate` is now `inject audit`") == 1
+    assert CliRunner().invoke(main, ["validate", str(path)]).exit_code == 4
+    listing = CliRunner().invoke(main, ["--help"]).output
+    assert "  audit " in listing and "  validate " not in listing

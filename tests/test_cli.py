@@ -262,7 +262,8 @@ def into_a_closed_pipe(*args: str) -> tuple[int, str]:
 @pytest.mark.parametrize("args", [
     ("render", "--category", "circular_logic", "--limit", "5"),  # fails while writing
     ("categories",),  # small: fails in the flush at exit
-    ("validate", str(Path(__file__).parent / "fixtures" / "prmbench" / "prm_test_p12_multi_solutions.first10.jsonl")),
+    ("audit", "--report-only",
+     str(Path(__file__).parent / "fixtures" / "prmbench" / "prm_test_p12_multi_solutions.first10.jsonl")),
 ])
 def test_a_closed_pipe_ends_silently_with_141(args):
     from injector.cli import crash_dir
@@ -304,10 +305,48 @@ def test_damaged_inputs_are_one_line_and_exit_2(scripted_server, tmp_path):
     assert 0 < len(written) < 100  # what was read before the damage is kept
 
 
-def test_validate_of_a_non_utf8_file_is_one_line_and_exit_2(tmp_path):
+def test_audit_of_a_non_utf8_file_is_one_line_and_exit_2(tmp_path):
     path = tmp_path / "latin1.jsonl"
     good = (Path(__file__).parent / "fixtures" / "prmbench" / "prm_test_p12_multi_solutions.first10.jsonl")
     path.write_bytes(good.read_bytes().splitlines(keepends=True)[0] + "caf\u00e9\n".encode("latin-1"))
-    result = invoke("validate", str(path))
+    result = invoke("audit", str(path))
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines()[-1] == f"error: {path}:2: not UTF-8 text; save the file as UTF-8"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_run_with_the_provider_unreachable_exits_5(trajectories_file, tmp_path, monkeypatch):
+    from injector.engines.llm import LLMEngine
+
+    monkeypatch.setattr(LLMEngine, "_retry_delay", lambda self, error, failures: 0)  # retries, without waiting
+    out = tmp_path / "run"
+    args = ["run", "--category", "circular_logic", "--input", str(trajectories_file), "--model", "openai/scripted",
+            "--api-base", f"http://127.0.0.1:{closed_port()}/v1", "--out", str(out), "--limit", "2"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 5, result.output
+    assert f"{out}: 0 candidates, 2 rejects" in result.stdout
+    assert "no candidates: 2 of 2 units failed transiently after every retry (last: " in result.stderr
+    assert "Connection error" in result.stderr and "check --api-base and the network" in result.stderr
+    assert result.stderr.rstrip().endswith("exit 5, run the same command again to retry them")
+    assert {r["codes"][0] for r in read_jsonl(out / "rejects.jsonl")} == {"transient_failure"}
+
+
+def test_run_with_some_candidates_and_transient_failures_exits_0(scripted_server, trajectories_file, tmp_path,
+                                                                monkeypatch):
+    from injector.engines.llm import LLMEngine
+
+    monkeypatch.setattr(LLMEngine, "_retry_delay", lambda self, error, failures: 0)
+    replies = iter([json.dumps(CIRCULAR_EDITS)])
+    scripted_server.script = lambda request: next(replies, Reply(status=503, error="overloaded"))
+    out = tmp_path / "run"
+    result = invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "2", "--concurrency", "1"))
+    assert result.exit_code == 0 and f"{out}: 1 candidates, 1 rejects" in result.output
+    assert "no candidates" not in result.output
