@@ -25,8 +25,10 @@ class Rules(BaseModel):
 
     allow_question_edit: bool = False
     """The injection may change the question (`question_edit_not_allowed` otherwise)."""
-    allow_error_on_unchanged_step: bool = False
-    """An error step may be a step the injection left unchanged (`error_on_unchanged_step` otherwise)."""
+    allow_error_on_unchanged_step: bool | Literal["with_question_edit"] = False
+    """An error step may be a step the injection left unchanged (`error_on_unchanged_step` otherwise);
+    `with_question_edit`: only when the question was changed (a trap set in the question makes an unchanged step
+    wrong)."""
     allow_deletions: bool = True
     """The injection may delete original steps (listed in warnings; `deletion_not_allowed` otherwise)."""
     multi_solution: bool = False
@@ -41,6 +43,12 @@ class Rules(BaseModel):
     """Every error step needs an explanation (`missing_explanation`)."""
     requires_images: bool = False
     """Only trajectories with an image can carry this error; the others are `not_applicable`."""
+
+    def allows_error_on_unchanged_step(self, question_edited: bool) -> bool:
+        """Whether an unchanged step may be an error step, given whether the question was changed."""
+        if self.allow_error_on_unchanged_step == "with_question_edit":
+            return question_edited
+        return self.allow_error_on_unchanged_step is True
 
     @model_validator(mode="after")
     def _range(self) -> "Rules":

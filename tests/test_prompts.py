@@ -144,7 +144,7 @@ def test_edit_mode_asks_for_edits(category_id: str) -> None:
     for op in ("replace", "insert"):
         assert f'"op": "{op}"' in output
     assert ('"op": "delete"' in output) == category.rules.allow_deletions
-    assert ('"op": "flag"' in output) == category.rules.allow_error_on_unchanged_step
+    assert ('"op": "flag"' in output) == bool(category.rules.allow_error_on_unchanged_step)
     assert "null" in output  # keys that do not apply may be null, as the strict schema sends them
     # No word of the full contract survives in edit mode (the guidance blocks included).
     for word in ("modified_question", "modified_process", "modified_steps", "error_steps", "byte-for-byte"):

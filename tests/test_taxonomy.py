@@ -95,14 +95,14 @@ def test_extends_overrides_and_adds(tmp_path):
     path = taxonomy_file(tmp_path, UNIT + """
 - id: confidence
   definition: Our own wording.
-  rules: {max_changes: 1}
+  rules: {final_answer: change}
 """, header="name: mine\nextends: prmbench\nlabel_leak_phrases: [oops]\n")
     taxonomy = Taxonomy.load(path)
     ids = [c.id for c in taxonomy.categories]
     assert ids[:9] == [c.id for c in Taxonomy.load().categories] and ids[9] == "unit_slip"
     confidence = taxonomy.category("confidence")
     assert confidence.definition == "Our own wording." and confidence.name == "Confidence Invariance"
-    assert confidence.rules.max_changes == 1 and confidence.prmbench_id == "confidence"
+    assert confidence.rules.final_answer == "change" and confidence.prmbench_id == "confidence"
     assert Path(confidence.template).name == "confidence.j2"  # still the bundled template
     missing = taxonomy.category("missing_condition")
     assert missing.rules.allow_question_edit and missing.rules.allow_error_on_unchanged_step
@@ -125,6 +125,11 @@ WRONG = {"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": True}
     ({"max_changes": 1}, edits(WRONG, {"op": "insert", "after": 0, "text": "Start."}), ["too_many_changes"]),
     ({"require_explanations": True}, edits(WRONG), ["missing_explanation"]),
     ({"require_explanations": True}, edits(dict(WRONG, explanation="2 + 3 is 5")), []),
+    # A trap: an unchanged step may be an error step only when the question was changed.
+    ({"allow_question_edit": True, "allow_error_on_unchanged_step": "with_question_edit"},
+     edits({"op": "flag", "step": 2}), ["error_on_unchanged_step"]),
+    ({"allow_question_edit": True, "allow_error_on_unchanged_step": "with_question_edit"},
+     edits({"op": "flag", "step": 2}, question="What is $2 + 4$?"), []),
 ])
 def test_category_rules(tmp_path, rules, answer, codes):
     taxonomy = Taxonomy.load(taxonomy_file(tmp_path, UNIT + f"  rules: {json.dumps(rules)}\n"))
@@ -229,3 +234,17 @@ def test_a_taxonomy_changed_in_python_is_a_different_configuration(tmp_path):
     assert taxonomy.file_hash() != before
     with pytest.raises(UserError, match="holds a run with a different configuration"):
         run(load_trajectories(), taxonomy=taxonomy, **arguments)
+
+
+@pytest.mark.parametrize(("question", "codes"), [
+    ("What is $2 + 3$?", ["error_on_unchanged_step"]),
+    ("What is $2 + 4$?", []),
+])
+def test_deception_flags_unchanged_steps_only_with_an_edited_question(question, codes):
+    """Full mode too: the bundled deception may call an unchanged step an error only when it set a trap."""
+    from injector.contract import FullAnswer
+    taxonomy = Taxonomy.load()
+    answer = FullAnswer.model_validate({"modified_question": question, "modified_process": list(TRAJECTORY.steps),
+                                        "modified_steps": [], "error_steps": [2, 3], "reason": "r"})
+    verdict = validate_answer(taxonomy, taxonomy.category("deception"), TRAJECTORY, answer)
+    assert verdict.codes == codes, verdict.messages
