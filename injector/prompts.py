@@ -18,6 +18,7 @@ from jinja2 import FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from .errors import UserError
+from .examples import rendered_examples
 from .resources import bundled_prompts_dir
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
@@ -59,7 +60,7 @@ def _compiled_text(text: str) -> Any:
 
 def category_context(taxonomy: Taxonomy, category: Category) -> dict[str, Any]:
     """What the static (system) part sees: the category, with the taxonomy's leak phrases merged in."""
-    return {"category": {**category.model_dump(exclude={"template_text"}),
+    return {"category": {**category.model_dump(exclude={"template_text", "examples"}),
                          "label_leak_phrases": taxonomy.leak_phrases(category)}}
 
 
@@ -107,7 +108,8 @@ def render_messages(
             template = _environment(template_path.parent).get_template(template_name)
         else:
             template = _compiled_text(category.template_text)
-        static = {**category_context(taxonomy, category), "output_mode": mode}
+        static = {**category_context(taxonomy, category), "output_mode": mode,
+                  "worked_examples": rendered_examples(category, mode)}
         system = _system_part(template, json.dumps(static, sort_keys=True, default=str))
         dynamic = {**trajectory_context(trajectory), "images_attached": attach_images and bool(trajectory.images),
                    **category.extra_context(trajectory)}

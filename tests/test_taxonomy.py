@@ -248,3 +248,56 @@ def test_deception_flags_unchanged_steps_only_with_an_edited_question(question, 
                                         "modified_steps": [], "error_steps": [2, 3], "reason": "r"})
     verdict = validate_answer(taxonomy, taxonomy.category("deception"), TRAJECTORY, answer)
     assert verdict.codes == codes, verdict.messages
+
+
+GOOD_EXAMPLE = {
+    "question": "What is $2 + 3$?",
+    "steps": ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"],
+    "answer": {"modified_process": ["Let $x = 2$.", "Then $x + 3 = 6$.", "So the answer is 6.\n\n# Answer\n\n6"],
+               "error_steps": [2, 3], "reason": "Step 2 adds wrongly; step 3 carries it to the answer."},
+}
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_examples_inline_or_in_a_file_beside_the_taxonomy_reach_the_prompt(tmp_path, inline):
+    if inline:
+        path = taxonomy_file(tmp_path, UNIT + "  examples:\n" + textwrap.indent(json.dumps([GOOD_EXAMPLE]), "    "))
+    else:
+        write(tmp_path, "examples/unit.json", json.dumps([GOOD_EXAMPLE]))
+        path = taxonomy_file(tmp_path, UNIT + "  examples: examples/unit.json\n")
+    taxonomy = Taxonomy.load(path)
+    system = render_messages(taxonomy, taxonomy.category("unit_slip"), TRAJECTORY)[0]["content"]
+    assert '{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": true}' in system
+    result = CliRunner().invoke(main, ["taxonomy", "validate", str(path)])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("answer", "message"), [
+    ({"error_steps": [1]}, "example 1: full form: error_on_unchanged_step: error step 1 is unchanged"),
+    ({"modified_process": ["Let $x = 2$.", "Then $x + 3 = 6$.", "So the answer is 5.\n\n# Answer\n\n5"],
+      "error_steps": [2]}, "example 1: the last step does not change: propagate the error"),
+    ({"modified_question": "What is $2 + 4$?"}, "example 1: edit form: question_edit_not_allowed"),
+])
+def test_taxonomy_validate_fails_on_an_example_that_breaks_its_rules(tmp_path, answer, message):
+    example = json.loads(json.dumps(GOOD_EXAMPLE))
+    example["answer"].update(answer)
+    write(tmp_path, "examples/unit.yaml", json.dumps([example]))
+    path = taxonomy_file(tmp_path, UNIT + "  examples: examples/unit.yaml\n")
+    result = CliRunner().invoke(main, ["taxonomy", "validate", str(path)])
+    assert result.exit_code == 2 and "category 'unit_slip' " + message in result.output, result.output
+
+
+@pytest.mark.parametrize(("value", "content", "message"), [
+    ("../outside.yaml", None, "categories.unit_slip.examples: '../outside.yaml' must be a path inside"),
+    ("missing.yaml", None, "categories.unit_slip.examples: cannot read missing.yaml"),
+    ("ex.yaml", "question: not a list\n", "ex.yaml must hold a list of examples"),
+    ("ex.yaml", "- [unclosed\n", "ex.yaml is not valid YAML or JSON"),
+    ("ex.yaml", json.dumps([{"question": "q", "steps": []}]), "categories.unit_slip.examples.0.steps"),
+])
+def test_a_bad_examples_key_is_one_message_naming_the_file_and_the_key(tmp_path, value, content, message):
+    if content is not None:
+        write(tmp_path, value, content)
+    path = taxonomy_file(tmp_path, UNIT + f"  examples: {value}\n")
+    with pytest.raises(UserError) as error:
+        Taxonomy.load(path)
+    assert str(error.value).startswith(str(path)) and message in str(error.value)
