@@ -20,6 +20,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from .errors import UserError
 from .examples import rendered_examples
 from .resources import bundled_prompts_dir
+from .step_labels import without_labels
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 
@@ -100,6 +101,7 @@ def render_messages(
     """
     if output_mode not in ("edits", "full"):
         raise UserError(f"unknown output mode {output_mode!r}: expected 'edits' or 'full'")
+    trajectory, _ = without_labels(trajectory)  # labelled steps are shown bare (see step_labels.py)
     mode = "full" if category.rules.multi_solution else output_mode
     template_path = taxonomy.template_path(category)
     template_name = template_path.name if template_path else f"<template_text of {category.id}>"

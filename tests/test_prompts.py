@@ -288,3 +288,55 @@ def test_rendered_prompt_matches_snapshot(category_id: str, mode: str) -> None:
     text = f"=== system ===\n{system}\n=== user ===\n{user}\n"
     path = SNAPSHOT_DIR / (f"{category_id}.txt" if mode == "full" else f"{category_id}.{mode}.txt")
     assert_snapshot(text, path, "tests/test_prompts.py")
+
+
+# --- step labels -----------------------------------------------------------------------------------------------
+
+LABELLED = Trajectory(id="test:labelled", question="What is $2 + 3$?",
+                      steps=["Step 1: Let $x = 2$.", "Step 2: Then $x + 3 = 5$.", "Step 3: So 5.\n\n# Answer\n\n5"])
+
+
+@pytest.mark.parametrize(("steps", "shown"), [
+    (LABELLED.steps, ["Let $x = 2$.", "Then $x + 3 = 5$.", "So 5.\n\n# Answer\n\n5"]),
+    (["1. Let $x = 2$.", "2. Then $x + 3 = 5$."], ["Let $x = 2$.", "Then $x + 3 = 5$."]),
+    # Partly labelled, mixed styles, or a number that is no label: left alone.
+    (["Step 1: Let $x = 2$.", "Then $x + 3 = 5$."], None),
+    (["Step 1: Let $x = 2$.", "2. Then $x + 3 = 5$."], None),
+    (["3.5 is the price.", "2. So it is $7$."], None),
+])
+def test_fully_labelled_steps_are_shown_without_labels(steps, shown) -> None:
+    trajectory = Trajectory(id="t", question="q", steps=steps)
+    _, user = render(TAXONOMY.category("counterfactual"), trajectory, "edits")
+    assert parse_trajectory_block(user)[1] == (shown or steps)
+
+
+class _Scripted:
+    """An engine that answers one fixed text (what a model would)."""
+
+    takes_feedback = False
+    name = "scripted"
+
+    def describe(self) -> dict:
+        return {"engine": self.name}
+
+    def __init__(self, text: str) -> None:
+        self.text, self.seen = text, []
+
+    async def propose(self, messages, **_):
+        from injector.engines.base import Proposal
+        self.seen.append(messages)
+        return Proposal(text=self.text)
+
+
+def test_written_records_carry_labels_renumbered_on_every_step() -> None:
+    import asyncio
+    from injector.inject import inject_one
+    answer = {"question": None, "reason": "r", "edits": [
+        {"op": "insert", "after": 1, "text": "With $x = 2$, $x + 1 = 3$.", "error": True}]}
+    engine = _Scripted(json.dumps(answer))
+    candidate = asyncio.run(inject_one(TAXONOMY, TAXONOMY.category("redundancy"), LABELLED, engine))
+    assert candidate.trajectory_id == "test:labelled" and candidate.original_process == LABELLED.steps
+    assert candidate.modified_process == ["Step 1: Let $x = 2$.", "Step 2: With $x = 2$, $x + 1 = 3$.",
+                                          "Step 3: Then $x + 3 = 5$.", "Step 4: So 5.\n\n# Answer\n\n5"]
+    assert (candidate.modified_steps, candidate.error_steps) == ([2], [2])
+    assert "Step 1:" not in engine.seen[0][1]["content"]
