@@ -340,3 +340,17 @@ def test_written_records_carry_labels_renumbered_on_every_step() -> None:
                                           "Step 3: Then $x + 3 = 5$.", "Step 4: So 5.\n\n# Answer\n\n5"]
     assert (candidate.modified_steps, candidate.error_steps) == ([2], [2])
     assert "Step 1:" not in engine.seen[0][1]["content"]
+
+
+def test_the_side_by_side_page_is_up_to_date() -> None:
+    """docs/categories.md is generated from the taxonomy and its examples; regenerate it after a change with
+    `python docs/build_categories.py`."""
+    import importlib.util
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("build_categories", root / "docs" / "build_categories.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (root / "docs" / "categories.md").read_text(encoding="utf-8")
+    assert page == module.build(), "docs/categories.md is stale: run python docs/build_categories.py"
+    for category in TAXONOMY.categories:
+        assert f"## {category.id} (" in page and category.definition in page
