@@ -90,27 +90,44 @@ def apply_edits(original: list[str], edits: list[Edit], *, normalize=lambda text
     return result
 
 
-def edits_from_full(original: list[str], modified: list[str], error_steps: list[int]) -> list[dict]:
-    """Express a full-form answer as edits of `original` (used to compare the two contracts on the same records).
+def edits_from_full(original: list[str], modified: list[str], error_steps: list[int],
+                    explanations: dict[int, str] | None = None) -> list[dict]:
+    """Express a full-form answer as edits of `original` (worked examples; comparing the two contracts).
 
     The changed steps come from the same alignment the full-mode validator uses; an error step left unchanged
-    becomes a flag.
+    becomes a flag. An error step's explanation (keyed by its 1-based position in `modified`) goes on its edit.
     """
     from .validate import align_steps  # validate imports this module; the alignment lives there
 
     alignment = align_steps(original, modified)
     errors = set(error_steps)
+    explanations = explanations or {}
     edits: list[dict] = []
     after = 0
     for j, text in enumerate(modified):
         if j in alignment.matched:
             after = alignment.matched[j] + 1
-            if j + 1 in errors:
-                edits.append({"op": "flag", "step": after})
+            edit = {"op": "flag", "step": after} if j + 1 in errors else None
         elif j in alignment.replaced:
             after = alignment.replaced[j] + 1
-            edits.append({"op": "replace", "step": after, "text": text, "error": j + 1 in errors})
+            edit = {"op": "replace", "step": after, "text": text, "error": j + 1 in errors}
         else:
-            edits.append({"op": "insert", "after": after, "text": text, "error": j + 1 in errors})
+            edit = {"op": "insert", "after": after, "text": text, "error": j + 1 in errors}
+        if edit is not None:
+            if j + 1 in errors and explanations.get(j + 1):
+                edit["explanation"] = explanations[j + 1]
+            edits.append(edit)
     edits.extend({"op": "delete", "step": i + 1} for i in alignment.deleted)
     return edits
+
+
+def edit_answer_from_full(question: str, original: list[str], *, modified_question: str | None,
+                          modified_process: list[str], error_steps: list[int], reason: str,
+                          explanations: dict[int, str] | None = None) -> dict:
+    """The edit-form answer (`{"question", "edits", "reason"}`) equivalent to a full-form answer."""
+    changed_question = modified_question is not None and modified_question != question
+    return {
+        "question": modified_question if changed_question else None,
+        "edits": edits_from_full(original, modified_process, error_steps, explanations),
+        "reason": reason,
+    }

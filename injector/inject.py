@@ -11,6 +11,7 @@ from .contract import AnswerError, parse_answer, response_schema
 from .engines.base import Engine, NotApplicable, ProviderError, TransientProviderError
 from .prompts import render_messages
 from .records import Candidate, Rejection, unit_id
+from .step_labels import without_labels
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 from .validate import validate_answer
@@ -69,6 +70,8 @@ async def inject_one(
     rejected unit is retried: its cached answers are the ones that failed).
     """
     unit = Unit(trajectory, category, sample)
+    # The model sees, and the validator checks against, the steps without their labels; the record gets them back.
+    trajectory, labels = without_labels(trajectory)
     mode = answer_mode(category, output_mode)
     multi_solution, edits = category.rules.multi_solution, mode == "edits"
     messages = render_messages(taxonomy, category, trajectory, output_mode=mode)
@@ -109,6 +112,8 @@ async def inject_one(
         attempts.append({"codes": codes, **({"cached": True} if proposal.details.get("cached") else {})})
         if not codes:
             provenance = _provenance(taxonomy, category, engine, seed, mode, attempts, usage, cost, details)
+            if labels is not None:
+                verdict.modified_process = labels.relabel(verdict.modified_process)
             return _candidate(unit, answer, verdict, provenance)
         if attempt < tries:
             messages = [*messages, {"role": "assistant", "content": text},

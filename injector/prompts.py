@@ -19,7 +19,9 @@ from jinja2 import FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from .errors import UserError
+from .examples import rendered_examples
 from .resources import bundled_prompts_dir
+from .step_labels import without_labels
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 
@@ -79,7 +81,7 @@ def _compiled_text(text: str) -> Any:
 
 def category_context(taxonomy: Taxonomy, category: Category) -> dict[str, Any]:
     """What the static (system) part sees: the category, with the taxonomy's leak phrases merged in."""
-    return {"category": {**category.model_dump(exclude={"template_text"}),
+    return {"category": {**category.model_dump(exclude={"template_text", "examples"}),
                          "label_leak_phrases": taxonomy.leak_phrases(category)}}
 
 
@@ -119,6 +121,7 @@ def render_messages(
     """
     if output_mode not in ("edits", "full"):
         raise UserError(f"unknown output mode {output_mode!r}: expected 'edits' or 'full'")
+    trajectory, _ = without_labels(trajectory)  # labelled steps are shown bare (see step_labels.py)
     mode = "full" if category.rules.multi_solution else output_mode
     template_path = taxonomy.template_path(category)
     template_name = template_path.name if template_path else f"<template_text of {category.id}>"
@@ -128,7 +131,8 @@ def render_messages(
             template = _environment(template_path.parent, taxonomy_dir).get_template(template_name)
         else:
             template = _compiled_text(category.template_text)
-        static = {**category_context(taxonomy, category), "output_mode": mode}
+        static = {**category_context(taxonomy, category), "output_mode": mode,
+                  "worked_examples": rendered_examples(category, mode)}
         system = _system_part(template, json.dumps(static, sort_keys=True, default=str))
         dynamic = {**trajectory_context(trajectory), "images_attached": attach_images and bool(trajectory.images),
                    **category.extra_context(trajectory)}

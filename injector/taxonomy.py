@@ -30,8 +30,10 @@ class Rules(BaseModel):
 
     allow_question_edit: bool = False
     """The injection may change the question (`question_edit_not_allowed` otherwise)."""
-    allow_error_on_unchanged_step: bool = False
-    """An error step may be a step the injection left unchanged (`error_on_unchanged_step` otherwise)."""
+    allow_error_on_unchanged_step: bool | Literal["with_question_edit"] = False
+    """An error step may be a step the injection left unchanged (`error_on_unchanged_step` otherwise);
+    `with_question_edit`: only when the question was changed (a trap set in the question makes an unchanged step
+    wrong)."""
     allow_deletions: bool = True
     """The injection may delete original steps (listed in warnings; `deletion_not_allowed` otherwise)."""
     multi_solution: bool = False
@@ -47,11 +49,51 @@ class Rules(BaseModel):
     requires_images: bool = False
     """Only trajectories with an image can carry this error; the others are `not_applicable`."""
 
+    def allows_error_on_unchanged_step(self, question_edited: bool) -> bool:
+        """Whether an unchanged step may be an error step, given whether the question was changed."""
+        if self.allow_error_on_unchanged_step == "with_question_edit":
+            return question_edited
+        return self.allow_error_on_unchanged_step is True
+
     @model_validator(mode="after")
     def _range(self) -> "Rules":
         if self.max_changes is not None and self.min_changes > self.max_changes:
             raise ValueError(f"min_changes ({self.min_changes}) is above max_changes ({self.max_changes})")
         return self
+
+
+class ExampleAnswer(BaseModel):
+    """A worked example's answer, in full form; the changed steps and the edit form are derived from it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    modified_question: str | None = None
+    """The question after the change; leave it out when the question stays."""
+    modified_process: list[str] = Field(min_length=1)
+    error_steps: list[int] = Field(default_factory=list)
+    """1-based positions in modified_process (empty for a multi-solution example)."""
+    reason: str
+    explanations: dict[int, str] = Field(default_factory=dict)
+    """Error step (1-based, in modified_process) -> what is wrong with it."""
+
+
+class WorkedExample(BaseModel):
+    """One worked example shown in a category's prompt: an original solution and a good answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    steps: list[str] = Field(min_length=1)
+    """The original, correct steps; the last one ends with `# Answer` and the final answer."""
+    answer: ExampleAnswer
+    subject: str = ""
+    """The subject shown before the question (math, physics, ...), as a trajectory's `subject` is."""
+    figure: str = ""
+    """A description in words of the figure the question refers to (examples carry no image)."""
+    source: str = ""
+    """Where the example was adapted from, with its licence (not shown to the model)."""
+    answer_kept_because: str = ""
+    """Why the final answer stays the same although errors of this category normally change it."""
 
 
 class Category(BaseModel):
@@ -78,8 +120,9 @@ class Category(BaseModel):
     rules: Rules = Field(default_factory=Rules)
     label_leak_phrases: list[str] = Field(default_factory=list)
     """Extra phrases, beyond the taxonomy's, that make a changed step announce its own error."""
-    examples: list[dict[str, Any]] = Field(default_factory=list)
-    """Worked examples a template may show (`category.examples`)."""
+    examples: list[WorkedExample] = Field(default_factory=list)
+    """Worked examples shown in the prompt, in both output forms (in YAML: a list, or a YAML/JSON file beside the
+    taxonomy holding one)."""
     variables: dict[str, Any] = Field(default_factory=dict)
     """Extra template variables (`category.variables`)."""
     hook: str | None = None
@@ -303,6 +346,8 @@ def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
                                     "taxonomy's directory instead of linking it")
                 else:
                     category[key] = str((path.parent / value).resolve())
+        if isinstance(category.get("examples"), str):
+            category["examples"] = _read_examples(path, category, problems)
     if problems:
         raise UserError(_problems(path, problems))
     parent_name = data.pop("extends", None)
@@ -315,6 +360,29 @@ def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     if bundled[parent_name] in seen:
         raise UserError(_problems(path, [f"extends: {parent_name!r} extends itself"]))
     return _merge(_read_taxonomy(bundled[parent_name], (*seen, path)), data)
+
+
+def _read_examples(path: Path, category: dict[str, Any], problems: list[str]) -> Any:
+    """The list in the examples file a category names (YAML or JSON, beside the taxonomy); problems are appended."""
+    value = category["examples"]
+    where = f"categories.{category.get('id', '?')}.examples"
+    if Path(value).is_absolute() or ".." in Path(value).parts:
+        problems.append(f"{where}: {value!r} must be a path inside the taxonomy's directory, relative to the "
+                        "taxonomy file")
+        return []
+    file = path.parent / value
+    try:
+        examples = yaml.safe_load(file.read_text(encoding="utf-8"))  # JSON is YAML
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{where}: cannot read {value}: {exc.strerror if isinstance(exc, OSError) else exc}")
+        return []
+    except yaml.YAMLError as exc:
+        problems.append(f"{where}: {value} is not valid YAML or JSON: {exc}")
+        return []
+    if not isinstance(examples, list):
+        problems.append(f"{where}: {value} must hold a list of examples ({{question, steps, answer}})")
+        return []
+    return examples
 
 
 def _merge(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """`inject taxonomy validate`: load a taxonomy, render every template in every mode, import and call every hook,
-and report every problem (not just the first)."""
+check every worked example with the real validator, and report every problem (not just the first)."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 from .errors import UserError
+from .examples import example_problems
 from .prompts import render_messages
 from .taxonomy import Taxonomy
 from .trajectory import Trajectory
@@ -44,6 +45,9 @@ def check_taxonomy(source: str | Path | None) -> tuple[Taxonomy | None, list[str
                 problems.append(f"{where} ({mode} mode): the template renders an empty message")
         if hook is not None and hasattr(hook, "check"):
             problems.extend(_try_check(where, category, hook))
+        for number, example in enumerate(category.examples, 1):
+            problems.extend(f"{where} example {number}: {problem}"
+                            for problem in example_problems(taxonomy, category, example))
     return taxonomy, problems
 
 

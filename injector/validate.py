@@ -242,14 +242,16 @@ def _validate_edits(taxonomy: Taxonomy, category: Category, trajectory: Trajecto
     empty = [k for k in applied.modified_steps if not normalize_step(applied.modified_process[k - 1])]
     if empty:
         verdict.fail("empty_step", f"step {_fmt(empty)} of the result is empty: give its edit a text")
-    if applied.flagged_steps and not category.rules.allow_error_on_unchanged_step:
+    question = trajectory.question if answer.question is None else answer.question
+    if applied.flagged_steps and not category.rules.allows_error_on_unchanged_step(
+            normalize_question(question) != normalize_question(trajectory.question)):
         # Reported here, in the edits' own terms, so the shared rule below does not say it twice.
+        when = " unless the question is changed" if category.rules.allow_error_on_unchanged_step else ""
         verdict.fail(
             "error_on_unchanged_step",
-            f"{category.id} does not allow flagging an unchanged step as an error: an error step must be a "
+            f"{category.id} does not allow flagging an unchanged step as an error{when}: an error step must be a "
             "replace or insert with \"error\": true",
         )
-    question = trajectory.question if answer.question is None else answer.question
     _check_rules(verdict, taxonomy, category, trajectory, question, check_unchanged_errors=False)
     return verdict
 
@@ -275,7 +277,8 @@ def _check_rules(
             )
     if not verdict.error_steps:
         verdict.fail("no_error_steps", "there is no error step: mark every erroneous step")
-    if check_unchanged_errors and not rules.allow_error_on_unchanged_step:
+    question_edited = normalize_question(modified_question) != normalize_question(trajectory.question)
+    if check_unchanged_errors and not rules.allows_error_on_unchanged_step(question_edited):
         unchanged_errors = sorted(set(verdict.error_steps) - set(changed))
         if unchanged_errors:
             verdict.fail(

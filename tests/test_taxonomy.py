@@ -95,14 +95,14 @@ def test_extends_overrides_and_adds(tmp_path):
     path = taxonomy_file(tmp_path, UNIT + """
 - id: confidence
   definition: Our own wording.
-  rules: {max_changes: 1}
+  rules: {final_answer: change}
 """, header="name: mine\nextends: prmbench\nlabel_leak_phrases: [oops]\n")
     taxonomy = Taxonomy.load(path)
     ids = [c.id for c in taxonomy.categories]
     assert ids[:9] == [c.id for c in Taxonomy.load().categories] and ids[9] == "unit_slip"
     confidence = taxonomy.category("confidence")
     assert confidence.definition == "Our own wording." and confidence.name == "Confidence Invariance"
-    assert confidence.rules.max_changes == 1 and confidence.prmbench_id == "confidence"
+    assert confidence.rules.final_answer == "change" and confidence.prmbench_id == "confidence"
     assert Path(confidence.template).name == "confidence.j2"  # still the bundled template
     missing = taxonomy.category("missing_condition")
     assert missing.rules.allow_question_edit and missing.rules.allow_error_on_unchanged_step
@@ -125,6 +125,11 @@ WRONG = {"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": True}
     ({"max_changes": 1}, edits(WRONG, {"op": "insert", "after": 0, "text": "Start."}), ["too_many_changes"]),
     ({"require_explanations": True}, edits(WRONG), ["missing_explanation"]),
     ({"require_explanations": True}, edits(dict(WRONG, explanation="2 + 3 is 5")), []),
+    # A trap: an unchanged step may be an error step only when the question was changed.
+    ({"allow_question_edit": True, "allow_error_on_unchanged_step": "with_question_edit"},
+     edits({"op": "flag", "step": 2}), ["error_on_unchanged_step"]),
+    ({"allow_question_edit": True, "allow_error_on_unchanged_step": "with_question_edit"},
+     edits({"op": "flag", "step": 2}, question="What is $2 + 4$?"), []),
 ])
 def test_category_rules(tmp_path, rules, answer, codes):
     taxonomy = Taxonomy.load(taxonomy_file(tmp_path, UNIT + f"  rules: {json.dumps(rules)}\n"))
@@ -229,3 +234,70 @@ def test_a_taxonomy_changed_in_python_is_a_different_configuration(tmp_path):
     assert taxonomy.file_hash() != before
     with pytest.raises(UserError, match="holds a run with a different configuration"):
         run(load_trajectories(), taxonomy=taxonomy, **arguments)
+
+
+@pytest.mark.parametrize(("question", "codes"), [
+    ("What is $2 + 3$?", ["error_on_unchanged_step"]),
+    ("What is $2 + 4$?", []),
+])
+def test_deception_flags_unchanged_steps_only_with_an_edited_question(question, codes):
+    """Full mode too: the bundled deception may call an unchanged step an error only when it set a trap."""
+    from injector.contract import FullAnswer
+    taxonomy = Taxonomy.load()
+    answer = FullAnswer.model_validate({"modified_question": question, "modified_process": list(TRAJECTORY.steps),
+                                        "modified_steps": [], "error_steps": [2, 3], "reason": "r"})
+    verdict = validate_answer(taxonomy, taxonomy.category("deception"), TRAJECTORY, answer)
+    assert verdict.codes == codes, verdict.messages
+
+
+GOOD_EXAMPLE = {
+    "question": "What is $2 + 3$?",
+    "steps": ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"],
+    "answer": {"modified_process": ["Let $x = 2$.", "Then $x + 3 = 6$.", "So the answer is 6.\n\n# Answer\n\n6"],
+               "error_steps": [2, 3], "reason": "Step 2 adds wrongly; step 3 carries it to the answer."},
+}
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_examples_inline_or_in_a_file_beside_the_taxonomy_reach_the_prompt(tmp_path, inline):
+    if inline:
+        path = taxonomy_file(tmp_path, UNIT + "  examples:\n" + textwrap.indent(json.dumps([GOOD_EXAMPLE]), "    "))
+    else:
+        write(tmp_path, "examples/unit.json", json.dumps([GOOD_EXAMPLE]))
+        path = taxonomy_file(tmp_path, UNIT + "  examples: examples/unit.json\n")
+    taxonomy = Taxonomy.load(path)
+    system = render_messages(taxonomy, taxonomy.category("unit_slip"), TRAJECTORY)[0]["content"]
+    assert '{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": true}' in system
+    result = CliRunner().invoke(main, ["taxonomy", "validate", str(path)])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("answer", "message"), [
+    ({"error_steps": [1]}, "example 1: full form: error_on_unchanged_step: error step 1 is unchanged"),
+    ({"modified_process": ["Let $x = 2$.", "Then $x + 3 = 6$.", "So the answer is 5.\n\n# Answer\n\n5"],
+      "error_steps": [2]}, "example 1: the last step does not change: propagate the error"),
+    ({"modified_question": "What is $2 + 4$?"}, "example 1: edit form: question_edit_not_allowed"),
+])
+def test_taxonomy_validate_fails_on_an_example_that_breaks_its_rules(tmp_path, answer, message):
+    example = json.loads(json.dumps(GOOD_EXAMPLE))
+    example["answer"].update(answer)
+    write(tmp_path, "examples/unit.yaml", json.dumps([example]))
+    path = taxonomy_file(tmp_path, UNIT + "  examples: examples/unit.yaml\n")
+    result = CliRunner().invoke(main, ["taxonomy", "validate", str(path)])
+    assert result.exit_code == 2 and "category 'unit_slip' " + message in result.output, result.output
+
+
+@pytest.mark.parametrize(("value", "content", "message"), [
+    ("../outside.yaml", None, "categories.unit_slip.examples: '../outside.yaml' must be a path inside"),
+    ("missing.yaml", None, "categories.unit_slip.examples: cannot read missing.yaml"),
+    ("ex.yaml", "question: not a list\n", "ex.yaml must hold a list of examples"),
+    ("ex.yaml", "- [unclosed\n", "ex.yaml is not valid YAML or JSON"),
+    ("ex.yaml", json.dumps([{"question": "q", "steps": []}]), "categories.unit_slip.examples.0.steps"),
+])
+def test_a_bad_examples_key_is_one_message_naming_the_file_and_the_key(tmp_path, value, content, message):
+    if content is not None:
+        write(tmp_path, value, content)
+    path = taxonomy_file(tmp_path, UNIT + f"  examples: {value}\n")
+    with pytest.raises(UserError) as error:
+        Taxonomy.load(path)
+    assert str(error.value).startswith(str(path)) and message in str(error.value)
