@@ -314,6 +314,29 @@ def _inside(path: Path, directories: tuple[Path, ...]) -> bool:
     return any(path.is_relative_to(directory) for directory in directories)
 
 
+def _contained_file(path: Path, file: str, where: str, problems: list[str],
+                    value: str | None = None) -> Path | None:
+    """The real path of `file` (relative to the taxonomy file `path`) if it lies, symlinks resolved, inside the
+    taxonomy's directory or the bundled prompts; otherwise None, with the reason (quoting `value`, the YAML's own
+    text, default `file`) appended to `problems`."""
+    value = file if value is None else value
+    if Path(file).is_absolute() or ".." in Path(file).parts:
+        problems.append(f"{where}: {value!r} must be a path inside the taxonomy's directory, relative to the "
+                        "taxonomy file")
+        return None
+    try:
+        real = (path.parent / file).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+        problems.append(f"{where}: {value!r} cannot be resolved ({exc})")
+        return None
+    if not _inside(real, _allowed_dirs(path)):
+        problems.append(f"{where}: {value!r} resolves (through a symlink) to {real}, outside the taxonomy's "
+                        "directory and the bundled prompts; copy the file into the taxonomy's directory instead "
+                        "of linking it")
+        return None
+    return real
+
+
 def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     """The YAML of `path` as a dict, with paths made absolute and `extends:` merged in."""
     try:
@@ -330,21 +353,7 @@ def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
             value = category.get(key)
             if isinstance(value, str):
                 file = value.split(":", 1)[0] if key == "hook" else value
-                where = f"categories.{category.get('id', position)}.{key}"
-                if Path(file).is_absolute() or ".." in Path(file).parts:
-                    problems.append(f"{where}: {value!r} must be a path inside the taxonomy's directory, relative "
-                                    "to the taxonomy file")
-                    continue
-                try:
-                    real = (path.parent / file).resolve()
-                except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
-                    problems.append(f"{where}: {value!r} cannot be resolved ({exc})")
-                    continue
-                if not _inside(real, _allowed_dirs(path)):
-                    problems.append(f"{where}: {value!r} resolves (through a symlink) to {real}, outside the "
-                                    "taxonomy's directory and the bundled prompts; copy the file into the "
-                                    "taxonomy's directory instead of linking it")
-                else:
+                if _contained_file(path, file, f"categories.{category.get('id', position)}.{key}", problems, value):
                     category[key] = str((path.parent / value).resolve())
         if isinstance(category.get("examples"), str):
             category["examples"] = _read_examples(path, category, problems)
@@ -365,12 +374,10 @@ def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
 def _read_examples(path: Path, category: dict[str, Any], problems: list[str]) -> Any:
     """The list in the examples file a category names (YAML or JSON, beside the taxonomy); problems are appended."""
     value = category["examples"]
-    where = f"categories.{category.get('id', '?')}.examples"
-    if Path(value).is_absolute() or ".." in Path(value).parts:
-        problems.append(f"{where}: {value!r} must be a path inside the taxonomy's directory, relative to the "
-                        "taxonomy file")
+    file = _contained_file(path, value, f"categories.{category.get('id', '?')}.examples", problems)
+    if file is None:
         return []
-    file = path.parent / value
+    where = f"categories.{category.get('id', '?')}.examples"
     try:
         examples = yaml.safe_load(file.read_text(encoding="utf-8"))  # JSON is YAML
     except (OSError, UnicodeDecodeError) as exc:

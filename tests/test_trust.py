@@ -229,6 +229,19 @@ def test_a_template_symlinked_outside_is_refused(tmp_path: Path, marker: Path, o
     assert str(outside / "evil.j2") in message and "outside the taxonomy's directory" in message
 
 
+def test_an_examples_file_symlinked_outside_is_refused(tmp_path: Path, marker: Path, outside: Path) -> None:
+    """Worked examples go into every prompt: a link to a file elsewhere would send that file to the model."""
+    path = custom_taxonomy(tmp_path / "tax", marker)
+    (outside / "secret.yaml").write_text("- the contents of a private file\n", encoding="utf-8")
+    os.symlink(outside / "secret.yaml", tmp_path / "tax" / "examples.yaml")
+    path.write_text(path.read_text(encoding="utf-8") + "    examples: examples.yaml\n", encoding="utf-8")
+    with pytest.raises(UserError) as caught:
+        Taxonomy.load(path)
+    message = str(caught.value)
+    assert "categories.slip.examples: 'examples.yaml' resolves" in message
+    assert str(outside / "secret.yaml") in message and "outside the taxonomy's directory" in message
+
+
 def test_a_hook_symlinked_outside_is_refused(tmp_path: Path, marker: Path, outside: Path) -> None:
     path = custom_taxonomy(tmp_path / "tax", marker)
     (tmp_path / "tax" / "checks.py").unlink()
