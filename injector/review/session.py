@@ -46,6 +46,8 @@ class Run:
     taxonomy_note: str = ""
     """Why the bundled taxonomy stands in for the run's own, when it does."""
     entries: list[Entry] = field(default_factory=list)
+    image_base: Path | None = None
+    """The only directory the app serves this run's local images from (manifest `image_base`)."""
 
 
 def _run_taxonomy(path: Path) -> tuple[Taxonomy, str]:
@@ -59,6 +61,16 @@ def _run_taxonomy(path: Path) -> tuple[Taxonomy, str]:
         return Taxonomy.load(taxonomy_path), ""
     except UserError as exc:
         return Taxonomy.load(), f"the run's taxonomy could not be loaded ({exc}): showing the bundled one"
+
+
+def _run_image_base(path: Path) -> Path | None:
+    """The run's image directory from its manifest (a relative one resolves against the run directory, never the
+    current directory); None when it records none, and then no local image is served."""
+    try:
+        base = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))["image_base"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return path / base if isinstance(base, str) and base else None
 
 
 def _index(run_no: int, path: Path) -> list[Entry]:
@@ -91,6 +103,7 @@ class ReviewSession:
                 raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
             taxonomy, note = _run_taxonomy(path)
             run = Run(path, ReviewStore(path), taxonomy, note, _index(number, path / CANDIDATES_FILE))
+            run.image_base = _run_image_base(path)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
