@@ -96,8 +96,10 @@ def resolve_local_image(reference: str, *, relative_to: Path | None, base: Path 
         raise ImageRefused(f"image {reference}: a local path, but this input has no image directory (a Hugging "
                            "Face dataset); embed the image as a data: URL, or allow a directory with "
                            "--images-from DIR")
+    if "\0" in reference:
+        raise ImageRefused(f"image {reference!r}: a path cannot contain a NUL character")
     real_base = os.path.realpath(base)
-    path = Path(reference).expanduser()
+    path = Path(reference)  # "~" stays literal: a record does not get to name the user's home
     if not path.is_absolute():
         path = (relative_to or Path(real_base)) / path
     real = os.path.realpath(path)
@@ -137,6 +139,8 @@ def check_reference(reference: str, *, relative_to: Path | None, base: Path | No
 def read_image(path: str | Path, base: Path | None = None) -> tuple[bytes, str]:
     """(bytes, MIME type) of a local raster image, refusing a path through any symlink, a file outside `base`
     (when given) and bytes that are not PNG, JPEG, GIF or WebP."""
+    if "\0" in str(path):
+        raise ImageRefused(f"image {str(path)!r}: a path cannot contain a NUL character")
     absolute = os.path.abspath(path)
     real = os.path.realpath(absolute)
     if real != absolute:

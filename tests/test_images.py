@@ -105,6 +105,14 @@ def test_a_missing_image_is_an_error_at_load_time(tmp_path):
         list(load_trajectories(path))
 
 
+@pytest.mark.parametrize("reference", ["fig\u0000.png", "~/fig.png"])
+def test_odd_paths_are_errors_not_crashes(reference, tmp_path):
+    (tmp_path / "fig.png").write_bytes(tiny_png())
+    path = write_input(tmp_path / "input.jsonl", reference)
+    result = invoke("render", "--category", "counterfactual", "--input", str(path))
+    assert result.exit_code == 2 and f"{path}:1: image " in result.output, result.output
+
+
 def test_skip_invalid_counts_a_record_with_a_refused_image(tmp_path):
     (tmp_path / "notes.png").write_text("text\n")
     path = write_input(tmp_path / "input.jsonl", "notes.png")
@@ -253,7 +261,7 @@ def figures(tmp_path: Path) -> Path:
 
 def test_the_review_app_serves_only_raster_images_under_the_run_image_directory(tmp_path, figures):
     names = ["line.png", "photo.png", "evil.svg", "evil.png", "notes.png", "alias.png", str(tmp_path / "outside.png"),
-             "../outside.png", "https://example.org/remote.png", "missing.png"]
+             "../outside.png", "https://example.org/remote.png", "missing.png", "line\u0000.png"]
     run = review_run(tmp_path, [str(figures / "line.png"), *names[1:]], str(figures))
     with running([run]) as server:
         status, headers, body = get_image(server, 0)
@@ -262,6 +270,7 @@ def test_the_review_app_serves_only_raster_images_under_the_run_image_directory(
         assert headers["X-Content-Type-Options"] == "nosniff"
         status, headers, body = get_image(server, 1)
         assert status == 200 and body == JPEG and headers["Content-Type"] == "image/jpeg"  # by bytes, not name
+        assert get_image(server, 10)[0] == 404  # a NUL in the candidate's path: refused, not a server error
         why = {2: b"not a PNG, JPEG, GIF or WebP", 3: b"not a PNG, JPEG, GIF or WebP",
                4: b"not a PNG, JPEG, GIF or WebP", 5: b"goes through a symlink", 6: b"outside the image directory",
                7: b"outside the image directory", 8: b"no such image", 9: b"cannot open it"}
