@@ -123,19 +123,23 @@ def input_options(function):
                      help="Category id (repeatable), or `all`."),
         click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
                      help="A bundled taxonomy (prmbench, the default) or a taxonomy YAML file."),
+        click.option("--images-from", "images_from", metavar="DIR", type=click.Path(file_okay=False),
+                     help="Local images must lie under DIR. Default: the input file's directory (a Hugging Face "
+                          "dataset has none)."),
     ]
     for option in reversed(options):
         function = option(function)
     return function
 
 
-def _load(input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path):
+def _load(input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path, images_from):
     from . import Taxonomy, load_trajectories
 
     taxonomy = Taxonomy.load(taxonomy_path)
     selected = taxonomy.select(list(categories))
     source = load_trajectories(
-        input_path, input_format, strict=strict, skip_invalid=skip_invalid, fields=_parse_fields(fields), split=split
+        input_path, input_format, strict=strict, skip_invalid=skip_invalid, fields=_parse_fields(fields), split=split,
+        images_from=images_from,
     )
     return taxonomy, selected, source
 
@@ -176,12 +180,12 @@ output_mode_option = click.option(
 @input_options
 @output_mode_option
 def render(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path,
-           output_mode) -> None:
+           images_from, output_mode) -> None:
     """Print the exact messages that would be sent, without calling any model."""
     from . import render_messages
 
     taxonomy, selected, source = _load(
-        input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path
+        input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path, images_from
     )
     for trajectory in itertools.islice(source, limit):
         for category in selected:
@@ -225,8 +229,8 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
 @click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
-def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, output_mode,
-        out, model,
+def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, images_from,
+        output_mode, out, model,
         api_base, temperature, max_tokens, seed, samples, no_schema, max_attempts, concurrency, timeout, rpm, tpm, cache_path,
         no_cache, price_in, price_out, max_cost, dry_run, retry_rejects) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
@@ -241,7 +245,7 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
     if (price_in is None) != (price_out is None):
         raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
     taxonomy, selected, source = _load(
-        input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path
+        input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path, images_from
     )
     if not model:
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "

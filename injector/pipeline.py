@@ -205,6 +205,7 @@ def run(
         categories={c.id: {"name": c.name, "domain": c.domain, "classification": c.classification}
                     for c in categories},
         skipped_categories=skipped_categories,
+        image_base=_image_base(trajectories),
     )
     try:
         run_dir.write_manifest(manifest)
@@ -246,6 +247,11 @@ def run(
         finally:
             run_dir.release()
     return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
+
+
+def _image_base(trajectories: Iterable[Trajectory]) -> str | None:
+    base = getattr(trajectories, "image_base", None)  # a TrajectorySource knows it; a plain list has none
+    return None if base is None else str(base)
 
 
 def engine_prices(engine: Engine) -> tuple[float, float] | None:

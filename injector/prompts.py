@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import mimetypes
 import os
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from .errors import UserError
 from .examples import rendered_examples
+from .images import ImageRefused, checked_url, read_image
 from .resources import bundled_prompts_dir
 from .step_labels import without_labels
 from .taxonomy import Category, Taxonomy
@@ -96,15 +96,17 @@ def trajectory_context(trajectory: Trajectory) -> dict[str, Any]:
 
 
 def image_part(reference: str) -> dict[str, Any]:
-    """An OpenAI-style image part: URLs as given, local files inlined as data URLs (litellm passes both on)."""
-    if reference.startswith(("http://", "https://", "data:")):
-        return {"type": "image_url", "image_url": {"url": reference}}
-    path = Path(reference)
-    if not path.is_file():
-        raise UserError(f"image {reference}: no such file (image paths are absolute, or relative to the input file)")
-    mime = mimetypes.guess_type(path.name)[0] or "image/png"
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+    """An OpenAI-style image part: http(s) and raster data: URLs as given, local files inlined as data URLs. A
+    local file is read again here without following symlinks, its type taken from its bytes (the loader has already
+    checked that it lies under the image directory)."""
+    try:
+        url = checked_url(reference)
+        if url is None:
+            data, mime = read_image(reference)
+            url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    except ImageRefused as refused:
+        raise UserError(str(refused)) from None
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def render_messages(

@@ -1,8 +1,9 @@
 """Record formats: how one raw record of each supported shape becomes a `Trajectory` (or a reason to skip it).
 
 Readers take (record, origin, where): `origin` is `<stem>:<line>` for default ids, `where` the file the record came
-from (relative image paths resolve against its directory). A malformed record raises `BadRecord`; a valid record
-that is not a fully correct solution returns the reason it is skipped.
+from (relative image paths resolve against its directory; every local image must lie under the image base). A
+malformed record raises `BadRecord`; a valid record that is not a fully correct solution returns the reason it is
+skipped.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pydantic import ValidationError
 
 from .answers import answers_equivalent, extract_final_answer
 from .errors import UserError
+from .images import ImageRefused, check_reference
 from .trajectory import Trajectory
 
 RECORD_FORMATS = ("prm800k", "trajectories", "prmbench", "visualprocessbench", "projudgebench")
@@ -161,7 +163,8 @@ def check_fields(fields: dict[str, str]) -> None:
             raise UserError(f"--field {target}=: name the source field, e.g. --field {target}=response.{target}")
 
 
-def _read_trajectory(record: dict, origin: str, fields: dict[str, str] | None, where: str = "") -> Trajectory:
+def _read_trajectory(record: dict, origin: str, fields: dict[str, str] | None, where: str = "",
+                     image_base: Path | None = None) -> Trajectory:
     """One of our own records, or a foreign one mapped through `fields` (its other keys are ignored)."""
     if fields:
         data = {key: value for key, value in record.items() if key in _TRAJECTORY_FIELDS and key not in fields}
@@ -184,7 +187,7 @@ def _read_trajectory(record: dict, origin: str, fields: dict[str, str] | None, w
     except ValidationError as exc:
         raise BadRecord(_explain(exc, fields or {})) from None
     trajectory.meta.setdefault("idx", trajectory.id)
-    trajectory.images = resolve_images(trajectory.images, where)
+    trajectory.images = resolve_images(trajectory.images, where, image_base)
     return trajectory
 
 
@@ -206,22 +209,23 @@ def _explain(error: ValidationError, fields: dict[str, str]) -> str:
     return "; ".join(problems)
 
 
-def resolve_images(images: list[Any], where: str) -> list[str]:
-    """Image references as strings; a relative path naming a file beside the input is made absolute, so it still
-    resolves whatever the working directory."""
-    base = Path(where).parent if where and Path(where).is_file() else None
+def resolve_images(images: list[Any], where: str, base: Path | None) -> list[str]:
+    """Image references as a trajectory keeps them: URLs as given, a local path as its real, absolute path once it
+    is known to be a raster image under the image directory `base` (see `images.py`); a relative path resolves
+    against the input file's directory."""
+    relative_to = Path(where).parent if where and Path(where).is_file() else None
     resolved = []
     for image in images:
         if not isinstance(image, str) or not image:
             raise BadRecord(f"an image reference must be a path or URL string, not {image!r}")
-        local = "://" not in image and not image.startswith("data:") and not Path(image).is_absolute()
-        if local and base is not None and (base / image).is_file():
-            image = str((base / image).resolve())
-        resolved.append(image)
+        try:
+            resolved.append(check_reference(image, relative_to=relative_to, base=base))
+        except ImageRefused as refused:
+            raise BadRecord(str(refused)) from None
     return resolved
 
 
-def _read_visualprocessbench(record: dict, origin: str, where: str) -> Trajectory | str:
+def _read_visualprocessbench(record: dict, origin: str, where: str, image_base: Path | None) -> Trajectory | str:
     """A VisualProcessBench-style record (`image`, `question`, `answer`, `response.steps`,
     `response.process_correctness`): kept only when every step is labelled correct (1)."""
     needs = "VisualProcessBench records need question, response.steps and response.process_correctness"
@@ -241,10 +245,10 @@ def _read_visualprocessbench(record: dict, origin: str, where: str) -> Trajector
     meta = {"idx": trajectory_id, "source_format": "visualprocessbench"}
     meta.update({key: record[key] for key in ("policy_model", "data_source") if record.get(key) is not None})
     return Trajectory(id=trajectory_id, question=question, steps=steps, answer=None if answer is None else str(answer),
-                      images=resolve_images(images, where), meta=meta)
+                      images=resolve_images(images, where, image_base), meta=meta)
 
 
-def _read_projudgebench(record: dict, origin: str, where: str) -> Trajectory | str:
+def _read_projudgebench(record: dict, origin: str, where: str, image_base: Path | None) -> Trajectory | str:
     """A ProJudgeBench-style record (`question`, `image_paths`, `subject`, `process_evaluation` =
     [step, "1"|"0", error type, explanation] per step): kept only when every step is labelled "1"."""
     needs = "ProJudgeBench records need question and process_evaluation"
@@ -262,18 +266,19 @@ def _read_projudgebench(record: dict, origin: str, where: str) -> Trajectory | s
     trajectory_id = str(record.get("id") or f"projudgebench:{origin}")
     subject = record.get("subject")
     return Trajectory(id=trajectory_id, question=question, steps=steps, subject=subject if subject else None,
-                      images=resolve_images(record.get("image_paths") or [], where),
+                      images=resolve_images(record.get("image_paths") or [], where, image_base),
                       meta={"idx": trajectory_id, "source_format": "projudgebench"})
 
 
-def reader_for(format: str, *, strict: bool = False,
-               fields: dict[str, str] | None = None) -> Callable[[Any, str, str], Trajectory | str]:
-    """The reader of one record format."""
+def reader_for(format: str, *, strict: bool = False, fields: dict[str, str] | None = None,
+               image_base: Path | None = None) -> Callable[[Any, str, str], Trajectory | str]:
+    """The reader of one record format; local image paths must lie under `image_base` (None: no local images)."""
     readers: dict[str, Callable[[Any, str, str], Trajectory | str]] = {
         "prm800k": lambda record, origin, where: _read_prm800k(record, origin, strict),
         "prmbench": lambda record, origin, where: _read_prmbench(record, origin),
-        "trajectories": lambda record, origin, where: _read_trajectory(record, origin, fields, where),
-        "visualprocessbench": _read_visualprocessbench,
-        "projudgebench": _read_projudgebench,
+        "trajectories": lambda record, origin, where: _read_trajectory(record, origin, fields, where, image_base),
+        "visualprocessbench": lambda record, origin, where: _read_visualprocessbench(record, origin, where,
+                                                                                     image_base),
+        "projudgebench": lambda record, origin, where: _read_projudgebench(record, origin, where, image_base),
     }
     return readers[format]

@@ -85,6 +85,8 @@ class RunManifest(BaseModel):
     """Categories the engine cannot make, with the reason (they are not units)."""
     source: dict[str, Any] = Field(default_factory=dict)
     """What the input loader read, selected and skipped (this invocation)."""
+    image_base: str | None = None
+    """The directory the run's local images were checked to lie under (the review app serves only from there)."""
     counts: dict[str, Any] = Field(default_factory=dict)
     totals: dict[str, Any] = Field(default_factory=dict)
 

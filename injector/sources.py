@@ -44,8 +44,11 @@ class TrajectorySource:
     """Iterable of Trajectory; iterate once. After (or during) iteration `stats` holds the counts."""
 
     def __init__(self, path: str, format: str, format_detected: bool, records: Callable[[], Iterator[RawRecord]],
-                 read_record: Callable[[Any, str, str], "Trajectory | str"], skip_invalid: bool):
+                 read_record: Callable[[Any, str, str], "Trajectory | str"], skip_invalid: bool,
+                 image_base: Path | None = None):
         self.path, self.format, self.format_detected = path, format, format_detected
+        self.image_base = image_base
+        """The directory local images must lie under (recorded in a run's manifest); None: no local images."""
         self.stats = SourceStats()
         self._records, self._read_record, self._skip_invalid = records, read_record, skip_invalid
         self._started = False
@@ -118,11 +121,13 @@ class TrajectorySource:
 
 def load_trajectories(source: str | Path | None = None, format: str | None = None, *, strict: bool = False,
                       skip_invalid: bool = False, fields: dict[str, str] | None = None,
-                      split: str | None = None) -> TrajectorySource:
+                      split: str | None = None, images_from: str | Path | None = None) -> TrajectorySource:
     """Open `source` (a JSONL file, a directory, or `hf:NAME[:SPLIT]`; default: the bundled sample).
 
     `strict` applies to PRM800K (every chosen step rated 1); `fields` maps `{TARGET: SOURCE}` (dotted SOURCE)
     and implies the `trajectories` format; `skip_invalid` counts malformed records instead of raising.
+    Local images must lie under `images_from`, by default the input file's directory (a Hugging Face dataset has
+    none); any other local image is a `FILE:LINE` error when its record is read, before any request for it.
     """
     if format is not None and format not in RECORD_FORMATS:
         raise UserError(f"unknown input format {format!r}; choose one of: {', '.join(RECORD_FORMATS)}")
@@ -132,11 +137,13 @@ def load_trajectories(source: str | Path | None = None, format: str | None = Non
             raise UserError(f"--field maps records onto the trajectories format; it cannot be used with {format!r}")
         format = "trajectories"
     label, records = _open(source, split)
+    image_base = _image_base(source, images_from)
     detected = format is None
     if format is None:
         format = _detect(label, records, skip_invalid)
-    source = TrajectorySource(label, format, detected, records, reader_for(format, strict=strict, fields=fields),
-                              skip_invalid)
+    source = TrajectorySource(label, format, detected, records,
+                              reader_for(format, strict=strict, fields=fields, image_base=image_base), skip_invalid,
+                              image_base)
     source.options = {"strict": strict, "fields": fields or {}, "split": split}
     return source
 
@@ -161,6 +168,25 @@ def _detect(label: str, records: Callable[[], Iterator[RawRecord]], skip_invalid
 
 # ---- where records come from -------------------------------------------------------------------------------
 
+def _is_saved_dataset(path: Path) -> bool:
+    return any((path / name).is_file() for name in ("dataset_info.json", "state.json", "dataset_dict.json"))
+
+
+def _image_base(source: str | Path | None, images_from: str | Path | None) -> Path | None:
+    """`--images-from DIR`, else the directory of a JSONL input; a Hugging Face dataset has none."""
+    if images_from is not None:
+        base = Path(images_from).expanduser()
+        if not base.is_dir():
+            raise UserError(f"--images-from {images_from}: not a directory; name the directory holding the images")
+        return base.resolve()
+    if str(source).startswith("hf:"):
+        return None
+    path = Path(source) if source is not None else bundled_data_path()
+    if path.is_dir():
+        return None if _is_saved_dataset(path) else path.resolve()
+    return path.parent.resolve()
+
+
 def _open(source: str | Path | None, split: str | None) -> tuple[str, Callable[[], Iterator[RawRecord]]]:
     if source is None:
         try:
@@ -174,7 +200,7 @@ def _open(source: str | Path | None, split: str | None) -> tuple[str, Callable[[
     if not path.exists():
         raise UserError(f"no such file: {path}")
     if path.is_dir():
-        if any((path / name).is_file() for name in ("dataset_info.json", "state.json", "dataset_dict.json")):
+        if _is_saved_dataset(path):
             return _open_saved(path, split)
         files = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith((".jsonl", ".json", ".jsonl.gz")))
         if not files:

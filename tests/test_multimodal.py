@@ -117,6 +117,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 
 def test_visualprocessbench_loader_keeps_only_fully_correct(tmp_path):
+    (tmp_path / "a.png").write_bytes(tiny_png())
     rows = [
         {"image": ["a.png"], "question": "Q1", "answer": "3",
          "response": {"steps": ["s1", "s2"], "process_correctness": [1, 1]}, "policy_model": "m"},
@@ -128,7 +129,8 @@ def test_visualprocessbench_loader_keeps_only_fully_correct(tmp_path):
     source = load_trajectories(write_jsonl(tmp_path / "vpb.jsonl", rows))
     [kept] = list(source)
     assert source.format == "visualprocessbench" and source.format_detected
-    assert kept.question == "Q1" and kept.steps == ["s1", "s2"] and kept.answer == "3" and kept.images == ["a.png"]
+    assert kept.question == "Q1" and kept.steps == ["s1", "s2"] and kept.answer == "3"
+    assert kept.images == [str((tmp_path / "a.png").resolve())]
     assert kept.meta["policy_model"] == "m"
     assert source.stats.read == 3 and source.stats.skipped == {"not_all_correct": 2}
 

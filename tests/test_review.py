@@ -535,19 +535,3 @@ def test_cli_serves_until_stopped(run_dir: Path) -> None:
     assert process.returncode == 0, err
     assert "stopped; decisions are saved" in out
 
-
-def test_images_are_shown_local_files_served_remote_never_fetched(tmp_path: Path) -> None:
-    png = tmp_path / "fig.png"
-    png.write_bytes(b"PNG-ish bytes, served as given")
-    record = candidate("t7::counterfactual::0", images=[str(png), "https://example.org/remote.png"])
-    run = make_run(tmp_path / "run", [record])
-    with running([run]) as server:
-        status, headers, page = http(server, "/")
-        assert status == 200 and "img-src 'self'" in headers["Content-Security-Policy"]
-        assert 'src="/image?key=0%2Ft7%3A%3Acounterfactual%3A%3A0&amp;n=0"' in page
-        assert "https://example.org/remote.png</code> (remote: not loaded)" in page
-        status, headers, body = http(server, "/image?key=0%2Ft7%3A%3Acounterfactual%3A%3A0&n=0")
-        assert status == 200 and headers["Content-Type"] == "image/png" and body == "PNG-ish bytes, served as given"
-        assert http(server, "/image?key=0%2Ft7%3A%3Acounterfactual%3A%3A0&n=0", token=False)[0] == 403
-        for bad in ("n=1", "n=5", "n=../../etc/passwd"):
-            assert http(server, f"/image?key=0%2Ft7%3A%3Acounterfactual%3A%3A0&{bad}")[0] == 404

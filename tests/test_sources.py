@@ -195,12 +195,13 @@ def test_trajectories_format_defaults_id_and_meta_idx(tmp_path):
     path = write_jsonl(tmp_path / "mine.jsonl", [
         {"id": "a", "question": "Q1", "steps": ["s1"], "answer": "1", "meta": {"level": 3}},
         "",  # a blank line is ignored but still counts as a line
-        {"question": "Q2", "steps": ["s1", "s2"], "images": ["fig.png"]},
+        {"question": "Q2", "steps": ["s1", "s2"], "images": ["https://example.org/fig.png"]},
     ])
     source = load_trajectories(path)
     first, second = list(source)
     assert first.meta == {"level": 3, "idx": "a"}
-    assert second.id == "mine:3" and second.meta == {"idx": "mine:3"} and second.images == ["fig.png"]
+    assert second.id == "mine:3" and second.meta == {"idx": "mine:3"}
+    assert second.images == ["https://example.org/fig.png"]
     assert source.format == "trajectories" and source.stats.read == 2
 
 

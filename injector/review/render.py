@@ -123,7 +123,10 @@ def _images(candidate: dict[str, Any], key: str) -> str:
         return ""
     items = []
     for n, reference in enumerate(images):
-        if "://" in reference or reference.startswith("data:"):
+        if reference.startswith("data:"):  # may be megabytes: its type and size, not its data
+            head = reference.split(",", 1)[0]
+            items.append(f'<li><code>{e(head[:80])},…</code> (embedded, {len(reference)} characters: not shown)</li>')
+        elif "://" in reference:
             items.append(f'<li><code>{e(reference)}</code> (remote: not loaded)</li>')
         else:
             source = "/image?" + urlencode({"key": key, "n": n})

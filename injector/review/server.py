@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import mimetypes
 import secrets
 import threading
 from http import HTTPStatus
@@ -18,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import UserError
+from ..images import ImageRefused, is_data_url, read_image
 from .render import page_url, render_page
 from .session import Refused, ReviewSession
 
@@ -135,17 +135,25 @@ class ReviewHandler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
 
     def _image(self, query: dict[str, list[str]]) -> None:
-        """A local image a candidate references, and nothing else (no path comes from the request)."""
-        entry = self.server.session.by_key.get((query.get("key") or [""])[0])
-        images = self.server.session.candidate(entry).get("images") or [] if entry else []
+        """A local image a candidate references, and nothing else (no path comes from the request): only a PNG,
+        JPEG, GIF or WebP file by its bytes (never SVG), under the run's image directory, through no symlink."""
+        session = self.server.session
+        entry = session.by_key.get((query.get("key") or [""])[0])
+        images = session.candidate(entry).get("images") or [] if entry else []
         number = (query.get("n") or [""])[0]
-        path = Path(images[int(number)]) if number.isdigit() and int(number) < len(images) else None
-        if path is None or "://" in str(path) or not path.is_file():
+        reference = images[int(number)] if number.isdigit() and int(number) < len(images) else None
+        if not isinstance(reference, str) or not reference or "://" in reference or is_data_url(reference):
             return self._send(HTTPStatus.NOT_FOUND, b"no such image\n", "text/plain; charset=utf-8")
-        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        if not kind.startswith("image/"):
-            return self._send(HTTPStatus.NOT_FOUND, b"not an image\n", "text/plain; charset=utf-8")
-        self._send(HTTPStatus.OK, path.read_bytes(), kind)
+        base = session.runs[entry.run].image_base
+        if base is None:
+            return self._send(HTTPStatus.NOT_FOUND, b"not served: the run's manifest records no image directory\n",
+                              "text/plain; charset=utf-8")
+        try:
+            data, kind = read_image(base / reference, base)  # an absolute reference stays as it is
+        except ImageRefused as refused:
+            return self._send(HTTPStatus.NOT_FOUND, f"not served: {refused}\n".encode(), "text/plain; charset=utf-8")
+        # Even a file that passed the checks gets no power over this origin: no script, no sub-resources.
+        self._send(HTTPStatus.OK, data, kind, {"Content-Security-Policy": "default-src 'none'; sandbox"})
 
     def _page(self, query: dict[str, list[str]], *, set_cookie: bool) -> None:
         first = {name: (values or [""])[0] for name, values in query.items()}

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..contract import FullAnswer, MultiSolutionAnswer
 from ..errors import UserError
-from ..records import CANDIDATES_FILE
+from ..records import CANDIDATES_FILE, MANIFEST_FILE
 from ..taxonomy import Category, Taxonomy, run_taxonomy
 from ..trajectory import Trajectory
 from ..validate import normalize_step, validate_answer
@@ -46,6 +46,18 @@ class Run:
     taxonomy_note: str = ""
     """Why the bundled taxonomy stands in for the run's own, or that the run's hooks are off, when so."""
     entries: list[Entry] = field(default_factory=list)
+    image_base: Path | None = None
+    """The only directory the app serves this run's local images from (manifest `image_base`)."""
+
+
+def _run_image_base(path: Path) -> Path | None:
+    """The run's image directory from its manifest (a relative one resolves against the run directory, never the
+    current directory); None when it records none, and then no local image is served."""
+    try:
+        base = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))["image_base"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return path / base if isinstance(base, str) and base else None
 
 
 def _index(run_no: int, path: Path) -> list[Entry]:
@@ -80,6 +92,7 @@ class ReviewSession:
                 raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
             loaded, note = run_taxonomy(path, taxonomy)
             run = Run(path, ReviewStore(path), loaded, note, _index(number, path / CANDIDATES_FILE))
+            run.image_base = _run_image_base(path)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
