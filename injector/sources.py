@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .errors import InputError, UserError
+from .json_bounds import TooDeep, loads_bounded
 from .record_formats import RECORD_FORMATS, BadRecord, check_fields, detect_format, reader_for
 from .resources import bundled_data_path
 from .trajectory import Trajectory
@@ -199,7 +200,10 @@ def _jsonl_records(path: Path) -> Iterator[RawRecord]:
             if not text.strip():
                 continue
             try:
-                record = json.loads(text)
+                record = loads_bounded(text)
+            except TooDeep as exc:
+                yield where, stem, line_no, None, f"{exc}; no record format needs that, so this line is not usable"
+                continue
             except json.JSONDecodeError as exc:
                 hint = ("; this looks like a JSON array, but each line must hold one JSON object (JSONL)"
                         if text.strip() == "[" else "; each line must hold one complete JSON object")
