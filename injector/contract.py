@@ -198,8 +198,13 @@ def _decode_object(text: str) -> dict:
     if found is not None:
         return found
     if "{" in body:
-        # Last resort for broken JSON (trailing commas, missing quotes or commas, truncation).
-        repaired = json_repair.loads(body)
+        # Last resort for broken JSON (trailing commas, missing quotes or commas, truncation). Its guesses can
+        # read brackets the depth scan took for string text (after a stray quote), and it reports the recursion
+        # that follows as a ValueError: whatever it cannot repair is unreadable, not a crash.
+        try:
+            repaired = json_repair.loads(body)
+        except (RecursionError, ValueError):
+            repaired = None
         if isinstance(repaired, dict):
             return repaired
     raise _parse_error("The answer does not contain a readable JSON object.")

@@ -24,8 +24,9 @@ class TooDeep(ValueError):
     def __init__(self, limit: int = MAX_JSON_DEPTH):
         super().__init__(f"nested more than {limit} levels deep (lists or objects inside each other)")
 
-# A JSON string (unrolled loop: fast on long strings), whose brackets are text, not structure.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+# A closed JSON string (unrolled loop: fast on long strings), whose brackets are text, not structure. A quote that
+# never closes is only a character: the brackets after it still count.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _ONE_KIND = str.maketrans("{}", "[]")
 

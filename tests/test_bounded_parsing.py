@@ -35,12 +35,25 @@ def nested(depth: int) -> str:
     '{"question": null, "edits": [], "reason": ' + nested(100_000) + "}",  # closed, so valid JSON
     '{"a": ' * 50_000 + "1" + "}" * 50_000,
     "Here it is: " + DEEP,
+    '"' + "[{" * 800,  # after a stray quote (found by tests/test_fuzz.py): json_repair would recurse
 ])
 def test_a_deep_answer_is_a_parse_error(text: str) -> None:
     with pytest.raises(AnswerError) as caught:
         parse_answer(text, edits=True)
     assert caught.value.code == "parse_error"
     assert f"more than {MAX_JSON_DEPTH} levels" in caught.value.message
+
+
+@pytest.mark.parametrize("failure", [RecursionError, ValueError])
+def test_json_repair_failing_on_what_the_scan_let_through_is_a_parse_error(monkeypatch, failure) -> None:
+    # The scan cannot foresee every guess json_repair makes (it reports its own recursion as a ValueError).
+    def recursing(text: str) -> None:
+        raise failure("Input nesting exceeds the supported parser recursion depth.")
+
+    monkeypatch.setattr("injector.contract.json_repair.loads", recursing)
+    with pytest.raises(AnswerError) as caught:
+        parse_answer('{"reason": "unclosed, ', edits=True)
+    assert caught.value.code == "parse_error"
 
 
 def test_the_depth_limit_is_exact_and_brackets_in_strings_are_text() -> None:
