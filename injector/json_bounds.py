@@ -1,8 +1,9 @@
 """Limits on the JSON the toolkit reads from others (model answers, input lines, review requests), in one place.
 
 Python's JSON decoders recurse once per nesting level, so `"[" * 100000` raises RecursionError instead of a
-decoding error (json_repair recurses too). Every decoder of outside text therefore scans the nesting depth first,
-a cheap pass that never recurses, and refuses what is too deep with an ordinary, reportable error.
+decoding error (json_repair recurses too). So a model's answer, which may be broken JSON bound for json_repair, is
+scanned before any decoding (`too_deep`, a pass that never recurses); valid JSON (an input line, a review request)
+is decoded and then measured (`loads_bounded`). Both refuse what is too deep with an ordinary, reportable error.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class TooDeep(ValueError):
     def __init__(self, limit: int = MAX_JSON_DEPTH):
         super().__init__(f"nested more than {limit} levels deep (lists or objects inside each other)")
 
+
 # A closed JSON string (unrolled loop: fast on long strings), whose brackets are text, not structure. A quote that
 # never closes is only a character: the brackets after it still count.
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -40,7 +42,7 @@ def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     json_repair's guesswork) would descend into every opener left open, so those count as depth too.
     """
     if text.count("[") + text.count("{") <= limit:
-        return False  # cannot nest deeper than the number of openers: the common case costs two counts
+        return False  # cannot nest deeper than the number of openers: a short answer costs two counts
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_ONE_KIND)
     for _ in range(limit):
         shorter = brackets.replace("[]", "")
@@ -81,6 +83,6 @@ def loads_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise TooDeep(limit) from None
-    if isinstance(value, (list, dict)) and nests_deeper(value, limit):
+    if nests_deeper(value, limit):
         raise TooDeep(limit)
     return value
