@@ -19,8 +19,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 from injector.contract import parse_answer  # noqa: E402
-from injector.edits import edits_from_full  # noqa: E402
 from injector.engines.llm import import_litellm  # noqa: E402
+from injector.estimates import prmbench_answers  # noqa: E402
 from injector.sources import load_trajectories  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
 from injector.validate import validate_answer  # noqa: E402
@@ -44,11 +44,7 @@ def main() -> None:
         seven = edits = undeclared = 0
         for trajectory, record in zip(load_trajectories(path, "prmbench"), records):
             seven += tokens({key: record[key] for key in SEVEN_FIELDS})
-            question = None if record["modified_question"] == record["original_question"] else \
-                record["modified_question"]
-            in_range = [k for k in record["error_steps"] if 1 <= k <= len(record["modified_process"])]
-            edit_list = edits_from_full(trajectory.steps, record["modified_process"], in_range)
-            edits += tokens({"question": question, "edits": edit_list, "reason": record["reason"]})
+            edits += tokens(prmbench_answers(record)["edits"])
             verdict = validate_answer(taxonomy, category, trajectory, parse_answer(json.dumps(record)))
             undeclared += "undeclared_change" in verdict.codes
         rows.append((category.id, len(records), seven, edits, undeclared))

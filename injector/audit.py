@@ -1,4 +1,4 @@
-"""`inject validate FILE`: audit a published benchmark file against the toolkit's rules, to measure its label noise."""
+"""`inject audit FILE`: audit a published benchmark file against the toolkit's rules, to measure its label noise."""
 from __future__ import annotations
 
 import json
@@ -32,8 +32,12 @@ def audit_prmbench(path: str | Path, taxonomy: Taxonomy | None = None) -> AuditR
     report = AuditReport()
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, 1):
+    with path.open("rb") as handle:
+        for line_number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(path, line_number, "not UTF-8 text; save the file as UTF-8") from None
             if not line.strip():
                 continue
             try:

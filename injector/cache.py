@@ -14,9 +14,14 @@ from typing import Any
 
 from platformdirs import user_cache_dir
 
+from .errors import WriteFailed
+
 
 def default_cache_path() -> Path:
     return Path(user_cache_dir("prm-injector")) / "requests.sqlite"
+
+
+_CACHE_HINT = "free space or fix the permissions, choose another --cache, or pass --no-cache"
 
 
 def request_key(request: dict[str, Any]) -> str:
@@ -29,13 +34,17 @@ class RequestCache:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_cache_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, usage TEXT NOT NULL,"
-            " cost REAL, created REAL NOT NULL)"
-        )
+        # Opened for writing here, before any request is sent: a cache that cannot be written stops the run early.
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, usage TEXT NOT NULL,"
+                " cost REAL, created REAL NOT NULL)"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise WriteFailed(self.path, exc, _CACHE_HINT) from None
         self.hits = 0
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -46,10 +55,13 @@ class RequestCache:
         return {"text": row[0], "usage": json.loads(row[1]), "cost": row[2]}
 
     def put(self, key: str, text: str, usage: dict[str, int], cost: float | None) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO answers (key, text, usage, cost, created) VALUES (?, ?, ?, ?, ?)",
-            (key, text, json.dumps(usage), cost, time.time()),
-        )
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO answers (key, text, usage, cost, created) VALUES (?, ?, ?, ?, ?)",
+                (key, text, json.dumps(usage), cost, time.time()),
+            )
+        except sqlite3.Error as exc:  # "database or disk is full", "attempt to write a readonly database"
+            raise WriteFailed(self.path, exc, _CACHE_HINT) from None
 
     def close(self) -> None:
         self._db.close()

@@ -9,15 +9,30 @@ from typing import Any
 import yaml
 
 from . import __version__
+from .answers import answers_equivalent, final_answer_of_steps
 
 POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
 
 
+def error_steps_inside(row: dict[str, Any]) -> list[int]:
+    """The error step numbers that name a step of `modified_process` (published files hold some past the end)."""
+    return [k for k in row["error_steps"] if isinstance(k, int) and 1 <= k <= len(row["modified_process"])]
+
+
 def relative_error_position(row: dict[str, Any]) -> float | None:
     """First error step ÷ number of steps (1-based, in (0, 1]); None without an error step."""
-    if not row["error_steps"] or not row["modified_process"]:
+    errors = error_steps_inside(row)
+    return min(errors) / len(row["modified_process"]) if errors else None
+
+
+def final_answer_changed(row: dict[str, Any]) -> bool | None:
+    """Whether the modified solution's final answer differs from the source's (`ground_truth`, else the original
+    steps' answer), by the toolkit's own extraction and equivalence; None when either answer cannot be found."""
+    source = row.get("ground_truth") or final_answer_of_steps(row["original_process"])
+    new = final_answer_of_steps(row["modified_process"])
+    if source is None or new is None:
         return None
-    return min(row["error_steps"]) / len(row["modified_process"])
+    return not answers_equivalent(str(source), new)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -92,6 +107,7 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
                      "errors; balance this across a benchmark):\n\n" + _table(
                          ["category", *bins], [[c, *(h[b] for b in POSITION_BINS)] for c, h in
                                                sorted(histogram.items())]) + "\n")
+    parts.append(_production_section(rows))
     parts.append("## Files\n\n- `parquet/<split>.parquet`, `jsonl/<split>.jsonl`, and the `datasets.save_to_disk` "
                  "layout at the top (`load_from_disk`)\n- `prmbench/<classification>.jsonl`: exactly PRMBench's fields, "
                  "unique `idx` per category, readable by PRMBench's evaluation\n- `processbench/<split>.jsonl`: "
@@ -103,3 +119,35 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
                  "PRMBench: Apache-2.0) and of the model outputs.\n")
     parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")
     return "\n".join(parts)
+
+
+def _production_section(rows: list[dict[str, Any]]) -> str:
+    """Per category: how often the final answer changed, how many error steps, where the first one sits, and
+    how well wording alone finds the error steps (the surface-cue probe)."""
+    from .cues import cue_records, cue_report
+
+    cues = cue_report(cue_records([(row, "in_split") for row in rows]))
+    table, notes = [], []
+    for category in sorted({row["category"] for row in rows}):
+        mine = [row for row in rows if row["category"] == category]
+        changed = [c for c in map(final_answer_changed, mine) if c is not None]
+        positions = [p for p in map(relative_error_position, mine) if p is not None]
+        cue = cues["per_category"].get(category)
+        if cue and cue.get("reason"):
+            notes.append(f"- {category}: no cue AUC ({cue['reason']})")
+        table.append([
+            category, len(mine),
+            f"{sum(changed) / len(changed):.0%} of {len(changed)}" if changed else "-",
+            f"{sum(len(error_steps_inside(row)) for row in mine) / len(mine):.2f}",
+            f"{sum(positions) / len(positions):.2f}" if positions else "-",
+            "-" if not cue or cue["auc"] is None else f"{cue['auc']:.2f}",
+        ])
+    overall = cues["overall"]
+    text = ("## What the categories produce\n\nFinal answer changed: share of rows whose final answer differs from "
+            "the source's (among rows where both answers were found). Error steps: mean per row. First error: "
+            "first error step ÷ number of steps, mean. Cue AUC: ROC AUC of a bag-of-words model that finds the "
+            "error steps from wording alone (grouped 5-fold cross-validation; 0.5 = no surface cue, 1 = the "
+            "wording gives every error away; recipe in the toolkit's README)" +
+            ("" if overall["auc"] is None else f"; over all categories {overall['auc']:.2f}") + ".\n\n")
+    text += _table(["category", "rows", "final answer changed", "error steps", "first error", "cue AUC"], table)
+    return text + ("\n\n" + "\n".join(notes) if notes else "") + "\n"

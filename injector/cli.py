@@ -16,6 +16,7 @@ from . import __version__
 from .errors import InjectorError
 
 EXIT_INTERNAL, EXIT_USER, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what coreutils exit with when the reader of their output went away
 OFFLINE_MODEL = "offline"
 _invocation: list[str] = ["inject"]
 
@@ -32,7 +33,16 @@ class InjectGroup(click.Group):
         # Keep the arguments as given, for manifests and cards ("the command that reproduces it").
         global _invocation
         _invocation = ["inject", *(sys.argv[1:] if args is None else args)]
-        return super().main(args, *pargs, **kwargs)
+        try:
+            return super().main(args, *pargs, **kwargs)
+        finally:
+            # Output still buffered is flushed here: at interpreter exit a closed pipe would print "Exception
+            # ignored ... BrokenPipeError" and exit 120.
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                _silence_stdout()
+                sys.exit(EXIT_BROKEN_PIPE)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -43,19 +53,46 @@ class InjectGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted; run the same command again to continue", err=True)
             ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:  # `inject render ... | head`: the reader has what it wanted; end silently
+            _silence_stdout()
+            ctx.exit(EXIT_BROKEN_PIPE)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:  # a bug: keep the traceback, show one line
-            path = _save_traceback()
-            click.echo(f"internal error: {type(exc).__name__}: {exc} (traceback saved to {path})", err=True)
+            try:
+                saved = f"traceback saved to {_save_traceback()}"
+            except OSError as error:
+                saved = f"the traceback could not be saved: {error}"
+            click.echo(f"internal error: {type(exc).__name__}: {exc} ({saved})", err=True)
             ctx.exit(EXIT_INTERNAL)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that no later flush (Python's at exit included) fails on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (a test runner's buffer)
+        pass
+
+
+def crash_dir() -> Path:
+    """Where crash reports go: the user's cache directory (XDG_CACHE_HOME on Linux), not a shared temp directory."""
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("prm-injector")) / "crashes"
+
+
 def _save_traceback() -> Path:
+    directory = crash_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = Path(tempfile.gettempdir()) / f"inject-crash-{stamp}-{os.getpid()}.txt"
-    path.write_text(traceback.format_exc(), encoding="utf-8")
-    return path
+    # mkstemp: a random name created with O_EXCL (and O_NOFOLLOW), mode 0600; never a file or link already there.
+    fd, name = tempfile.mkstemp(prefix=f"inject-crash-{stamp}-", suffix=".txt", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(traceback.format_exc())
+    return Path(name)
 
 
 def _parse_fields(values: tuple[str, ...]) -> dict[str, str] | None:
@@ -114,6 +151,11 @@ def _load(input_path, input_format, fields, split, strict, skip_invalid, categor
 def main() -> None:
     """Inject validated process-level errors into fully correct step-by-step solutions."""
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
+    from .redaction import RedactingFilter
+
+    for handler in logging.getLogger().handlers:  # no key reaches the terminal through a log line
+        if not any(isinstance(existing, RedactingFilter) for existing in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 @main.command()
@@ -236,7 +278,9 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
                 retry_rejects=retry_rejects, on_progress=display.update, command=command,
             )
     except KeyboardInterrupt:
-        resume = " ".join(command) + ("" if "--out" in command else f" --out {out}")
+        from .redaction import redact_command
+
+        resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {out}")
         click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     counts = result.manifest.counts
@@ -246,6 +290,11 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
         f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )
+    if result.progress.provider_unreachable():
+        from .errors import ProviderUnreachable
+
+        raise ProviderUnreachable("no unit produced a candidate and some failed transiently (provider unreachable; "
+                                  "see the summary); exit 5, run the same command again to retry them")
 
 
 @main.command()
@@ -261,31 +310,37 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
 @click.option("--license", "license_", default="other", show_default=True, help="Licence field of the card.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --out directory.")
 @click.option("--push-to-hub", metavar="REPO", help="Also push the DatasetDict to the Hugging Face Hub.")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Name categories (name, domain) from this taxonomy (default: as each run's manifest recorded).")
 def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_sources, license_, overwrite,
-          push_to_hub) -> None:
+          push_to_hub, taxonomy_path) -> None:
     """Build benchmark splits from reviewed run directories."""
     from .splits import build as build_splits
 
     report = build_splits(list(run_dirs), out, by=by, test_size=test_size, seed=seed,
                           include_unreviewed=include_unreviewed, include_sources=include_sources,
                           overwrite=overwrite, license=license_, command=invocation(),
-                          push_to_hub=push_to_hub)
+                          push_to_hub=push_to_hub, taxonomy=taxonomy_path)
     splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "
                f"reviewers, {report.unreviewed_left_out} unreviewed left out")
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 @click.option("--plots", type=click.Path(file_okay=False), help="Write PNG plots into this directory.")
-def stats(path, as_json, plots) -> None:
-    """Per-category numbers of a run or split directory."""
+@click.option("--cues", is_flag=True, help="Also run the surface-cue probe: how well wording alone finds the error "
+              "steps (ROC AUC per category; needs scikit-learn).")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Name categories (name, domain) from this taxonomy (default: as the run or split recorded).")
+def stats(path, as_json, plots, cues, taxonomy_path) -> None:
+    """Per-category numbers of a run or split directory, or of PRMBench-format JSONL (a file or a directory)."""
     import json
 
     from .stats import compute_stats, stats_table, write_plots
 
-    numbers = compute_stats(path)
+    numbers = compute_stats(path, cues=cues, taxonomy=taxonomy_path)
     click.echo(json.dumps(numbers, indent=2) if as_json else stats_table(numbers))
     if plots:
         for written in write_plots(numbers, plots):
@@ -297,11 +352,16 @@ def stats(path, as_json, plots) -> None:
 @click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True)
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH", help="A bundled taxonomy or a YAML file.")
 @click.option("--json", "as_json", is_flag=True, help="Print every record's verdict as JSON lines.")
-def validate(file, input_format, taxonomy_path, as_json) -> None:
-    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary."""
+@click.option("--report-only", is_flag=True, help="Exit 0 even when records fail the audit (default: exit 4).")
+def audit(file, input_format, taxonomy_path, as_json, report_only) -> None:
+    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary.
+
+    Exits 4 when any record fails the audit, so a pipeline can gate on it (--report-only: exit 0).
+    """
     import json
 
     from .audit import audit_prmbench, audit_table
+    from .errors import AuditFailed
     from .taxonomy import Taxonomy
 
     report = audit_prmbench(file, Taxonomy.load(taxonomy_path))
@@ -312,6 +372,21 @@ def validate(file, input_format, taxonomy_path, as_json) -> None:
             verdict = "valid" if record["valid"] else " ".join(record["codes"])
             click.echo(f"{file}:{record['line']}\t{record['idx']}\t{record['category']}\t{verdict}")
     click.echo(audit_table(report), err=as_json)
+    invalid = sum(not record["valid"] for record in report.records)
+    if invalid and not report_only:
+        raise AuditFailed(f"{file}: {invalid} of {len(report.records)} records fail the audit "
+                          "(exit 4; --report-only exits 0)")
+
+
+@main.command("validate", hidden=True, context_settings={"ignore_unknown_options": True},
+              add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def validate_alias(ctx: click.Context, args) -> None:
+    """The former name of `audit`."""
+    click.echo("note: `inject validate` is now `inject audit` (same options); running `inject audit`", err=True)
+    with audit.make_context("audit", list(args), parent=ctx.parent) as audit_ctx:
+        audit.invoke(audit_ctx)
 
 
 def _register_review() -> None:

@@ -31,3 +31,26 @@ class BudgetExceeded(InjectorError):
     """A budget stopped the run; running the same command again resumes it (exit 3)."""
 
     exit_code = 3
+
+
+class WriteFailed(UserError):
+    """A file could not be written (full disk, read-only file system, no permission): exit 2, nothing half-written."""
+
+    def __init__(self, path: object, reason: object, hint: str = "free space or fix the permissions, then run the "
+                 "same command again to continue"):
+        self.path = str(path)
+        reason = getattr(reason, "strerror", None) or str(reason)
+        super().__init__(f"cannot write {self.path}: {reason}; {hint}")
+
+
+class AuditFailed(InjectorError):
+    """`inject audit`: at least one record fails the audit (exit 4, so a pipeline can gate on it)."""
+
+    exit_code = 4
+
+
+class ProviderUnreachable(InjectorError):
+    """`inject run`: no unit produced a candidate and some failed transiently, e.g. no network (exit 5); running
+    the same command again retries them."""
+
+    exit_code = 5

@@ -1,7 +1,8 @@
 """Category hooks: Python named by a taxonomy (`hook: checks.py:MyCheck`), imported only when the category is used.
 
-A hook is code. It loads only from a taxonomy given by a local path (the taxonomy's own directory), never from a
-dataset or a downloaded file. A hook object may have:
+A hook is code. It loads only from a taxonomy the user named (`--taxonomy`), from a file that really lies (symlinks
+followed) in the taxonomy's own directory; never from a dataset, a run directory or a downloaded file (a run's own
+taxonomy is read with its hooks off: see `taxonomy.run_taxonomy`). A hook object may have:
 
 - `context(trajectory) -> dict`: extra variables for the category's template (the user message);
 - `check(trajectory, verdict) -> iterable of (code, message)`: extra rules; each failure is a reason code, sent
@@ -24,18 +25,26 @@ class Hook(Protocol):
     def check(self, trajectory: Any, verdict: Any) -> list[tuple[str, str]]: ...
 
 
-def load_hook(spec: str) -> Hook:
-    """Import `FILE:NAME` (FILE absolute, as the taxonomy loader resolves it); a class is instantiated."""
+def load_hook(spec: str, allowed_dirs: tuple[Path, ...] | None = None) -> Hook:
+    """Import `FILE:NAME` (FILE absolute, as the taxonomy loader resolves it); a class is instantiated.
+
+    With `allowed_dirs` (a taxonomy read from YAML), FILE must really lie in one of them, symlinks followed:
+    checked here, at import time, too, as a link may have changed since the taxonomy was loaded.
+    """
     file, _, name = spec.rpartition(":")
     if not file or not name:
         raise UserError(f"hook {spec!r}: expected FILE.py:NAME, e.g. checks.py:MyCheck")
     path = Path(file)
     if not path.is_file():
         raise UserError(f"hook {spec!r}: {path} not found; hooks are relative to the taxonomy file")
+    real = path.resolve()
+    if allowed_dirs is not None and not any(real.is_relative_to(d) for d in allowed_dirs):
+        raise UserError(f"hook {spec!r}: {path} resolves (through a symlink) to {real}, outside the taxonomy's "
+                        "directory; refusing to import it. Copy the file into the taxonomy's directory")
     module_name = "injector_hook_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
     module = sys.modules.get(module_name)
     if module is None:
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        loader_spec = importlib.util.spec_from_file_location(module_name, real)  # the file checked above
         module = importlib.util.module_from_spec(loader_spec)
         try:
             loader_spec.loader.exec_module(module)

@@ -19,10 +19,12 @@ from typing import Any, Callable, Iterable, Iterator
 
 from . import __version__
 from .engines.base import Engine
-from .errors import BudgetExceeded, UserError
+from .errors import BudgetExceeded, UserError, WriteFailed
+from .estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from .inject import DEFAULT_MAX_ATTEMPTS, DEFAULT_OUTPUT_MODE, OUTPUT_MODES, Unit, answer_mode, inject_one, utc_now
 from .prompts import render_messages
-from .records import Candidate, RunDirectory, RunManifest
+from .records import TRANSIENT_FAILURE, Candidate, RunDirectory, RunManifest
+from .redaction import redact_command
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 
@@ -50,6 +52,8 @@ class RunProgress:
     started: float = field(default_factory=time.monotonic)
     retries: Callable[[], int] = lambda: 0
     """Transient retries so far (read from the engine)."""
+    transient_message: str | None = None
+    """The latest transient failure's message: why the provider looks unreachable."""
 
     def rate(self) -> float:
         elapsed = time.monotonic() - self.started
@@ -61,6 +65,11 @@ class RunProgress:
             return None
         return max(0.0, (self.planned - self.done) / rate)
 
+    def provider_unreachable(self) -> bool:
+        """No unit of this invocation produced a candidate and at least one failed transiently (429/5xx/timeouts/
+        connection refused after every retry): nothing useful was done, and the same command retries them."""
+        return self.accepted == 0 and self.codes.get(TRANSIENT_FAILURE, 0) > 0
+
     def record(self, record: Any) -> None:
         self.done += 1
         outcome = "accepted" if isinstance(record, Candidate) else "rejected"
@@ -68,6 +77,8 @@ class RunProgress:
         self.by_category.setdefault(record.category, {"accepted": 0, "rejected": 0})[outcome] += 1
         for code in getattr(record, "codes", []):
             self.codes[code] = self.codes.get(code, 0) + 1
+        if TRANSIENT_FAILURE in getattr(record, "codes", []) and record.messages:
+            self.transient_message = record.messages[-1]
         usage = record.provenance.get("usage") or {}
         self.prompt_tokens += usage.get("prompt_tokens", 0)
         self.completion_tokens += usage.get("completion_tokens", 0)
@@ -186,7 +197,7 @@ def run(
     digest = config_hash(config)
     run_dir.prepare(digest)
     manifest = RunManifest(
-        command=command if command is not None else list(sys.argv),
+        command=redact_command(command if command is not None else list(sys.argv)),  # no key in the manifest
         config=config,
         config_hash=digest,
         toolkit_version=__version__,
@@ -195,7 +206,11 @@ def run(
                     for c in categories},
         skipped_categories=skipped_categories,
     )
-    run_dir.write_manifest(manifest)
+    try:
+        run_dir.write_manifest(manifest)
+    except WriteFailed:
+        run_dir.release()
+        raise
     progress = RunProgress(planned=_planned_units(trajectories, categories, samples, limit),
                            retries=lambda: getattr(engine, "retries", 0))
     try:
@@ -215,14 +230,21 @@ def run(
         manifest.status = "failed"
         raise
     finally:
-        run_dir.compact_rejects()
-        stats = getattr(trajectories, "stats", None)
-        manifest.source = stats.as_dict() if stats is not None else {}
-        manifest.counts = run_dir.count_outcomes()
-        manifest.totals = manifest.counts.pop("totals")
-        manifest.finished = utc_now()
-        run_dir.write_manifest(manifest)
-        run_dir.release()
+        stopping = sys.exc_info()[1]
+        try:
+            run_dir.compact_rejects()
+            stats = getattr(trajectories, "stats", None)
+            manifest.source = stats.as_dict() if stats is not None else {}
+            manifest.counts = run_dir.count_outcomes()
+            manifest.totals = manifest.counts.pop("totals")
+            manifest.finished = utc_now()
+            run_dir.write_manifest(manifest)
+        except WriteFailed:
+            if stopping is None:
+                raise
+            # The full disk that stopped the run fails the manifest too: report the first failure, not this one.
+        finally:
+            run_dir.release()
     return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
 
 
@@ -263,16 +285,19 @@ async def _run_units(
                 record = await inject_one(taxonomy, unit.category, unit.trajectory, engine, sample=unit.sample,
                                           seed=seed, max_attempts=max_attempts, output_mode=output_mode,
                                           read_cache=unit.id not in written.rejected)
+                run_dir.append(record)
+            except WriteFailed as exc:  # nothing more can be written: stop now, not after the requests in flight
+                failures.append(exc)
+                write_failed.set()
+                continue
             except Exception as exc:  # authentication refused, a bug: stop the whole run
                 failures.append(exc)
                 continue
-            run_dir.append(record)
             progress.record(record)
             if on_progress:
                 on_progress(progress)
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
-    try:
+    async def produce() -> None:
         for unit in units:
             if failures or over_budget():
                 break
@@ -284,12 +309,20 @@ async def _run_units(
             await queue.put(unit)
         for _ in workers:
             await queue.put(None)
-        await asyncio.gather(*workers)
-    except BaseException:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
+
+    write_failed = asyncio.Event()
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    everything = asyncio.gather(produce(), *workers)
+    stop = asyncio.create_task(write_failed.wait())
+    try:
+        await asyncio.wait([everything, stop], return_when=asyncio.FIRST_COMPLETED)
+        if everything.done():
+            everything.result()  # raises what the producer raised (a bad input line)
+    finally:
+        # A failed write (or an exception) leaves the units in flight unwritten: a rerun redoes them.
+        everything.cancel()
+        stop.cancel()
+        await asyncio.gather(everything, stop, return_exceptions=True)
     if failures:
         raise failures[0]
     if over_budget():
@@ -308,6 +341,10 @@ class DryRunReport:
     cost_estimate: float | None = None
     """Dollars for one attempt per unit; None when the model has no known price."""
     max_attempts: int = 1
+    completion_estimate_source: str = ESTIMATE_SOURCE
+    """Where the completion-token figures come from (said in the output)."""
+    pooled_categories: list[str] = field(default_factory=list)
+    """Categories PRMBench has no answers for: estimated with the pooled fit."""
 
 
 def dry_run(
@@ -325,15 +362,19 @@ def dry_run(
 ) -> DryRunReport:
     """Count the requests and prompt tokens of a run (skipping what `out` already holds), and estimate its cost.
 
-    The answer's length is estimated as the solution it writes back in full mode, and as a third of that in edit
-    mode (measured on PRMBench's records: edits take about 0.3 of the seven-field answer; bench/edit_tokens.py).
+    Completion tokens are estimated per unit from measured figures (`injector.estimates`: fitted per category and
+    output mode on PRMBench's GPT-4o answers, from the length of the source solution).
     """
     categories, _ = split_by_support(engine, categories)
     finished: set[str] = set()
     if out is not None and RunDirectory(out).read_manifest() is not None:
         finished = RunDirectory(out).written().finished(retry_rejects)
     count_tokens = getattr(engine, "count_tokens", lambda messages: sum(len(m["content"]) for m in messages) // 4)
+    count_text_tokens = getattr(engine, "count_text_tokens", lambda text: len(text) // 4)
     report = DryRunReport(max_attempts=max_attempts if getattr(engine, "takes_feedback", False) else 1)
+    completion_tokens = 0.0
+    pooled: set[str] = set()
+    solution_tokens: tuple[Trajectory | None, int] = (None, 0)  # units come per trajectory: count it once
     for unit in iter_units(trajectories, categories, samples, limit):
         if unit.id in finished:
             report.skipped_existing += 1
@@ -342,8 +383,14 @@ def dry_run(
         messages = render_messages(taxonomy, unit.category, unit.trajectory, output_mode=mode, attach_images=False)
         report.units += 1
         report.prompt_tokens += count_tokens(messages)
-        solution_tokens = len(json.dumps(unit.trajectory.steps, ensure_ascii=False)) // 4 + 60
-        report.completion_tokens_estimate += solution_tokens if mode == "full" else solution_tokens // 3
+        if solution_tokens[0] is not unit.trajectory:
+            solution_tokens = (unit.trajectory, count_text_tokens(solution_text(unit.trajectory.steps)))
+        estimate, measured = completion_tokens_estimate(unit.category.classification, mode, solution_tokens[1])
+        completion_tokens += estimate
+        if not measured:
+            pooled.add(unit.category.id)
+    report.completion_tokens_estimate = round(completion_tokens)
+    report.pooled_categories = sorted(pooled)
     prices = engine_prices(engine)
     if prices is not None:
         report.cost_estimate = report.prompt_tokens * prices[0] + report.completion_tokens_estimate * prices[1]

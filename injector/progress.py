@@ -6,6 +6,7 @@ import time
 from typing import Any, TextIO
 
 from .pipeline import DryRunReport, RunProgress
+from .records import TRANSIENT_FAILURE
 
 PLAIN_INTERVAL_SECONDS = 10.0
 
@@ -77,6 +78,10 @@ def summary_table(progress: RunProgress) -> str:
     lines.append("")
     lines.append(f"tokens: {progress.prompt_tokens} prompt + {progress.completion_tokens} completion; "
                  f"cost {_cost(progress.cost)}; {progress.retries()} transient retries")
+    if progress.provider_unreachable():
+        lines.append(f"no candidates: {progress.codes[TRANSIENT_FAILURE]} of {progress.done} units failed "
+                     f"transiently after every retry (last: {progress.transient_message}); the provider looks "
+                     "unreachable: check --api-base and the network, then run the same command again")
     return "\n".join(lines)
 
 
@@ -87,6 +92,8 @@ def dry_run_table(report: DryRunReport) -> str:
         f"units to run       {report.units} ({report.skipped_existing} already in the run directory)",
         f"requests           {requests}",
         f"prompt tokens      {report.prompt_tokens}",
-        f"completion tokens  ~{report.completion_tokens_estimate} (estimated: the solution written back)",
+        f"completion tokens  ~{report.completion_tokens_estimate} ({report.completion_estimate_source}"
+        + (f"; pooled fit for {', '.join(report.pooled_categories)}, which PRMBench lacks"
+           if report.pooled_categories else "") + ")",
         f"estimated cost     {_cost(report.cost_estimate)} for one attempt per unit",
     ])

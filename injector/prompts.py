@@ -11,6 +11,7 @@ import base64
 import functools
 import json
 import mimetypes
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,32 @@ def _to_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
+class ContainedLoader(FileSystemLoader):
+    """A FileSystemLoader that refuses a template (or `{% include %}` / `{% extends %}`) whose real path, symlinks
+    followed, lies outside the allowed directories: a link must not pull an outside file into a prompt."""
+
+    def __init__(self, searchpath: list[str], allowed: tuple[Path, ...]):
+        super().__init__(searchpath)
+        self.allowed = tuple(Path(os.path.realpath(d)) for d in allowed)
+
+    def get_source(self, environment: Any, template: str) -> Any:
+        source, filename, uptodate = super().get_source(environment, template)
+        real = Path(os.path.realpath(filename))
+        if not any(real.is_relative_to(d) for d in self.allowed):
+            raise UserError(f"{filename}: template {template!r} resolves (through a symlink) to {real}, outside "
+                            "the taxonomy's directory and the bundled prompts; refusing to read it. Copy the file "
+                            "into the taxonomy's directory instead of linking it")
+        return source, filename, uptodate
+
+
 @functools.lru_cache(maxsize=16)
-def _environment(template_dir: Path | None) -> SandboxedEnvironment:
+def _environment(template_dir: Path | None, taxonomy_dir: Path | None = None) -> SandboxedEnvironment:
     # `{% extends "_base.j2" %}` resolves beside the template first, then in the bundled prompts, so a custom
     # taxonomy can reuse the bundled base template.
     search = [str(template_dir)] if template_dir else []
+    allowed = tuple(d for d in (template_dir, taxonomy_dir, bundled_prompts_dir()) if d is not None)
     env = SandboxedEnvironment(
-        loader=FileSystemLoader([*search, str(bundled_prompts_dir())]),
+        loader=ContainedLoader([*search, str(bundled_prompts_dir())], allowed),
         undefined=StrictUndefined,
         keep_trailing_newline=False,
         trim_blocks=True,
@@ -104,7 +124,8 @@ def render_messages(
     template_name = template_path.name if template_path else f"<template_text of {category.id}>"
     try:
         if template_path:
-            template = _environment(template_path.parent).get_template(template_name)
+            taxonomy_dir = taxonomy.path.resolve().parent if taxonomy.path else None
+            template = _environment(template_path.parent, taxonomy_dir).get_template(template_name)
         else:
             template = _compiled_text(category.template_text)
         static = {**category_context(taxonomy, category), "output_mode": mode}

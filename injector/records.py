@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import UserError
+from .errors import UserError, WriteFailed
 
 CANDIDATES_FILE = "candidates.jsonl"
 REJECTS_FILE = "rejects.jsonl"
@@ -96,16 +96,22 @@ def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """Records of a JSONL file we wrote; a torn line (a write cut short by a kill) is skipped with a warning."""
+    for _, record in read_jsonl_numbered(path):
+        yield record
+
+
+def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, Any]]:
+    """`read_jsonl` with the line number of each record; a line that is not UTF-8 is skipped as torn too."""
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.strip()
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            line = raw.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                yield number, json.loads(line.decode("utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
 
 
@@ -134,7 +140,8 @@ class RunDirectory:
         self.rejects_path = self.path / REJECTS_FILE
         self.manifest_path = self.path / MANIFEST_FILE
         self._lock: Any = None
-        self._appenders: dict[Path, Any] = {}
+        self._appenders: dict[Path, int] = {}
+        """Open append-only descriptors of the JSONL files."""
 
     def read_manifest(self) -> dict[str, Any] | None:
         if not self.manifest_path.exists():
@@ -154,8 +161,11 @@ class RunDirectory:
             )
         if manifest is None and self.path.exists() and any(p.name != ".lock" for p in self.path.iterdir()):
             raise UserError(f"{self.path} exists and is not a run directory; choose another --out")
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._lock = (self.path / ".lock").open("w")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._lock = (self.path / ".lock").open("w")
+        except OSError as exc:
+            raise WriteFailed(exc.filename or self.path, exc, "choose another --out, or fix its permissions") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -175,7 +185,10 @@ class RunDirectory:
                 data = path.read_bytes()
                 if not data.endswith(b"\n"):
                     log.warning("%s: dropping a torn last line (an interrupted write); its unit will be redone", path)
-                    path.write_bytes(data[: data.rfind(b"\n") + 1])
+                    try:
+                        os.truncate(path, data.rfind(b"\n") + 1)
+                    except OSError as exc:
+                        raise WriteFailed(path, exc) from None
 
     def written(self) -> WrittenUnits:
         """Units already written; a unit with a candidate counts as accepted whatever rejects it has."""
@@ -186,19 +199,22 @@ class RunDirectory:
         return units
 
     def append(self, record: Candidate | Rejection) -> None:
+        """Append one record as one whole line, or nothing: a failed write raises `WriteFailed` naming the file."""
         path = self.candidates_path if isinstance(record, Candidate) else self.rejects_path
-        # One write and one flush per record on a handle kept open (opening a file costs about a millisecond
-        # here): a killed process loses nothing it reported as written. No fsync per record: power loss may
-        # drop the last few lines, which a rerun redoes since they are not in the files.
-        handle = self._appenders.get(path)
-        if handle is None:
-            handle = self._appenders[path] = path.open("a", encoding="utf-8")
-        handle.write(record.model_dump_json() + "\n")
-        handle.flush()
+        # Unbuffered writes on a descriptor kept open (opening a file costs about a millisecond here): a killed
+        # process loses nothing it reported as written, and no buffer holds half a line to flush later. No fsync
+        # per record: power loss may drop the last few lines, which a rerun redoes since they are not in the files.
+        try:
+            fd = self._appenders.get(path)
+            if fd is None:
+                fd = self._appenders[path] = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            _append_whole(fd, (record.model_dump_json() + "\n").encode("utf-8"))
+        except OSError as exc:
+            raise WriteFailed(path, exc) from None
 
     def close_files(self) -> None:
-        for handle in self._appenders.values():
-            handle.close()
+        for fd in self._appenders.values():
+            os.close(fd)
         self._appenders.clear()
 
     def compact_rejects(self) -> None:
@@ -217,11 +233,15 @@ class RunDirectory:
         if len(keep) == total:
             return
         temporary = self.rejects_path.with_suffix(".jsonl.tmp")
-        with temporary.open("w", encoding="utf-8") as out:
-            for number, record in enumerate(read_jsonl(self.rejects_path)):
-                if number in keep:
-                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(temporary, self.rejects_path)
+        try:
+            with temporary.open("w", encoding="utf-8") as out:
+                for number, record in enumerate(read_jsonl(self.rejects_path)):
+                    if number in keep:
+                        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            os.replace(temporary, self.rejects_path)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)  # the old file stays whole; the next run compacts it
+            raise WriteFailed(self.rejects_path, exc) from None
 
     def count_outcomes(self) -> dict[str, Any]:
         """Counts by outcome, category and reason code, over everything the directory holds."""
@@ -251,5 +271,28 @@ class RunDirectory:
 
     def write_manifest(self, manifest: RunManifest) -> None:
         temporary = self.manifest_path.with_suffix(".json.tmp")
-        temporary.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, self.manifest_path)
+        try:
+            temporary.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            os.replace(temporary, self.manifest_path)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)  # a leftover would make the directory look like no run directory
+            raise WriteFailed(self.manifest_path, exc) from None
+
+
+def _append_whole(fd: int, data: bytes) -> None:
+    """Write all of `data` at the end of the file, or cut the file back to where it was and raise.
+
+    A full disk can accept part of a write before failing; a torn line would cost a record (and corrupt the next
+    one written after it), so the file is truncated to its size before the write. One writer holds the lock.
+    """
+    start = os.fstat(fd).st_size
+    written = 0
+    try:
+        while written < len(data):
+            written += os.write(fd, data[written:])
+    except OSError:
+        try:
+            os.ftruncate(fd, start)
+        except OSError:  # the torn tail is then dropped when the run directory is next opened
+            pass
+        raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import zlib
 from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -213,9 +214,8 @@ def _open(source: str | Path | None, split: str | None) -> tuple[str, Callable[[
 def _jsonl_records(path: Path) -> Iterator[RawRecord]:
     """Stream a JSONL file (gzip when it ends in .gz), decoding line by line so one bad line stays one."""
     where, stem = str(path), path.name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".json")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        for line_no, raw in enumerate(handle, 1):
+    with closing(_lines(path)) as lines:
+        for line_no, raw in enumerate(lines, 1):
             try:
                 text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
             except UnicodeDecodeError:
@@ -237,6 +237,29 @@ def _jsonl_records(path: Path) -> Iterator[RawRecord]:
                 yield where, stem, line_no, None, f"expected a JSON object, found {type(record).__name__}"
                 continue
             yield where, stem, line_no, record, None
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    """The raw lines of a file, gunzipped when it ends in .gz; damaged gzip data is a FILE:LINE error."""
+    if path.suffix != ".gz":
+        with path.open("rb") as handle:
+            yield from handle
+        return
+    line_no = 0
+    try:
+        with gzip.open(path, "rb") as handle:
+            for line_no, raw in enumerate(handle, 1):
+                yield raw
+    except gzip.BadGzipFile as exc:
+        if line_no == 0 and "Not a gzipped file" in str(exc):
+            raise InputError(path, 1, "not gzip data, though the name ends in .gz; compress it with gzip, or "
+                             "drop the .gz from its name if it is plain JSONL") from None
+        raise InputError(path, line_no + 1, f"damaged gzip data ({exc}); download or compress it again") from None
+    except EOFError:
+        raise InputError(path, line_no + 1, "the gzip data ends early (a truncated or partly downloaded file); "
+                         "download or compress it again") from None
+    except zlib.error as exc:
+        raise InputError(path, line_no + 1, f"damaged gzip data ({exc}); download or compress it again") from None
 
 
 def _datasets() -> Any:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
 import shutil
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -11,8 +13,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .answers import answers_equivalent, final_answer_of_steps
-from .errors import UserError
-from .records import read_jsonl
+from .errors import InputError, UserError
+from .records import Candidate, read_jsonl, read_jsonl_numbered
 
 # PRMBench's own fields, in its order: what `prmbench/<classification>.jsonl` holds and nothing else.
 PRMBENCH_FIELDS = ("original_question", "modified_question", "original_process", "modified_process",
@@ -42,37 +44,95 @@ def _stable_unit(seed: int, key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def _decisions(run_dir: Path) -> dict[str, Any]:
+def _decisions(run_dir: Path, taxonomy: str | Path | None) -> tuple[dict[str, Any], Any]:
+    """The latest decision per candidate id of a run, and the review session whose `check_record` re-checks them
+    (None without a review store); `taxonomy` as `ReviewSession` takes it (never the run's hooks unless named)."""
     if not (run_dir / "review.sqlite").exists():
-        return {}
-    from .review.store import ReviewStore
+        return {}, None
+    from .review.session import ReviewSession
 
-    return ReviewStore(run_dir).latest()
+    session = ReviewSession([run_dir], taxonomy=taxonomy)
+    return session.runs[0].store.latest(), session
 
 
-def _categories_of(run_dir: Path) -> dict[str, dict[str, str]]:
-    """Name and domain of each category of a run, as its manifest recorded them."""
+def _categories_of(run_dir: Path, taxonomy: Any = None) -> dict[str, dict[str, str]]:
+    """Name and domain of each category of a run: from `taxonomy` (the user's `--taxonomy`) where it has the
+    category, else as the run's manifest recorded them (data only: nothing of the run is imported)."""
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    return manifest.get("categories", {})
+    categories = dict(manifest.get("categories", {}))
+    for category in taxonomy.categories if taxonomy is not None else []:
+        categories[category.id] = {**categories.get(category.id, {}), "name": category.name,
+                                   "domain": category.domain}
+    return categories
+
+
+def check_candidate(path: Path, line: int, record: Any) -> None:
+    """An InputError naming FILE:LINE unless `record` has a candidate's shape, with step indices that exist.
+
+    A candidates file may come from someone else (or be hand-edited): what the build reads must not crash it.
+    """
+    from pydantic import ValidationError
+
+    try:
+        Candidate.model_validate(record)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(map(str, problem["loc"])) or "the line"
+        raise InputError(path, line, f"not a candidate record ({where}: {problem['msg']}); use a candidates.jsonl "
+                                     "written by `inject run`") from None
+    size = len(record["modified_process"])
+    for name in ("modified_steps", "error_steps"):
+        outside = [k for k in record[name] if not 1 <= k <= size]
+        if outside:
+            raise InputError(path, line, f"{name} {outside} lie outside steps 1..{size} of modified_process")
+    explanations = record.get("explanations")
+    if explanations is not None and not (isinstance(explanations, dict) and all(
+            str(k).isdigit() and isinstance(v, str) for k, v in explanations.items())):
+        raise InputError(path, line, "explanations: expected an object {step number: text}")
+    for name in ("subject", "ground_truth"):
+        if not isinstance(record.get(name), (str, type(None))):
+            raise InputError(path, line, f"{name}: expected text")
+    images = record.get("images", [])
+    if not (isinstance(images, list) and all(isinstance(i, str) for i in images)):
+        raise InputError(path, line, "images: expected a list of paths or URLs")
 
 
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
-                 include_sources: bool = False, report: BuildReport) -> list[dict[str, Any]]:
-    """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all)."""
+                 include_sources: bool = False, report: BuildReport,
+                 taxonomy: str | Path | None = None) -> list[dict[str, Any]]:
+    """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all).
+
+    `taxonomy` (a name or path the user gave) names the categories and re-checks reviewers' corrections; without
+    it the runs' manifests name them and each run's taxonomy is read for its rules only.
+    """
+    from .review.session import Refused
+    from .taxonomy import Taxonomy
+
+    named = Taxonomy.load(taxonomy) if taxonomy is not None else None
     rows: list[dict[str, Any]] = []
     sources: dict[str, dict[str, Any]] = {}
+    refused: list[str] = []
     for run_dir in map(Path, run_dirs):
         if not (run_dir / "candidates.jsonl").exists() or not (run_dir / "manifest.json").exists():
             raise UserError(f"{run_dir}: not a run directory (no candidates.jsonl / manifest.json); "
                             "pass directories written by `inject run`")
-        categories = _categories_of(run_dir)
-        decisions = _decisions(run_dir)
+        categories = _categories_of(run_dir, named)
+        decisions, session = _decisions(run_dir, taxonomy)
         for reject in read_jsonl(run_dir / "rejects.jsonl"):
             report.run_rejects += 1
             report.reject_codes.update(reject.get("codes", []))
-        for candidate in read_jsonl(run_dir / "candidates.jsonl"):
+        for number, candidate in read_jsonl_numbered(run_dir / "candidates.jsonl"):
+            check_candidate(run_dir / "candidates.jsonl", number, candidate)
             report.candidates_seen += 1
             decision = decisions.get(candidate["id"])
+            if decision is not None:
+                # A stored decision passes the review app's own checks or the build stops: a row imported or
+                # written around the app (an error step past the end, an empty step) must not ship.
+                try:
+                    decision = session.check_record(0, candidate, decision)  # run 0: the session holds this run only
+                except Refused as exc:
+                    refused.append(f"{run_dir / 'review.sqlite'}: candidate {candidate['id']!r}: {exc}")
+                    continue
             if decision is not None and decision.decision == "reject":
                 report.rejected_by_reviewer += 1
                 report.reviewer_reasons[decision.reason or "(no reason)"] += 1
@@ -89,6 +149,10 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                              category.get("name", candidate["category"]),
                              reviewed=decision is not None, reviewer=decision.reviewer if decision else ""))
             sources.setdefault(candidate["trajectory_id"], candidate)
+    if refused:
+        raise UserError(f"{len(refused)} reviewer decision(s) fail the review app's checks, so nothing was built:\n"
+                        + "\n".join(f"  {line}" for line in refused) + "\ndecide these candidates again in "
+                        "`inject review RUN_DIR` (the latest decision wins), then build again")
     if include_sources:
         rows.extend(_source_row(candidate) for candidate in sources.values())
     _unique_idx(rows)
@@ -224,36 +288,8 @@ def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", test_size: float | None = None,
-          seed: int = 0, include_unreviewed: bool = False, include_sources: bool = False, overwrite: bool = False,
-          license: str = "other", command: list[str] | None = None, push_to_hub: str | None = None) -> BuildReport:
-    """Write a split directory from run directories; see README "Benchmark splits"."""
-    import datasets
-
-    from .card import dataset_card
-
-    datasets.disable_progress_bars()  # the command prints its own one-line summary
-    out = Path(out)
-    if by not in ("category", "train-test"):
-        raise UserError(f"--by {by!r}: choose category or train-test")
-    if by == "train-test" and not (test_size and 0 < test_size < 1):
-        raise UserError("--by train-test needs --test-size between 0 and 1, e.g. --test-size 0.2")
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise UserError(f"{out} is not empty; choose another --out or pass --overwrite")
-        shutil.rmtree(out)
-    report = BuildReport(out_dir=out)
-    rows = collect_rows(run_dirs, include_unreviewed=include_unreviewed, include_sources=include_sources,
-                        report=report)
-    if not rows:
-        raise UserError("no accepted candidates to build from: review the run first (`inject review RUN_DIR`), "
-                        "or pass --include-unreviewed")
-    splits = assign_splits(rows, by=by, test_size=test_size, seed=seed)
-    report.rows = rows
-    report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
-    features = split_features()
-    dataset = datasets.DatasetDict({name: datasets.Dataset.from_list(split_rows, features=features)
-                                    for name, split_rows in splits.items()})
+def _write_split(out: Path, dataset: Any, splits: dict[str, list], rows: list[dict[str, Any]], card: str) -> None:
+    """Every file of a split directory, into `out`."""
     dataset.save_to_disk(str(out))
     for name, split in dataset.items():
         (out / "parquet").mkdir(exist_ok=True)
@@ -267,7 +303,100 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
         by_classification[row["classification"]].append({key: row[key] for key in PRMBENCH_FIELDS})
     for classification, records in by_classification.items():
         _write_jsonl(out / "prmbench" / f"{classification}.jsonl", records)
-    (out / "README.md").write_text(dataset_card(report, license=license, command=command or []), encoding="utf-8")
+    (out / "README.md").write_text(card, encoding="utf-8")
+
+
+def _staging_dir(out: Path) -> Path:
+    """A new empty directory beside `out` (a resolved path; the same file system, so a rename moves it); UserError
+    if none can be made."""
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            staging = parent / f".{out.name}.building-{secrets.token_hex(4)}"
+            try:
+                staging.mkdir()  # a plain mkdir, so the split gets the user's usual permissions
+                return staging
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise UserError(f"{out}: cannot create the split beside it in {parent} ({exc.strerror or exc}); choose a "
+                        "writable --out") from None
+
+
+def _move_into_place(staging: Path, out: Path) -> None:
+    """Rename `staging` to `out`; an existing `out` is renamed aside first and removed once the new one is in.
+
+    Between the two renames `out` is briefly absent; if the second rename fails the old one is put back. An
+    existing empty `out` is kept (it may be the current directory, or have permissions of its own): the staged
+    entries are renamed into it, and back out if one fails.
+    """
+    if not out.exists():
+        os.rename(staging, out)
+        return
+    if not any(out.iterdir()):
+        moved: list[Path] = []
+        try:
+            for entry in sorted(staging.iterdir(), key=lambda p: p.name == "README.md"):  # the card last
+                os.rename(entry, out / entry.name)
+                moved.append(entry)
+        except OSError:
+            for entry in moved:
+                os.rename(out / entry.name, entry)
+            raise
+        return
+    old = staging.with_name(staging.name.replace(".building-", ".replaced-"))
+    os.rename(out, old)
+    try:
+        os.rename(staging, out)
+    except OSError:
+        os.rename(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", test_size: float | None = None,
+          seed: int = 0, include_unreviewed: bool = False, include_sources: bool = False, overwrite: bool = False,
+          license: str = "other", command: list[str] | None = None, push_to_hub: str | None = None,
+          taxonomy: str | Path | None = None) -> BuildReport:
+    """Write a split directory from run directories; see README "Benchmark splits"."""
+    import datasets
+
+    from .card import dataset_card
+
+    datasets.disable_progress_bars()  # the command prints its own one-line summary
+    out = Path(out)
+    if by not in ("category", "train-test"):
+        raise UserError(f"--by {by!r}: choose category or train-test")
+    if by == "train-test" and not (test_size and 0 < test_size < 1):
+        raise UserError("--by train-test needs --test-size between 0 and 1, e.g. --test-size 0.2")
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise UserError(f"{out} is not empty; choose another --out or pass --overwrite")
+    report = BuildReport(out_dir=out)
+    # Every row is read and checked before anything is written.
+    rows = collect_rows(run_dirs, include_unreviewed=include_unreviewed, include_sources=include_sources,
+                        report=report, taxonomy=taxonomy)
+    if not rows:
+        raise UserError("no accepted candidates to build from: review the run first (`inject review RUN_DIR`), "
+                        "or pass --include-unreviewed")
+    splits = assign_splits(rows, by=by, test_size=test_size, seed=seed)
+    report.rows = rows
+    report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
+    features = split_features()
+    dataset = datasets.DatasetDict({name: datasets.Dataset.from_list(split_rows, features=features)
+                                    for name, split_rows in splits.items()})
+    # Written into a directory beside --out and renamed into place at the end: a failure leaves no half split.
+    target = out.resolve()  # `--out .` or a symlink to a split: replace the directory it names
+    staging = _staging_dir(target)
+    try:
+        _write_split(staging, dataset, splits, rows, dataset_card(report, license=license, command=command or []))
+        _move_into_place(staging, target)
+    except OSError as exc:
+        where = f" writing {exc.filename}" if exc.filename else ""
+        raise UserError(f"{out}: cannot write the split ({exc.strerror or exc}{where}); nothing was written and an "
+                        "existing split is left as it was; free space or choose a writable --out") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     if push_to_hub:
         dataset.push_to_hub(push_to_hub)
     return report

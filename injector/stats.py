@@ -1,21 +1,24 @@
-"""`inject stats`: what a run or a split holds, per category — counts, reject reasons, lengths, where the errors
-sit, tokens and cost — as a table, JSON, or PNG plots."""
+"""`inject stats`: what a run, a split or a PRMBench-format file holds, per category — counts, reject reasons,
+lengths, error steps and where they sit, answer changes, tokens and cost, and (`--cues`) the surface-cue probe — as
+a table, JSON, or PNG plots."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from .card import relative_error_position
-from .errors import UserError
+from .card import error_steps_inside, final_answer_changed, relative_error_position
+from .errors import InputError, UserError
 from .records import read_jsonl
 
 STATUSES = ("accepted", "rejected_by_reviewer", "unreviewed", "rejected_by_validation", "in_split")
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
-    """One flat record per candidate or reject: category, status, codes, steps, error position, tokens, cost."""
-    if (path / "candidates.jsonl").exists():
+def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any], str]]:
+    """(record, status) for every candidate and reject of a run directory, every row of a split directory, or
+    every record of a PRMBench-format JSONL file or a directory of such files (status `in_split`; PRMBench's
+    `classification` mapped to our category id). Each record carries `_where`, (file, line) for messages."""
+    if path.is_dir() and ((path / "candidates.jsonl").exists() or (path / "manifest.json").exists()):
         decisions: dict[str, Any] = {}
         if (path / "review.sqlite").exists():
             from .review.store import ReviewStore
@@ -26,22 +29,66 @@ def _records(path: Path) -> list[dict[str, Any]]:
             decision = decisions.get(candidate["id"])
             status = "unreviewed" if decision is None else (
                 "accepted" if decision.decision == "accept" else "rejected_by_reviewer")
-            rows.append(_flat(candidate, status, []))
-        rows += [_flat(reject, "rejected_by_validation", reject.get("codes", []))
+            rows.append(({**candidate, "_where": (path / "candidates.jsonl", None)}, status))
+        rows += [({**reject, "_where": (path / "rejects.jsonl", None)}, "rejected_by_validation")
                  for reject in read_jsonl(path / "rejects.jsonl")]
         return rows
-    if (path / "jsonl").is_dir():
+    if path.is_dir() and (path / "jsonl").is_dir():
         rows = []
         for split in sorted((path / "jsonl").glob("*.jsonl")):
             for row in read_jsonl(split):
                 row["provenance"] = json.loads(row.get("provenance") or "{}")
-                rows.append(_flat(row, "in_split", []))
+                rows.append(({**row, "_where": (split, None)}, "in_split"))
         return rows
-    raise UserError(f"{path}: neither a run directory (candidates.jsonl) nor a split directory (jsonl/); "
-                    "pass what `inject run` or `inject build` wrote")
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    if not files or not path.exists():
+        raise UserError(f"{path}: neither a run directory (candidates.jsonl), a split directory (jsonl/), nor "
+                        "PRMBench-format JSONL (a file, or a directory of .jsonl files); pass what `inject run` "
+                        "or `inject build` wrote, or a PRMBench file")
+    by_classification = _classifications(taxonomy)
+    return [(record, "in_split") for file in files for record in _prmbench_records(file, by_classification)]
+
+
+def _classifications(taxonomy: Any) -> dict[str, str]:
+    from .taxonomy import Taxonomy
+
+    taxonomy = taxonomy or Taxonomy.load()
+    return {category.classification: category.id for category in taxonomy.categories}
+
+
+def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """The records of one PRMBench-format file, each checked for the fields the numbers need."""
+    try:
+        handle = path.open("rb")  # decoded line by line, so a bad byte is reported with its line
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise InputError(path, number, f"not valid JSON ({getattr(exc, 'msg', exc)}); each line must be "
+                                 "one PRMBench-format record") from None
+            if not isinstance(record, dict) or not isinstance(record.get("classification"), str):
+                raise InputError(path, number, "a PRMBench record needs a classification string, "
+                                 "original_process, modified_process and error_steps")
+            for field in ("original_process", "modified_process"):
+                if not isinstance(record.get(field), list) or not all(isinstance(s, str) for s in record[field]):
+                    raise InputError(path, number, f"{field} must be a list of step strings")
+            errors = record.get("error_steps")
+            if not isinstance(errors, list) or not all(isinstance(k, int) and not isinstance(k, bool)
+                                                       for k in errors):
+                raise InputError(path, number, "error_steps must be a list of 1-based step numbers")
+            classification = record["classification"]
+            yield {**record, "category": by_classification.get(classification, classification),
+                   "_where": (path, number)}
 
 
 def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, Any]:
+    """One candidate or reject as a row: category, status, codes, steps, error steps and position, whether the
+    final answer changed, tokens, cost."""
     provenance = record.get("provenance") or {}
     usage = provenance.get("usage") or {}
     has_steps = "modified_process" in record
@@ -51,24 +98,67 @@ def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, An
         "codes": codes,
         "steps": len(record["modified_process"]) if has_steps else None,
         "position": relative_error_position(record) if has_steps else None,
+        "error_steps": len(error_steps_inside(record)) if has_steps else None,
+        "answer_changed": final_answer_changed(record) if has_steps else None,
         "tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0),
         "cost": provenance.get("cost"),
         "cost_known": provenance.get("cost") is not None or provenance.get("engine") in ("offline", "source"),
     }
 
 
-def compute_stats(path: str | Path) -> dict[str, Any]:
-    """Per-category numbers (and totals) of a run or split directory, computed with polars."""
+def _category_names(path: Path, loaded: list[tuple[dict[str, Any], str]], taxonomy: Any) -> dict[str, dict]:
+    """Name and domain per category: from `taxonomy` (the user's `--taxonomy`) where it has the category, else
+    from the run's manifest or the split's rows (read as data; nothing of the run is imported)."""
+    names: dict[str, dict[str, str]] = {}
+    manifest = path / "manifest.json"
+    if path.is_dir() and manifest.exists():
+        try:
+            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("categories") or {}
+            names.update({cid: {"name": str(c.get("name", "")), "domain": str(c.get("domain", ""))}
+                          for cid, c in recorded.items() if isinstance(c, dict)})
+        except (OSError, ValueError, AttributeError):
+            pass  # the numbers do not need the names
+    for record, _ in loaded:
+        if record.get("category_name") and record["category"] not in names:
+            names[record["category"]] = {"name": record["category_name"], "domain": record.get("domain") or ""}
+    if taxonomy is not None:
+        for category in taxonomy.categories:
+            names[category.id] = {"name": category.name, "domain": category.domain}
+    return names
+
+
+def compute_stats(path: str | Path, *, cues: bool = False,
+                  taxonomy: str | Path | None = None) -> dict[str, Any]:
+    """Per-category numbers (and totals) of a run or split directory or PRMBench-format JSONL, computed with
+    polars; with `cues`, also the surface-cue probe (`injector.cues`) under "cues" and as each category's
+    `cue_auc`. Each category also gets its `name` and `domain` (from `taxonomy`, a bundled name or a YAML path,
+    when given, else as the run recorded them)."""
     import polars as pl
 
-    frame = pl.DataFrame(_records(Path(path)), schema={
+    from .taxonomy import Taxonomy
+
+    path = Path(path)
+    loaded_taxonomy = Taxonomy.load(taxonomy) if taxonomy is not None else None
+    loaded = load_records(path, loaded_taxonomy)
+    names = _category_names(path, loaded, loaded_taxonomy)
+    frame = pl.DataFrame([_flat(record, status, record.get("codes", []) if status == "rejected_by_validation"
+                                else []) for record, status in loaded], schema={
         "category": pl.Utf8, "status": pl.Utf8, "codes": pl.List(pl.Utf8), "steps": pl.Int64,
-        "position": pl.Float64, "tokens": pl.Int64, "cost": pl.Float64, "cost_known": pl.Boolean,
+        "position": pl.Float64, "error_steps": pl.Int64, "answer_changed": pl.Boolean, "tokens": pl.Int64,
+        "cost": pl.Float64, "cost_known": pl.Boolean,
     })
     result: dict[str, Any] = {"path": str(path), "categories": {}}
     for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
-        result["categories"][category] = _summarize(group, pl)
+        result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **_summarize(group, pl)}
     result["total"] = _summarize(frame, pl)
+    if cues:
+        from .cues import cue_records, cue_report
+
+        report = cue_report(cue_records(loaded))
+        result["cues"] = report
+        for category, row in result["categories"].items():
+            row["cue_auc"] = report["per_category"].get(category, {}).get("auc")
+        result["total"]["cue_auc"] = report["overall"]["auc"]
     return result
 
 
@@ -86,6 +176,9 @@ def _summarize(group: Any, pl: Any) -> dict[str, Any]:
         **{name: int(status.get(name, 0)) for name in STATUSES},
         "reject_codes": dict(codes.iter_rows()),
         "mean_steps": _round(group["steps"].drop_nulls().mean()),
+        "mean_error_steps": _round(group["error_steps"].drop_nulls().mean()),
+        "answer_changed_share": _round(group["answer_changed"].drop_nulls().mean()),
+        "answer_checked": int(group["answer_changed"].drop_nulls().len()),
         "mean_error_position": _round(positions.mean()),
         "error_position_histogram": dict(zip(["0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1"], bins)),
         "tokens": int(group["tokens"].sum()),
@@ -99,17 +192,40 @@ def _round(value: Any, digits: int = 3) -> float | None:
 
 def stats_table(stats: dict[str, Any]) -> str:
     header = (f"{'category':22} {'records':>7} {'accepted':>8} {'rev.rej':>7} {'unrev.':>6} {'val.rej':>7} "
-              f"{'in split':>8} {'steps':>6} {'err.pos':>7} {'tokens':>9} {'cost':>10}")
-    lines = [header]
+              f"{'in split':>8} {'steps':>6} {'err.st':>6} {'err.pos':>7} {'ans.chg':>7} {'tokens':>9} "
+              f"{'cost':>10}")
+    with_cues = "cues" in stats
+    lines = [header + (f" {'cue AUC':>7}" if with_cues else "")]
     for name, row in [*stats["categories"].items(), ("total", stats["total"])]:
         cost = "unknown" if row["cost"] is None else f"${row['cost']:.4f}"
         lines.append(
             f"{name:22} {row['records']:7d} {row['accepted']:8d} {row['rejected_by_reviewer']:7d} "
             f"{row['unreviewed']:6d} {row['rejected_by_validation']:7d} {row['in_split']:8d} "
-            f"{_show(row['mean_steps']):>6} {_show(row['mean_error_position']):>7} {row['tokens']:9d} {cost:>10}")
+            f"{_show(row['mean_steps']):>6} {_show(row['mean_error_steps']):>6} "
+            f"{_show(row['mean_error_position']):>7} {_show(row['answer_changed_share']):>7} {row['tokens']:9d} "
+            f"{cost:>10}" + (f" {_show(row.get('cue_auc')):>7}" if with_cues else ""))
+    total = stats["total"]
+    candidates = total["records"] - total["rejected_by_validation"]
+    if total["answer_checked"] < candidates:
+        lines += ["", f"ans.chg: share whose final answer changed, among the {total['answer_checked']} of "
+                  f"{candidates} solutions where both final answers were found (\\boxed{{}} or `# Answer`)"]
+    if with_cues:
+        lines += _cue_notes(stats["cues"])
     if stats["total"]["reject_codes"]:
         lines += ["", "reject codes: " + ", ".join(f"{c} {n}" for c, n in stats["total"]["reject_codes"].items())]
     return "\n".join(lines)
+
+
+def _cue_notes(cues: dict[str, Any]) -> list[str]:
+    """Why an AUC is missing, and the words that give error steps away, under the table."""
+    lines = ["", f"cue AUC: ROC AUC of a bag-of-words model finding error steps from wording alone over "
+             f"{cues['overall']['n']} steps (0.5 = no cue; see README)"]
+    for name, row in [("overall", cues["overall"]), *cues["per_category"].items()]:
+        if row.get("reason"):
+            lines.append(f"  {name}: no AUC ({row['reason']})")
+        elif row.get("top"):
+            lines.append(f"  {name}: " + ", ".join(word for word, _ in row["top"][:6]))
+    return lines
 
 
 def _show(value: float | None) -> str:

@@ -1,12 +1,17 @@
 """`Category` and `Taxonomy`: the error categories, their templates and the rules their validator enforces.
 
-A taxonomy is a YAML file (or built in Python). Template and hook paths are relative to the file that names them;
-`extends: <bundled name>` starts from a bundled taxonomy and overrides or adds categories by id.
+A taxonomy is a YAML file (or built in Python). Template and hook paths are relative to the file that names them
+and must resolve (symlinks followed) inside its directory or the bundled `prompts/`; `extends: <bundled name>`
+starts from a bundled taxonomy and overrides or adds categories by id.
+
+A run directory records the taxonomy it was made with; `run_taxonomy` loads that one for its rules only (hooks
+off), since a run directory may come from someone else: only a taxonomy named on the command line runs code.
 """
 from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -84,6 +89,10 @@ class Category(BaseModel):
     context: Callable[..., Any] | None = Field(default=None, exclude=True)
     """Python API: `context(trajectory)` returning extra variables for the user message."""
     _hook: Hook | None = PrivateAttr(default=None)
+    _hooks_enabled: bool = PrivateAttr(default=True)
+    """False for a taxonomy read from a run directory: its hook and Python checks never run."""
+    _hook_dirs: tuple[Path, ...] | None = PrivateAttr(default=None)
+    """Where a hook file loaded from YAML must really lie (None for categories built in Python)."""
 
     @model_validator(mode="after")
     def _one_template(self) -> "Category":
@@ -98,13 +107,21 @@ class Category(BaseModel):
 
     def loaded_hook(self) -> Hook | None:
         """The hook object, imported on first use (a category that is never used never runs its code)."""
+        if not self._hooks_enabled:
+            return None
         if self.hook is not None and self._hook is None:
-            self._hook = load_hook(self.hook)
+            self._hook = load_hook(self.hook, self._hook_dirs)
         return self._hook
+
+    @property
+    def hooks_enabled(self) -> bool:
+        return self._hooks_enabled
 
     def extra_context(self, trajectory: Any) -> dict[str, Any]:
         """Variables the hook and the `context` callable add to the user message."""
         extra: dict[str, Any] = {}
+        if not self._hooks_enabled:
+            return extra
         for source in (getattr(self.loaded_hook(), "context", None), self.context):
             if source is not None:
                 extra.update(source(trajectory) or {})
@@ -113,6 +130,8 @@ class Category(BaseModel):
     def extra_checks(self, trajectory: Any, verdict: Any) -> list[tuple[str, str]]:
         """(code, message) failures of the hook's and the `check` callable's own rules."""
         failures: list[tuple[str, str]] = []
+        if not self._hooks_enabled:
+            return failures
         for check in (getattr(self.loaded_hook(), "check", None), self.check):
             if check is not None:
                 failures.extend((str(code), str(message)) for code, message in check(trajectory, verdict) or [])
@@ -140,8 +159,12 @@ class Taxonomy(BaseModel):
         return self
 
     @classmethod
-    def load(cls, source: str | Path | None = None) -> "Taxonomy":
-        """A taxonomy by bundled name (`prmbench`, the default) or YAML path; every problem is reported at once."""
+    def load(cls, source: str | Path | None = None, *, rules_only: bool = False) -> "Taxonomy":
+        """A taxonomy by bundled name (`prmbench`, the default) or YAML path; every problem is reported at once.
+
+        `rules_only=True` is for a taxonomy that came with someone else's run directory, not one the user named:
+        no hook is imported and no Python check runs, and its templates need not exist (nothing is rendered).
+        """
         path = resolve_taxonomy(source)
         data = _read_taxonomy(path, seen=())
         try:
@@ -151,9 +174,18 @@ class Taxonomy(BaseModel):
         taxonomy.path = path
         missing = [f"categories.{c.id}.template: {c.template} not found; templates are relative to the taxonomy "
                    "file" for c in taxonomy.categories if c.template and not Path(c.template).is_file()]
-        if missing:
+        if missing and not rules_only:
             raise UserError(_problems(path, missing))
+        allowed = _allowed_dirs(path)
+        for category in taxonomy.categories:
+            category._hook_dirs = allowed
+            category._hooks_enabled = not rules_only
         return taxonomy
+
+    @property
+    def skipped_hooks(self) -> list[str]:
+        """Ids of the categories whose hook is off (loaded with `rules_only=True`)."""
+        return [c.id for c in self.categories if c.hook and not c.hooks_enabled]
 
     def add(self, category: Category) -> Category:
         """Add (or replace, by id) a category built in Python."""
@@ -207,6 +239,10 @@ class Taxonomy(BaseModel):
             own = [] if template is None else [template, *sorted(template.parent.glob("_*.j2"))]
             shared = sorted(bundled_prompts_dir().glob("_*.j2"))
             files = list(dict.fromkeys(p.resolve() for p in [*own, *shared]))
+            # Only what a render may read: a `_*.j2` linked out of the taxonomy (or to a device) is never read.
+            allowed = (*(_allowed_dirs(self.path) if self.path else ()), *(p.parent.resolve() for p in own[:1]),
+                       bundled_prompts_dir().resolve())
+            files = [p for p in files if _inside(p, allowed) and p.is_file()]
             data = b"".join(p.read_bytes() for p in files) + (category.template_text or "").encode()
             self._hashes[key] = _hash_bytes(data)
         return self._hashes[key]
@@ -226,6 +262,15 @@ def resolve_taxonomy(source: str | Path | None) -> Path:
     return path.resolve()
 
 
+def _allowed_dirs(taxonomy_path: Path) -> tuple[Path, ...]:
+    """Where a taxonomy's templates and hooks may really lie: its own directory and the bundled prompts."""
+    return (taxonomy_path.resolve().parent, bundled_prompts_dir().resolve())
+
+
+def _inside(path: Path, directories: tuple[Path, ...]) -> bool:
+    return any(path.is_relative_to(directory) for directory in directories)
+
+
 def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     """The YAML of `path` as a dict, with paths made absolute and `extends:` merged in."""
     try:
@@ -242,9 +287,20 @@ def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
             value = category.get(key)
             if isinstance(value, str):
                 file = value.split(":", 1)[0] if key == "hook" else value
+                where = f"categories.{category.get('id', position)}.{key}"
                 if Path(file).is_absolute() or ".." in Path(file).parts:
-                    problems.append(f"categories.{category.get('id', position)}.{key}: {value!r} must be a path "
-                                    "inside the taxonomy's directory, relative to the taxonomy file")
+                    problems.append(f"{where}: {value!r} must be a path inside the taxonomy's directory, relative "
+                                    "to the taxonomy file")
+                    continue
+                try:
+                    real = (path.parent / file).resolve()
+                except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+                    problems.append(f"{where}: {value!r} cannot be resolved ({exc})")
+                    continue
+                if not _inside(real, _allowed_dirs(path)):
+                    problems.append(f"{where}: {value!r} resolves (through a symlink) to {real}, outside the "
+                                    "taxonomy's directory and the bundled prompts; copy the file into the "
+                                    "taxonomy's directory instead of linking it")
                 else:
                     category[key] = str((path.parent / value).resolve())
     if problems:
@@ -307,3 +363,53 @@ def _describe_validation_error(exc: ValidationError, data: dict) -> list[str]:
             lines.append(f"{where}: {message} (got {error.get('input')!r})" if error["type"] != "value_error"
                          else f"{where}: {message}")
     return lines
+
+
+def _real_file(path: Path | None) -> Path | None:
+    """The real path of `path` if it is a readable regular file, else None (a manifest may name anything)."""
+    try:
+        real = path.resolve() if path is not None else None
+        return real if real is not None and real.is_file() else None
+    except (OSError, RuntimeError, ValueError):  # a name too long, a symlink loop, a NUL byte
+        return None
+
+
+def run_taxonomy(run_dir: str | Path, override: str | Path | None = None) -> tuple[Taxonomy, str]:
+    """The taxonomy to check a run directory's candidates with, and a note for the user ("" when none is due).
+
+    `override` (`--taxonomy NAME|PATH`) is what the user named: loaded in full, hooks included. Otherwise the run's
+    `manifest.json` decides, and nothing in it runs code: a bundled taxonomy is used as bundled; another one is read
+    for its rules only (hooks off), its path resolved against the run directory, never the current directory; a
+    run that names none, or one that cannot be read, gets the bundled taxonomy and a note saying so.
+    """
+    if override is not None:
+        return Taxonomy.load(override), ""
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / "manifest.json"
+    try:
+        config = json.loads(manifest_path.read_text(encoding="utf-8"))["config"]
+        name, recorded = config.get("taxonomy"), config.get("taxonomy_path")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return Taxonomy.load(), f"{manifest_path} names no taxonomy: using the bundled one"
+    bundled = bundled_taxonomies()
+    path = run_dir / recorded if isinstance(recorded, str) and recorded else None  # an absolute one stays as is
+    real = _real_file(path)
+    if real is not None:
+        for bundled_name, bundled_path in bundled.items():
+            if real == bundled_path.resolve():
+                return Taxonomy.load(bundled_name), ""
+    elif isinstance(name, str) and name in bundled:
+        # A bundled taxonomy on the machine that made the run (its path does not exist here).
+        return Taxonomy.load(name), ""
+    if real is None:
+        return Taxonomy.load(), (f"the run's taxonomy {recorded!r} (from {manifest_path}) is not here: using the "
+                                 "bundled one; pass --taxonomy PATH to check with the run's own")
+    try:
+        taxonomy = Taxonomy.load(real, rules_only=True)
+    except (UserError, OSError, UnicodeDecodeError) as exc:  # someone else's file: any problem is a note
+        return Taxonomy.load(), f"the run's taxonomy could not be loaded ({exc}): using the bundled one"
+    if not taxonomy.skipped_hooks:
+        return taxonomy, ""
+    return taxonomy, (f"{real}: hook checks of {', '.join(taxonomy.skipped_hooks)} were skipped: a taxonomy found "
+                      f"in a run directory is read for its rules only and never runs code; to run its hooks, review "
+                      f"its Python and pass --taxonomy {real}")

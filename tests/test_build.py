@@ -1,8 +1,9 @@
-"""`inject build`, `inject stats` and `inject validate`: splits load with datasets, PRMBench files have exactly
+"""`inject build`, `inject stats` and `inject audit`: splits load with datasets, PRMBench files have exactly
 PRMBench's fields, builds are reproducible, reviewers' corrections are applied, the card and stats count right."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -201,14 +202,196 @@ def test_stats_json_matches_a_hand_count(reviewed, tmp_path):
                                                                        "error_positions.png"]
 
 
-def test_validate_audits_prmbench(tmp_path):
+def test_audit_audits_prmbench_and_gates_on_failures(tmp_path):
     path = PRMBENCH / "prm800k_train_p1_first400_4o_step_contradiction.jsonl"
-    result = CliRunner().invoke(main, ["validate", str(path)])
-    assert result.exit_code == 0
-    lines = [l for l in result.output.splitlines() if l.startswith(str(path))]
+    result = CliRunner().invoke(main, ["audit", str(path)])
+    assert result.exit_code == 4  # records fail the audit: a pipeline can gate on it (1 is an internal error)
+    lines = [l for l in result.stdout.splitlines() if l.startswith(str(path))]
     assert len(lines) == 25 and sum(l.endswith("\tvalid") for l in lines) == 2  # as pinned in test_prmbench_verdicts
-    assert "step_contradiction          25      2      23" in result.output
+    assert "step_contradiction          25      2      23" in result.stdout
+    assert result.stderr == f"error: {path}: 23 of 25 records fail the audit (exit 4; --report-only exits 0)\n"
+    result = CliRunner().invoke(main, ["audit", "--report-only", str(path)])
+    assert result.exit_code == 0 and "step_contradiction          25      2      23" in result.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"original_question": "q"}\n')
-    result = CliRunner().invoke(main, ["validate", str(bad)])
+    result = CliRunner().invoke(main, ["audit", str(bad)])
     assert result.exit_code == 2 and f"{bad}:1: missing field" in result.output
+
+
+def _leftovers(parent: Path) -> list[str]:
+    """Staging or set-aside directories a build left beside its --out."""
+    return sorted(p.name for p in parent.iterdir() if ".building-" in p.name or ".replaced-" in p.name)
+
+
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_stored_decisions_the_app_would_refuse_stop_the_build(reviewed, tmp_path):
+    """Decisions written around the app (an old import, a script): none ships, the build names each, and an
+    existing split is left as it was. An error step past the end used to crash the card with StopIteration."""
+    out = tmp_path / "split"
+    assert build(str(reviewed), "--out", str(out)).exit_code == 0
+    before = _tree(out)
+    counterfactual = [c for c in candidates(reviewed) if c["category"] == "counterfactual"]
+    store = ReviewStore(reviewed)
+    bad = {counterfactual[3]["id"]: Decision(counterfactual[3]["id"], "accept", corrected_error_steps=[]),
+           counterfactual[4]["id"]: Decision(counterfactual[4]["id"], "accept", edited_steps={1: ""}),
+           counterfactual[5]["id"]: Decision(counterfactual[5]["id"], "accept", corrected_error_steps=[99])}
+    for decision in bad.values():
+        store.record(decision)  # the store's own format checks pass; the app's rules are not the store's
+    result = build(str(reviewed), "--out", str(out), "--overwrite")
+    assert result.exit_code == 2, result.output
+    assert "3 reviewer decision(s) fail the review app's checks, so nothing was built" in result.output
+    for candidate_id, code in zip(bad, ("no_error_steps", "empty_step", "index_out_of_range")):
+        line = next(line for line in result.output.splitlines() if repr(candidate_id) in line)
+        assert f"review.sqlite: candidate {candidate_id!r}: " in line and f"[{code}]" in line
+    assert "internal error" not in result.output
+    assert _tree(out) == before and _leftovers(tmp_path) == []
+    # a decision made again in the app (the latest wins) clears the way
+    for candidate_id in bad:
+        store.record(Decision(candidate_id, "reject", reason="not an error"))
+    assert build(str(reviewed), "--out", str(out), "--overwrite").exit_code == 0
+
+
+def test_a_failed_write_leaves_nothing_half_written(reviewed, tmp_path, monkeypatch):
+    """The split is written beside --out and renamed into place: a full disk midway leaves no split directory
+    (or the previous one, untouched), no staging directory, and a message with exit 2."""
+    import errno
+
+    from injector import splits
+
+    out = tmp_path / "split"
+    written = []
+    real_write = splits._write_jsonl
+
+    def full_disk(path, records):
+        if len(written) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        written.append(path)
+        real_write(path, records)
+
+    monkeypatch.setattr(splits, "_write_jsonl", full_disk)
+    result = build(str(reviewed), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert f"error: {out}: cannot write the split (No space left on device writing " in result.output
+    assert "nothing was written" in result.output and "internal error" not in result.output
+    assert not out.exists() and _leftovers(tmp_path) == []
+    # over an existing split with --overwrite: the old one stays whole
+    monkeypatch.setattr(splits, "_write_jsonl", real_write)
+    assert build(str(reviewed), "--out", str(out)).exit_code == 0
+    (out / "stray.txt").write_text("from an older build")
+    before = _tree(out)
+    written.clear()
+    monkeypatch.setattr(splits, "_write_jsonl", full_disk)
+    assert build(str(reviewed), "--out", str(out), "--overwrite").exit_code == 2
+    assert _tree(out) == before and _leftovers(tmp_path) == []
+    # and a build that succeeds replaces it whole (the stray file is gone, nothing is left beside it)
+    monkeypatch.setattr(splits, "_write_jsonl", real_write)
+    assert build(str(reviewed), "--out", str(out), "--overwrite").exit_code == 0
+    assert not (out / "stray.txt").exists() and (out / "README.md").is_file() and _leftovers(tmp_path) == []
+
+
+def test_an_unwritable_out_is_a_user_error(reviewed, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result = build(str(reviewed), "--out", str(blocker / "split"))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {blocker / 'split'}: cannot create the split beside it in {blocker}")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_out_parent_is_a_user_error(reviewed, tmp_path):
+    parent = tmp_path / "read-only"
+    parent.mkdir()
+    parent.chmod(0o555)
+    try:
+        result = build(str(reviewed), "--out", str(parent / "split"))
+    finally:
+        parent.chmod(0o755)
+    assert result.exit_code == 2 and "Permission denied" in result.output and "internal error" not in result.output
+    assert list(parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.pop("category"), "not a candidate record (category: Field required)"),
+    (lambda c: c.update(error_steps=[99]), "error_steps [99] lie outside steps 1.."),
+    (lambda c: c.update(explanations=["x"]), "explanations: expected an object"),
+    (lambda c: c.update(subject=3), "subject: expected text"),
+])
+def test_a_malformed_candidate_line_is_named(run_dir, tmp_path, change, message):
+    """A received run directory's candidates file may be hand-edited: FILE:LINE and exit 2, not a KeyError or a
+    StopIteration from the card (an error step past the end, with --include-unreviewed)."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    records = candidates(copy)
+    change(records[2])
+    (copy / "candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = build(str(copy), "--out", str(tmp_path / "split"), "--include-unreviewed")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {copy / 'candidates.jsonl'}:3: {message}")
+    assert not (tmp_path / "split").exists()
+
+
+def test_a_line_that_is_not_utf8_is_skipped_as_torn(run_dir, tmp_path, caplog):
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    with (copy / "candidates.jsonl").open("ab") as handle:
+        handle.write(b'{"id": "\xe9"}\n')
+    result = build(str(copy), "--out", str(tmp_path / "split"), "--include-unreviewed")
+    assert result.exit_code == 0, result.output
+    assert f"candidates.jsonl:{len(candidates(run_dir)) + 1}: ignoring a torn line" in caplog.text
+
+
+def test_overwrite_through_a_symlink_replaces_the_directory_it_names(reviewed, tmp_path):
+    real = tmp_path / "v1"
+    assert build(str(reviewed), "--out", str(real)).exit_code == 0
+    (real / "stray.txt").write_text("old")
+    link = tmp_path / "latest"
+    link.symlink_to(real, target_is_directory=True)
+    assert build(str(reviewed), "--out", str(link), "--overwrite").exit_code == 0
+    assert link.is_symlink() and (real / "README.md").is_file() and not (real / "stray.txt").exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_an_empty_out_directory_is_kept_and_filled(reviewed, tmp_path, monkeypatch):
+    """`--out .` (or a directory prepared for the split) is filled in place, not replaced under the shell."""
+    out = tmp_path / "prepared"
+    out.mkdir()
+    inode = out.stat().st_ino
+    monkeypatch.chdir(out)
+    result = build(str(reviewed), "--out", ".")
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_ino == inode and (out / "README.md").is_file() and (out / "dataset_dict.json").is_file()
+    assert _leftovers(tmp_path) == []
+
+
+def test_audit_of_a_clean_file_exits_0(tmp_path):
+    path = PRMBENCH / "prm800k_train_p1_first400_4o_step_contradiction.jsonl"
+    valid = [line for line in path.read_text(encoding="utf-8").splitlines()
+             if line and json.loads(line)["idx"] in _valid_idx(path)]
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("\n".join(valid) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["audit", "--json", str(clean)])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["valid"] for line in result.output.splitlines() if line.startswith("{")] == [True, True]
+
+
+def _valid_idx(path: Path) -> set:
+    result = CliRunner().invoke(main, ["audit", "--json", "--report-only", str(path)])
+    return {record["idx"] for record in map(json.loads, result.stdout.splitlines()) if record["valid"]}
+
+
+def test_validate_is_a_hidden_alias_of_audit():
+    path = PRMBENCH / "prm800k_train_p1_first400_4o_step_contradiction.jsonl"
+    result = CliRunner().invoke(main, ["validate", "--report-only", str(path)])
+    assert result.exit_code == 0 and "step_contradiction          25      2      23" in result.stdout
+    assert result.stderr.count("`inject validate` is now `inject audit`") == 1
+    assert CliRunner().invoke(main, ["validate", str(path)]).exit_code == 4
+    listing = CliRunner().invoke(main, ["--help"]).output
+    assert "  audit " in listing and "  validate " not in listing

@@ -1,7 +1,9 @@
 """The `inject` CLI end to end against the scripted server: outputs, resume, exit codes and messages."""
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -212,9 +214,139 @@ def test_internal_error_is_one_line_with_saved_traceback(monkeypatch):
     assert "kaboom" in saved.read_text()
 
 
+def test_crash_reports_go_to_the_user_cache_under_unpredictable_names(monkeypatch, tmp_path, private_cache):
+    import tempfile
+
+    import injector.taxonomy
+    from injector.cli import crash_dir
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom")
+
+    shared_tmp = tmp_path / "shared-tmp"
+    shared_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared_tmp))
+    monkeypatch.setattr(injector.taxonomy.Taxonomy, "load", classmethod(boom))
+    outputs = [invoke("categories").output for _ in range(2)]  # two crashes in the same second
+    saved = [Path(output.split("traceback saved to ")[1].split(")")[0]) for output in outputs]
+    assert saved[0] != saved[1] and all(path.parent == crash_dir() for path in saved)
+    assert crash_dir().is_relative_to(private_cache)  # tests point it at tmp_path: nothing left behind
+    assert all(path.stat().st_mode & 0o777 == 0o600 and not path.is_symlink() for path in saved)
+    assert list(shared_tmp.iterdir()) == []  # nothing in the system temp directory
+
+
+def test_an_unwritable_crash_directory_still_gives_one_line(monkeypatch, tmp_path):
+    import injector.taxonomy
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom")
+
+    (tmp_path / "not-a-dir").write_text("")
+    monkeypatch.setattr("injector.cli.crash_dir", lambda: tmp_path / "not-a-dir" / "crashes")
+    monkeypatch.setattr(injector.taxonomy.Taxonomy, "load", classmethod(boom))
+    result = invoke("categories")
+    assert result.exit_code == 1
+    assert result.output.startswith("internal error: RuntimeError: kaboom (the traceback could not be saved: ")
+    assert len(result.output.splitlines()) == 1
+
+
+def into_a_closed_pipe(*args: str) -> tuple[int, str]:
+    """Run `inject ARGS | head -0`: the reader is gone before anything is written. Returns (exit code, stderr)."""
+    process = subprocess.Popen([sys.executable, "-c", "from injector.cli import main; main()", *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()
+    stderr = process.stderr.read()
+    return process.wait(timeout=300), stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("render", "--category", "circular_logic", "--limit", "5"),  # fails while writing
+    ("categories",),  # small: fails in the flush at exit
+    ("audit", "--report-only",
+     str(Path(__file__).parent / "fixtures" / "prmbench" / "prm_test_p12_multi_solutions.first10.jsonl")),
+])
+def test_a_closed_pipe_ends_silently_with_141(args):
+    from injector.cli import crash_dir
+
+    code, stderr = into_a_closed_pipe(*args)
+    assert code == 141, stderr
+    assert "Traceback" not in stderr and "error" not in stderr.lower() and "Exception" not in stderr
+    assert not crash_dir().exists()
+
+
 def test_help_does_not_import_litellm():
     code = ("import sys; from click.testing import CliRunner; from injector.cli import main; "
             "r = CliRunner().invoke(main, ['run', '--help']); assert r.exit_code == 0, r.output; "
             "print('litellm' in sys.modules)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "False"
+
+
+def test_damaged_inputs_are_one_line_and_exit_2(scripted_server, tmp_path):
+    import gzip
+
+    not_gzip = tmp_path / "plain.jsonl.gz"
+    not_gzip.write_text(json.dumps({"id": "a", "question": "q", "steps": ["s"]}) + "\n")
+    result = invoke("render", "--category", "redundancy", "--input", str(not_gzip))
+    assert result.exit_code == 2 and result.output.startswith(f"error: {not_gzip}:1: not gzip data")
+    # Cut in the middle: the run reads (and writes units of) the first lines, then stops at the damage.
+    rows = [{"id": f"t{k}", "question": f"{QUESTION} ({k})", "steps": STEPS,
+             "meta": {"noise": hashlib.sha256(b"%d" % k).hexdigest() * 8}} for k in range(100)]
+    data = gzip.compress("".join(json.dumps(row) + "\n" for row in rows).encode())
+    truncated = tmp_path / "cut.jsonl.gz"
+    truncated.write_bytes(data[: len(data) // 2])
+    out = tmp_path / "r"
+    result = invoke("run", "--category", "redundancy", "--input", str(truncated), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    [error] = [line for line in result.output.splitlines() if "error" in line]
+    assert re.fullmatch(rf"error: {re.escape(str(truncated))}:\d+: the gzip data ends early .*", error)
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    written = read_jsonl(out / "candidates.jsonl") + read_jsonl(out / "rejects.jsonl")
+    assert 0 < len(written) < 100  # what was read before the damage is kept
+
+
+def test_audit_of_a_non_utf8_file_is_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    good = (Path(__file__).parent / "fixtures" / "prmbench" / "prm_test_p12_multi_solutions.first10.jsonl")
+    path.write_bytes(good.read_bytes().splitlines(keepends=True)[0] + "caf\u00e9\n".encode("latin-1"))
+    result = invoke("audit", str(path))
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == f"error: {path}:2: not UTF-8 text; save the file as UTF-8"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_run_with_the_provider_unreachable_exits_5(trajectories_file, tmp_path, monkeypatch):
+    from injector.engines.llm import LLMEngine
+
+    monkeypatch.setattr(LLMEngine, "_retry_delay", lambda self, error, failures: 0)  # retries, without waiting
+    out = tmp_path / "run"
+    args = ["run", "--category", "circular_logic", "--input", str(trajectories_file), "--model", "openai/scripted",
+            "--api-base", f"http://127.0.0.1:{closed_port()}/v1", "--out", str(out), "--limit", "2"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 5, result.output
+    assert f"{out}: 0 candidates, 2 rejects" in result.stdout
+    assert "no candidates: 2 of 2 units failed transiently after every retry (last: " in result.stderr
+    assert "Connection error" in result.stderr and "check --api-base and the network" in result.stderr
+    assert result.stderr.rstrip().endswith("exit 5, run the same command again to retry them")
+    assert {r["codes"][0] for r in read_jsonl(out / "rejects.jsonl")} == {"transient_failure"}
+
+
+def test_run_with_some_candidates_and_transient_failures_exits_0(scripted_server, trajectories_file, tmp_path,
+                                                                monkeypatch):
+    from injector.engines.llm import LLMEngine
+
+    monkeypatch.setattr(LLMEngine, "_retry_delay", lambda self, error, failures: 0)
+    replies = iter([json.dumps(CIRCULAR_EDITS)])
+    scripted_server.script = lambda request: next(replies, Reply(status=503, error="overloaded"))
+    out = tmp_path / "run"
+    result = invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "2", "--concurrency", "1"))
+    assert result.exit_code == 0 and f"{out}: 1 candidates, 1 rejects" in result.output
+    assert "no candidates" not in result.output

@@ -4,6 +4,7 @@ The server is driven over real HTTP on 127.0.0.1 (urllib), started in a thread o
 """
 from __future__ import annotations
 
+import csv
 import json
 import re
 import sqlite3
@@ -104,7 +105,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never 
 
 
 def http(server: ReviewServer, path: str, *, token: bool = True, data: dict | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+         headers: dict[str, str] | None = None, timeout: float = 10) -> tuple[int, dict[str, str], str]:
     url = f"http://127.0.0.1:{server.port}{path}"
     if token and data is None:
         url += ("&" if "?" in path else "?") + f"token={server.token}"
@@ -117,15 +118,37 @@ def http(server: ReviewServer, path: str, *, token: bool = True, data: dict | No
             all_headers["X-Review-Token"] = server.token
     request = urllib.request.Request(url, data=body, headers=all_headers, method="POST" if body else "GET")
     try:
-        with _OPENER.open(request, timeout=10) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             return response.status, dict(response.headers), response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read().decode()
 
 
-def decide(server: ReviewServer, cid: str, **payload: Any) -> tuple[int, dict[str, Any]]:
-    status, _, body = http(server, "/api/decide", data={"key": f"0/{cid}", **payload})
+def decide(server: ReviewServer, cid: str, *, timeout: float = 10, **payload: Any) -> tuple[int, dict[str, Any]]:
+    status, _, body = http(server, "/api/decide", data={"key": f"0/{cid}", **payload}, timeout=timeout)
     return status, json.loads(body)
+
+
+def burst(server: ReviewServer, ids: list[str]) -> list[Any]:
+    """POST a rejection for every id at the same moment (a barrier releases all threads together); each result is
+    the HTTP status, or the exception's repr when the connection failed, so a failure says what happened."""
+    results: list[Any] = [None] * len(ids)
+    start = threading.Barrier(len(ids))
+
+    def post(number: int, cid: str) -> None:
+        start.wait()
+        try:
+            # A generous timeout only guards against a hang: 100 decisions are committed one after another.
+            results[number] = decide(server, cid, decision="reject", reason="unreadable", timeout=300)[0]
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertion message
+            results[number] = repr(exc)
+
+    threads = [threading.Thread(target=post, args=item) for item in enumerate(ids)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
 
 
 @pytest.fixture
@@ -299,16 +322,21 @@ def test_the_latest_decision_wins(run_dir: Path) -> None:
 def test_two_tabs_at_once_lose_nothing(run_dir: Path) -> None:
     ids = [r["id"] for r in sample_candidates()]
     with running([run_dir]) as server:
-        results: list[int] = []
-        threads = [threading.Thread(target=lambda cid=cid: results.append(
-            decide(server, cid, decision="reject", reason="unreadable")[0])) for cid in ids * 3]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        results = burst(server, ids * 3)
     assert results == [200] * len(ids) * 3
     assert set(ReviewStore(run_dir).latest()) == set(ids)
     assert len(ReviewStore(run_dir).rows()) == len(ids) * 3
+
+
+def test_a_burst_of_100_posts_is_all_answered_and_stored(tmp_path: Path) -> None:
+    """The listen backlog absorbs a burst: with the default of 5, about half of 50 simultaneous POSTs were reset."""
+    ids = [f"b{n}::counterfactual::0" for n in range(100)]
+    run = make_run(tmp_path / "run", [candidate(cid) for cid in ids])
+    with running([run]) as server:
+        assert server.request_queue_size >= 128
+        results = burst(server, ids)
+    assert results == [200] * len(ids)
+    assert set(ReviewStore(run).latest()) == set(ids) and len(ReviewStore(run).rows()) == len(ids)
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
@@ -382,9 +410,98 @@ def test_cli_export_and_import(cli: click.Group, tmp_path: Path) -> None:
     assert "2 decisions added (0 already there)" in result.output
     assert ReviewStore(fresh).latest()["t1::counterfactual::0"].reviewer == "ada"
     assert ReviewStore(other).latest()["u1::counterfactual::0"].reason == "unreadable"
-    # a row for a candidate none of the runs holds is refused, naming the line
+    # a row for a candidate none of the runs holds is refused, naming the line; the other row is there already
     result = CliRunner().invoke(cli, ["review", str(other), "--import", str(out)])
-    assert result.exit_code == 2 and "all.csv:2: candidate 't1::counterfactual::0' is in none of" in result.output
+    assert result.exit_code == 2
+    assert "all.csv:2: refused: candidate 't1::counterfactual::0' is in none of" in result.output
+    assert "0 decisions added (1 already there), 1 refused" in result.output
+
+
+BAD_ROWS = [  # (a row of an import file, the same decision as the page posts it)
+    ({"corrected_error_steps": []}, {"corrected_error_steps": []}),  # an error labelled fully correct
+    ({"edited_steps": {"1": ""}}, {"edited_steps": {"1": ""}}),  # an empty step
+    ({"corrected_error_steps": [99]}, {"corrected_error_steps": [99]}),  # a step the record lacks
+    ({"edited_steps": {"9": "new text"}}, {"edited_steps": {"9": "new text"}}),  # an edit of a missing step
+    ({"corrected_error_steps": [1, 2]}, {"corrected_error_steps": [1, 2]}),  # an error on an unchanged step
+]
+
+
+def test_import_applies_exactly_the_apps_checks(cli: click.Group, tmp_path: Path) -> None:
+    """Each row the app would refuse is refused on import with the app's own message, FILE:LINE first; the good
+    rows are stored."""
+    run = make_run(tmp_path / "run")
+    cid = "t1::counterfactual::0"
+    rows = [{"id": cid, "decision": "accept", **fields} for fields, _ in BAD_ROWS]
+    rows += [{"id": "t2::counterfactual::0", "decision": "reject", "reason": "  "},  # no reason
+             {"id": "t3::counterfactual::0", "decision": "accept", "corrected_error_steps": [2, 3], "reviewer": "ada"},
+             {"id": "t2::counterfactual::0", "decision": "reject", "reason": "not an error "}]
+    path = tmp_path / "decisions.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["review", str(run), "--import", str(path)])
+    assert result.exit_code == 2, result.output
+    refused = [line for line in result.stderr.splitlines() if ": refused: " in line]
+    assert [line.split(": refused: ")[0] for line in refused] == [f"{path}:{n}" for n in range(1, 7)]
+    assert "2 decisions added (0 already there), 6 refused" in result.stdout
+    assert "6 row(s) refused (listed above), the others stored" in result.stderr
+    latest = ReviewStore(run).latest()
+    assert sorted(latest) == ["t2::counterfactual::0", "t3::counterfactual::0"]
+    assert latest["t3::counterfactual::0"].corrected_error_steps == [2, 3]
+    assert latest["t2::counterfactual::0"].reason == "not an error"  # normalised as the app stores it
+    # the app refuses the same decisions with the same words: one function decides both
+    fresh = make_run(tmp_path / "fresh")
+    with running([fresh]) as server:
+        for (_, page), line in zip(BAD_ROWS, refused):
+            status, answer = decide(server, cid, decision="accept", **page)
+            assert status == 422 and line.endswith(f": refused: {answer['error']}")
+        status, answer = decide(server, "t2::counterfactual::0", decision="reject", reason="  ")
+        assert status == 422 and refused[5].endswith(f": refused: {answer['error']}")
+    assert ReviewStore(fresh).latest() == {}
+
+
+def test_import_reports_malformed_rows_and_stores_the_rest(cli: click.Group, tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "t1::counterfactual::0", "decision": "maybe"}\n[1]\n{"id": "t1::counterfactual::0", '
+                    '"decision": "accept"}\n{"id": "t2::counterfactual::0"\n', encoding="utf-8")
+    result = CliRunner().invoke(cli, ["review", str(run), "--import", str(path)])
+    assert result.exit_code == 2
+    assert f"{path}:1: refused: decision: expected accept or reject" in result.output
+    assert f"{path}:2: refused: expected a JSON object" in result.output
+    assert f"{path}:4: refused: not valid JSON" in result.output
+    assert list(ReviewStore(run).latest()) == ["t1::counterfactual::0"]
+
+
+def test_import_of_a_file_that_is_not_utf8_is_a_user_error(cli: click.Group, tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"id": "t1::counterfactual::0", "decision": "accept"}\n{"id": "t2", "reason": "\xe9t\xe9"}\n')
+    result = CliRunner().invoke(cli, ["review", str(run), "--import", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == f"error: {path}:2: not UTF-8 text (byte 78); save the file as UTF-8 and import " \
+                                    "it again"
+    assert ReviewStore(run).latest() == {}
+
+
+def test_import_reads_csv_fields_over_128_kib(cli: click.Group, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """csv's own limit (128 KiB) made a long edited step an internal error; the limit is now MAX_FIELD."""
+    from injector.review import store
+
+    run = make_run(tmp_path / "run")
+    long_step = "Her change is $20 - 11 = 7$ dollars. " + "We double-check it. " * 10_000  # ~200 KB
+    path = tmp_path / "d.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        csv_writer = csv.writer(handle)
+        csv_writer.writerow(["id", "decision", "edited_steps"])
+        csv_writer.writerow(["t3::counterfactual::0", "accept", json.dumps({"2": long_step})])
+    result = CliRunner().invoke(cli, ["review", str(run), "--import", str(path)])
+    assert result.exit_code == 0, result.output
+    assert ReviewStore(run).latest()["t3::counterfactual::0"].edited_steps == {2: long_step}
+    # a field beyond the limit is a message naming the line, not an internal error
+    monkeypatch.setattr(store, "MAX_FIELD", 1024 * 1024 // 8)
+    result = CliRunner().invoke(cli, ["review", str(run), "--import", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"error: {path}:2: not readable as CSV (field larger than field limit" in result.output
 
 
 def test_cli_refuses_a_directory_without_candidates(cli: click.Group, tmp_path: Path) -> None:

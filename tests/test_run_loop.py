@@ -3,8 +3,12 @@ key redaction, progress output, interruption."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import io
 import json
+import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -12,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from scripted_server import Reply
 
+from injector import records
 from injector.cli import main
 from injector.limits import RateLimiter
 from injector.pipeline import RunProgress
@@ -227,3 +232,209 @@ def test_a_429_pauses_every_request_of_the_run():
 
     waited = asyncio.run(scenario())
     assert waited >= 0.29 and limiter.pauses == 1  # both requests waited out the same pause
+
+
+def run_cli_guarded(*args, **kwargs):
+    """`run_cli` in a thread: a run that hangs fails the test (the guard) instead of hanging the suite."""
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["result"] = run_cli(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the run did not end"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+class DiskFillsUp:
+    """`os` as injector.records sees it, on a disk that fills up during the `full_at`th write: that write lands
+    half, the next one fails with ENOSPC (what write(2) does on a full disk)."""
+
+    def __init__(self, full_at: int):
+        self.full_at, self.writes = full_at, 0
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def write(self, fd, data):
+        self.writes += 1
+        if self.writes < self.full_at:
+            return os.write(fd, data)
+        if self.writes == self.full_at:
+            return os.write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def assert_one_error_line(output: str, expected: str) -> None:
+    errors = [line for line in output.splitlines() if line.startswith(("error:", "internal error:", "Traceback"))]
+    assert errors == [expected]
+
+
+@pytest.mark.parametrize("concurrency", ["1", "16"])
+def test_a_full_disk_stops_the_run_with_exit_2_and_a_rerun_completes(scripted_server, input_file, tmp_path,
+                                                                      monkeypatch, concurrency):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    monkeypatch.setattr(records, "os", DiskFillsUp(full_at=3))
+    result = run_cli_guarded(scripted_server, input_file, out, "--concurrency", concurrency)
+    assert result.exit_code == 2, result.output
+    path = out / "candidates.jsonl"
+    assert_one_error_line(result.output, f"error: cannot write {path}: No space left on device; free space or fix "
+                                         "the permissions, then run the same command again to continue")
+    data = path.read_bytes()
+    assert data.endswith(b"\n") and len(read_jsonl(path)) == 2  # two whole lines; the torn third was cut off
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    monkeypatch.undo()  # space freed
+    result = run_cli_guarded(scripted_server, input_file, out)
+    assert result.exit_code == 0, result.output
+    assert "torn" not in result.output
+    ids = [c["id"] for c in read_jsonl(path)]
+    assert sorted(ids) == [f"t{k}::counterfactual::0" for k in range(4)]  # none lost, none twice
+
+
+def test_when_the_manifest_cannot_be_written_either_the_first_failure_is_reported(scripted_server, input_file,
+                                                                                   tmp_path, monkeypatch):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    real_open = io.open
+
+    def open_on_a_full_disk(file, mode="r", *args, **kwargs):
+        if str(file).endswith("manifest.json.tmp") and (out / "manifest.json").exists():
+            with real_open(file, "w") as handle:
+                handle.write('{"command": ')  # half a manifest lands, then the disk is full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(records, "os", DiskFillsUp(full_at=2))
+    monkeypatch.setattr(io, "open", open_on_a_full_disk)
+    result = run_cli_guarded(scripted_server, input_file, out, "--concurrency", "1")
+    assert result.exit_code == 2, result.output
+    assert_one_error_line(result.output, f"error: cannot write {out / 'candidates.jsonl'}: No space left on device; "
+                                         "free space or fix the permissions, then run the same command again to "
+                                         "continue")
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "candidates.jsonl", "manifest.json"]  # no .tmp
+    assert json.loads((out / "manifest.json").read_text())["status"] == "running"  # the last whole manifest
+    monkeypatch.undo()
+    result = run_cli_guarded(scripted_server, input_file, out)
+    assert result.exit_code == 0, result.output
+    assert sorted(c["id"] for c in read_jsonl(out / "candidates.jsonl")) == [
+        f"t{k}::counterfactual::0" for k in range(4)]
+
+
+class FullDatabase:
+    """A request cache connection on a full disk: reads work, every insert fails as SQLite reports it."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def execute(self, sql, *args):
+        if sql.startswith("INSERT"):
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+    def close(self):
+        self.db.close()
+
+
+def test_a_full_cache_disk_stops_the_run_with_exit_2(scripted_server, input_file, tmp_path, monkeypatch):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *args, **kwargs: FullDatabase(real_connect(*args, **kwargs)))
+    cache, out = tmp_path / "cache.sqlite", tmp_path / "run"
+    result = run_cli_guarded(scripted_server, input_file, out, "--cache", str(cache), "--concurrency", "1")
+    assert result.exit_code == 2, result.output
+    assert_one_error_line(result.output, f"error: cannot write {cache}: database or disk is full; free space or fix "
+                                         "the permissions, choose another --cache, or pass --no-cache")
+    assert read_jsonl(out / "candidates.jsonl") == []  # stopped at the first unit
+    monkeypatch.undo()
+    result = run_cli_guarded(scripted_server, input_file, out, "--cache", str(cache))
+    assert result.exit_code == 0, result.output
+    assert sorted(c["id"] for c in read_jsonl(out / "candidates.jsonl")) == [
+        f"t{k}::counterfactual::0" for k in range(4)]
+
+
+@pytest.fixture
+def read_only_dir(tmp_path, monkeypatch) -> Path:
+    """A directory on a read-only file system: creating or writing anything under it fails with EROFS. Emulated
+    at the calls the toolkit makes (os.mkdir, os.open, io.open, sqlite3.connect), since chmod binds no root."""
+    root = tmp_path / "read-only"
+    root.mkdir()
+    real_mkdir, real_open, real_io_open, real_connect = os.mkdir, os.open, io.open, sqlite3.connect
+
+    def under_root(path) -> bool:
+        return isinstance(path, (str, os.PathLike)) and Path(path).resolve().is_relative_to(root)
+
+    def refuse(path):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    def mkdir(path, *args, **kwargs):
+        if under_root(path) and not os.path.exists(path):
+            refuse(path)
+        return real_mkdir(path, *args, **kwargs)
+
+    def os_open(path, flags, *args, **kwargs):
+        if under_root(path) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            refuse(path)
+        return real_open(path, flags, *args, **kwargs)
+
+    def io_open(file, mode="r", *args, **kwargs):
+        if under_root(file) and any(flag in mode for flag in "wax+"):
+            refuse(file)
+        return real_io_open(file, mode, *args, **kwargs)
+
+    def connect(path, *args, **kwargs):
+        if under_root(path):
+            return real_connect(f"file:{path}?mode=ro", *args, uri=True, **kwargs)
+        return real_connect(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(io, "open", io_open)
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    return root
+
+
+def test_a_read_only_out_is_exit_2_naming_the_path(scripted_server, input_file, read_only_dir):
+    out = read_only_dir / "run"
+    result = run_cli(scripted_server, input_file, out)
+    assert result.exit_code == 2, result.output
+    assert_one_error_line(result.output, f"error: cannot write {out}: Read-only file system; choose another --out, "
+                                         "or fix its permissions")
+    assert scripted_server.requests == []
+
+
+def test_a_read_only_cache_is_exit_2_naming_the_path(scripted_server, input_file, read_only_dir, tmp_path):
+    cache = read_only_dir / "cache.sqlite"
+    result = run_cli(scripted_server, input_file, tmp_path / "run", "--cache", str(cache))
+    assert result.exit_code == 2, result.output
+    assert_one_error_line(result.output, f"error: cannot write {cache}: unable to open database file; free space or "
+                                         "fix the permissions, choose another --cache, or pass --no-cache")
+    assert scripted_server.requests == []
+
+
+def test_a_failed_write_does_not_wait_for_the_requests_in_flight(scripted_server, input_file, tmp_path,
+                                                                   monkeypatch):
+    answered, release = [], threading.Event()
+
+    def first_answer_only(request):
+        if not answered:
+            answered.append(request)
+            return json.dumps(GOOD)
+        release.wait(timeout=600)  # the provider is slow: these answers come long after the disk filled up
+        return json.dumps(GOOD)
+
+    scripted_server.script = first_answer_only
+    monkeypatch.setattr(records, "os", DiskFillsUp(full_at=1))
+    try:
+        result = run_cli_guarded(scripted_server, input_file, tmp_path / "run", "--concurrency", "4")
+    finally:
+        release.set()
+    assert result.exit_code == 2 and "No space left on device" in result.output
+    assert read_jsonl(tmp_path / "run" / "candidates.jsonl") == []

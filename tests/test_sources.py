@@ -332,6 +332,41 @@ def test_gzip_and_json_suffixes(tmp_path):
     assert [t.id for t in load_trajectories(tmp_path / "plain.json")] == ["plain:1"]
 
 
+def test_a_gz_input_that_is_not_gzip_is_a_file_line_error(tmp_path):
+    path = write_jsonl(tmp_path / "plain.jsonl.gz", [{"question": "Q", "steps": ["s"]}])
+    with pytest.raises(InputError, match=at(path, 1) + "not gzip data, though the name ends in .gz"):
+        load_trajectories(path)
+
+
+def gzipped_lines(path: Path, count: int) -> bytes:
+    # Random-looking text, so that the compressed stream is long enough to cut in the middle of a line.
+    lines = [json.dumps({"question": f"Q{i} " + hashlib.sha256(str(i).encode()).hexdigest() * 8, "steps": ["s"]})
+             for i in range(count)]
+    data = gzip.compress("".join(line + "\n" for line in lines).encode())
+    path.write_bytes(data)
+    return data
+
+
+def test_a_truncated_gz_input_is_a_file_line_error_after_the_lines_it_holds(tmp_path):
+    path = tmp_path / "cut.jsonl.gz"
+    data = gzipped_lines(path, 2000)
+    path.write_bytes(data[: len(data) // 2])
+    read = []
+    with pytest.raises(InputError, match=r"cut\.jsonl\.gz:(\d+): the gzip data ends early") as raised:
+        for trajectory in load_trajectories(path):
+            read.append(trajectory.id)
+    assert 0 < len(read) < 2000 and raised.value.line == len(read) + 1
+
+
+def test_a_corrupted_gz_input_is_a_file_line_error(tmp_path):
+    path = tmp_path / "bad.jsonl.gz"
+    data = bytearray(gzipped_lines(path, 2000))
+    data[len(data) // 2: len(data) // 2 + 64] = bytes(64)  # a run of zeros in the middle of the stream
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"bad\.jsonl\.gz:\d+: damaged gzip data"):
+        list(load_trajectories(path))
+
+
 # ---- streaming --------------------------------------------------------------------------------------------
 
 def test_iteration_is_lazy_and_stats_grow_as_it_goes(tmp_path):

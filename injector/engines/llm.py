@@ -3,16 +3,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import random
 from typing import Any
-from urllib.parse import urlparse
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
 from ..cache import RequestCache, request_key
 from ..errors import AuthenticationRefused, UserError
 from ..limits import RateLimiter
+from ..redaction import RedactingFilter, public_host, redact
 from ..taxonomy import Category
 from ..trajectory import Trajectory
 from .base import Proposal, ProviderError, TransientProviderError
@@ -39,12 +40,15 @@ def import_litellm() -> Any:
     litellm.suppress_debug_info = True
     litellm.num_retries = 0
     litellm.disable_hf_tokenizer_download = True
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):  # litellm's loggers write through their own handlers
+        logging.getLogger(name).addFilter(RedactingFilter())
     return litellm
 
 
 def api_base_host(api_base: str | None) -> str | None:
-    """Host (and port) of an api base, the part recorded in configuration and provenance."""
-    return urlparse(api_base).netloc or api_base if api_base else None
+    """Host (and port) of an api base, the part recorded in configuration and provenance: never its userinfo
+    (`user:KEY@`), whose secrets are registered for redaction."""
+    return public_host(api_base)
 
 
 class LLMEngine:
@@ -72,6 +76,8 @@ class LLMEngine:
     ):
         self.model = model
         self.api_base = api_base
+        """Used as given for requests; only `api_base_host` (no userinfo, no query) is ever recorded."""
+        api_base_host(api_base)  # registers the userinfo and query values of the api base as secrets
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.use_schema = use_schema
@@ -131,6 +137,10 @@ class LLMEngine:
 
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         return int(import_litellm().token_counter(model=self.model, messages=messages))
+
+    def count_text_tokens(self, text: str) -> int:
+        """Tokens of a bare text (no chat framing), with the model's tokenizer as litellm knows it."""
+        return int(import_litellm().token_counter(model=self.model, text=text))
 
     def sends_schema(self) -> bool:
         if not self.use_schema:
@@ -262,9 +272,13 @@ def _text_tokens_estimate(messages: list[dict[str, Any]]) -> int:
 
 
 def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
-    """Map a litellm exception to: stop the run, reject the unit, or retry."""
+    """Map a litellm exception to: stop the run, reject the unit, or retry.
+
+    The message is redacted here, the one door provider text passes through on its way to rejects and stderr:
+    providers echo keys back ("Incorrect API key provided: sk-...").
+    """
     status = getattr(exc, "status_code", None)
-    message = str(getattr(exc, "message", None) or exc)  # litellm's message names the error class and provider
+    message = redact(str(getattr(exc, "message", None) or exc))  # litellm's message names the class and provider
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
         return AuthenticationRefused(f"the provider refused the credentials ({message}); check the API key")
     if isinstance(exc, litellm.ContextWindowExceededError):

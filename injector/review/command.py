@@ -1,6 +1,7 @@
 """`inject review RUN_DIR [RUN_DIR...]`: the review web app, or `--export` / `--import` of its decisions."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -25,8 +26,11 @@ def _default_reviewer() -> str:
               help="Write every decision row to FILE (.jsonl or .csv) and exit.")
 @click.option("--import", "import_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Add the decision rows of FILE (.jsonl or .csv, as --export writes) and exit (before --export).")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Check corrections with this taxonomy, its hooks included (default: each run's own, read from "
+                   "its manifest for its rules only: a run directory never runs code).")
 def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: str | None,
-           export_path: Path | None, import_path: Path | None) -> None:
+           export_path: Path | None, import_path: Path | None, taxonomy_path: str | None) -> None:
     """Review candidates in a local web app: accept, reject with a reason, or correct them.
 
     Decisions are saved at once in RUN_DIR/review.sqlite (the latest per candidate wins; earlier ones are kept).
@@ -34,11 +38,23 @@ def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: st
     """
     from .session import ReviewSession
 
-    session = ReviewSession(list(run_dirs), reviewer if reviewer is not None else _default_reviewer())
+    session = ReviewSession(list(run_dirs), reviewer if reviewer is not None else _default_reviewer(),
+                            taxonomy_path)
+    for note in dict.fromkeys(run.taxonomy_note for run in session.runs if run.taxonomy_note):  # each note once
+        click.echo(f"note: {note}", err=True)
     if import_path or export_path:
         if import_path:
-            added, total = import_decisions(session, import_path)
-            click.echo(f"{import_path}: {added} decisions added ({total - added} already there)")
+            imported = import_decisions(session, import_path)
+            for line in imported.refused:
+                click.echo(line, err=True)
+            click.echo(f"{import_path}: {imported.added} decisions added ({imported.already} already there)"
+                       + (f", {len(imported.refused)} refused" if imported.refused else ""))
+            if imported.refused:
+                from ..errors import UserError
+
+                raise UserError(f"{import_path}: {len(imported.refused)} row(s) refused (listed above), the others "
+                                "stored; fix or drop those rows and import the file again (stored rows are not "
+                                "added twice), or decide those candidates in the app")
         if export_path:
             count = export_decisions(session, export_path)
             click.echo(f"{export_path}: {count} decisions written")
@@ -46,28 +62,46 @@ def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: st
     serve(session, port=port, open_browser=not no_browser)
 
 
-def import_decisions(session, path: Path) -> tuple[int, int]:
-    """Add a file's decisions, each to the run holding its candidate; returns (added, rows in the file).
+@dataclass
+class Imported:
+    """What `import_decisions` did: rows stored, rows the store already held, and each refused row and why."""
 
-    Nothing is added unless every row names a candidate of exactly one of the runs under review.
+    added: int = 0
+    already: int = 0
+    refused: list[str] = field(default_factory=list)
+    """`FILE:LINE: refused: why`, one per refused row."""
+
+
+def import_decisions(session, path: Path) -> Imported:
+    """Add a file's decisions, each to the run holding its candidate, under exactly the app's checks.
+
+    Every row goes through `ReviewSession.check`, the function the app's POST handler uses: a row naming no
+    candidate (or one in several runs), a malformed row or a decision the app would refuse is reported and left
+    out; the rest are stored, as the checks normalised them. A file that cannot be read at all is a UserError.
     """
-    from ..errors import UserError
-    from .store import read_numbered
+    from .session import Refused
+    from .store import read_rows
 
-    numbered = read_numbered(path)
-    homes: dict[str, list[int]] = {}
+    homes: dict[str, list] = {}
     for entry in session.entries:
-        homes.setdefault(entry.id, []).append(entry.run)
+        homes.setdefault(entry.id, []).append(entry)
     per_run: dict[int, list] = {}
-    for number, decision in numbered:
-        runs = homes.get(decision.id, [])
-        if len(runs) != 1:
-            where = "none of" if not runs else "several of"
-            raise UserError(f"{path}:{number}: candidate {decision.id!r} is in {where} the run directories "
-                            "given; import into the run directory that holds it")
-        per_run.setdefault(runs[0], []).append(decision)
-    added = sum(session.runs[run].store.add_new(rows) for run, rows in per_run.items())
-    return added, len(numbered)
+    imported = Imported()
+    for number, row in read_rows(path):
+        try:
+            if isinstance(row, str):
+                raise Refused(row)
+            entries = homes.get(row.id, [])
+            if len(entries) != 1:
+                where = "none of" if not entries else "several of"
+                raise Refused(f"candidate {row.id!r} is in {where} the run directories given; import into the run "
+                              "directory that holds it")
+            per_run.setdefault(entries[0].run, []).append(session.check(entries[0], row))
+        except Refused as exc:
+            imported.refused.append(f"{path}:{number}: refused: {exc}")
+    imported.added = sum(session.runs[run].store.add_new(rows) for run, rows in per_run.items())
+    imported.already = sum(map(len, per_run.values())) - imported.added
+    return imported
 
 
 def export_decisions(session, path: Path) -> int:
@@ -87,9 +121,6 @@ def serve(session, *, port: int, open_browser: bool) -> None:
     server = ReviewServer(session, port=port)
     total = len(session.entries)
     runs = ", ".join(str(run.path) for run in session.runs)
-    for run in session.runs:
-        if run.taxonomy_note:
-            click.echo(f"note: {run.taxonomy_note}", err=True)
     click.echo(f"reviewing {total} candidates from {runs}; decisions go to review.sqlite in each run directory")
     click.echo(f"open {server.url}")
     click.echo("press Ctrl-C to stop (nothing is lost: each decision is saved when it is made)")

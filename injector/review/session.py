@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..contract import FullAnswer, MultiSolutionAnswer
 from ..errors import UserError
-from ..records import CANDIDATES_FILE, MANIFEST_FILE
-from ..taxonomy import Category, Taxonomy
+from ..records import CANDIDATES_FILE
+from ..taxonomy import Category, Taxonomy, run_taxonomy
 from ..trajectory import Trajectory
 from ..validate import normalize_step, validate_answer
 from .store import Decision, ReviewStore, apply_decision, now_iso
@@ -44,21 +44,8 @@ class Run:
     store: ReviewStore
     taxonomy: Taxonomy
     taxonomy_note: str = ""
-    """Why the bundled taxonomy stands in for the run's own, when it does."""
+    """Why the bundled taxonomy stands in for the run's own, or that the run's hooks are off, when so."""
     entries: list[Entry] = field(default_factory=list)
-
-
-def _run_taxonomy(path: Path) -> tuple[Taxonomy, str]:
-    """The taxonomy the run was made with (manifest `config.taxonomy_path`), else the bundled one and why."""
-    try:
-        manifest = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
-        taxonomy_path = manifest["config"]["taxonomy_path"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return Taxonomy.load(), f"{path / MANIFEST_FILE} names no taxonomy: showing the bundled one"
-    try:
-        return Taxonomy.load(taxonomy_path), ""
-    except UserError as exc:
-        return Taxonomy.load(), f"the run's taxonomy could not be loaded ({exc}): showing the bundled one"
 
 
 def _index(run_no: int, path: Path) -> list[Entry]:
@@ -82,15 +69,17 @@ def _index(run_no: int, path: Path) -> list[Entry]:
 class ReviewSession:
     """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
 
-    def __init__(self, run_dirs: list[str | Path], reviewer: str = ""):
+    def __init__(self, run_dirs: list[str | Path], reviewer: str = "", taxonomy: str | Path | None = None):
+        """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
+        own is read from its manifest for its rules only (see `run_taxonomy`)."""
         self.reviewer = reviewer
         self.runs: list[Run] = []
         for number, run_dir in enumerate(run_dirs):
             path = Path(run_dir)
             if not (path / CANDIDATES_FILE).is_file():
                 raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
-            taxonomy, note = _run_taxonomy(path)
-            run = Run(path, ReviewStore(path), taxonomy, note, _index(number, path / CANDIDATES_FILE))
+            loaded, note = run_taxonomy(path, taxonomy)
+            run = Run(path, ReviewStore(path), loaded, note, _index(number, path / CANDIDATES_FILE))
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
@@ -103,18 +92,22 @@ class ReviewSession:
 
     def category(self, entry: Entry) -> Category | None:
         """The candidate's category from its run's taxonomy, else the bundled one, else None."""
+        return self._category(entry.run, entry.category)
+
+    def _category(self, run: int, category_id: str) -> Category | None:
         try:
-            return self.runs[entry.run].taxonomy.category(entry.category)
+            return self.runs[run].taxonomy.category(category_id)
         except UserError:
             pass
         self._bundled = self._bundled or Taxonomy.load()
         try:
-            return self._bundled.category(entry.category)
+            return self._bundled.category(category_id)
         except UserError:
             return None
 
-    def taxonomy_for(self, entry: Entry, category: Category) -> Taxonomy:
-        taxonomy = self.runs[entry.run].taxonomy
+    def taxonomy_for(self, run: int, category: Category) -> Taxonomy:
+        """The taxonomy `category` came from: run number `run`'s own, else the bundled one."""
+        taxonomy = self.runs[run].taxonomy
         return taxonomy if category in taxonomy.categories else (self._bundled or Taxonomy.load())
 
     def latest(self) -> dict[str, Decision]:
@@ -145,24 +138,33 @@ class ReviewSession:
         entry = self.by_key.get(key)
         if entry is None:
             raise Refused(f"no candidate {key!r} in the runs under review")
-        kind = payload.get("decision")
-        reason = payload.get("reason") or ""
-        if kind not in ("accept", "reject") or not isinstance(reason, str):
-            raise Refused("a decision is accept or reject, with an optional text reason")
-        if kind == "reject":
-            if not reason.strip():
-                raise Refused("give a reason for the rejection: type one or pick a quick reason")
-            decision = Decision(entry.id, "reject", reason.strip(), reviewer=self.reviewer)
-        else:
-            decision = self._accept(entry, payload, reason.strip())
+        decision = self.check(entry, decision_from_page(entry.id, payload, self.reviewer))
         decision.time = now_iso()
         self.runs[entry.run].store.record(decision)
         return decision
 
-    def _accept(self, entry: Entry, payload: dict[str, Any], reason: str) -> Decision:
-        candidate = self.candidate(entry)
+    def check(self, entry: Entry, decision: Decision, candidate: dict[str, Any] | None = None) -> Decision:
+        """`decision` on `entry`'s candidate as it is stored, or `Refused` saying why it may not be.
+
+        The one place the app's rules live: the page's POST, `review --import` and `build` all call it. A
+        rejection needs a reason (and carries no corrections); an accept's edits must name existing steps, an edit
+        that leaves a step's text as it was and an error-step list equal to the candidate's are dropped, and a
+        correction is re-validated in full against the category's rules. `candidate` defaults to the entry's
+        record as read from its run.
+        """
+        return self.check_record(entry.run, candidate or self.candidate(entry), decision)
+
+    def check_record(self, run: int, candidate: dict[str, Any], decision: Decision) -> Decision:
+        """`check` for a candidate record of run number `run` (what `build` reads itself)."""
+        reason = decision.reason.strip() if isinstance(decision.reason, str) else decision.reason
+        if decision.decision not in ("accept", "reject") or not isinstance(reason, str):
+            raise Refused("a decision is accept or reject, with an optional text reason")
+        if decision.decision == "reject":
+            if not reason:
+                raise Refused("give a reason for the rejection: type one or pick a quick reason")
+            return replace(decision, reason=reason, corrected_error_steps=None, edited_steps=None)
         process = candidate["modified_process"]
-        corrected, edits = payload.get("corrected_error_steps"), payload.get("edited_steps")
+        corrected, edits = decision.corrected_error_steps, decision.edited_steps
         if corrected is not None and not (isinstance(corrected, list) and all(
                 isinstance(s, int) and not isinstance(s, bool) for s in corrected)):
             raise Refused("corrected_error_steps must be a list of step numbers")
@@ -176,21 +178,24 @@ class ReviewSession:
             # A browser textarea may drop a leading newline or turn CRLF into LF; that is not an edit.
             if normalize_step(text) != normalize_step(process[number - 1]):
                 changed[number] = text
-        if corrected is not None and sorted(set(corrected)) == sorted(candidate["error_steps"]):
-            corrected = None
-        decision = Decision(entry.id, "accept", reason, corrected, changed or None, reviewer=self.reviewer)
+        if corrected is not None:
+            corrected = sorted(set(corrected))
+            if corrected == sorted(candidate["error_steps"]):
+                corrected = None
+        checked = replace(decision, reason=reason, corrected_error_steps=corrected, edited_steps=changed or None)
         if corrected is not None or changed:
-            self._revalidate(entry, candidate, decision)
-        return decision
+            self._revalidate(run, candidate, checked)
+        return checked
 
-    def _revalidate(self, entry: Entry, candidate: dict[str, Any], decision: Decision) -> None:
+    def _revalidate(self, run: int, candidate: dict[str, Any], decision: Decision) -> None:
         """Run the corrected record through `validate_answer` in full mode; a broken rule refuses it."""
-        category = self.category(entry)
+        category_id = str(candidate.get("category", ""))
+        category = self._category(run, category_id)
         if category is None:
-            raise Refused(f"category {entry.category!r} is in neither the run's taxonomy nor the bundled one, "
+            raise Refused(f"category {category_id!r} is in neither the run's taxonomy nor the bundled one, "
                           "so a correction cannot be checked; accept or reject it as it is")
         corrected = apply_decision(candidate, decision)
-        trajectory = Trajectory(id=str(candidate.get("trajectory_id") or entry.id),
+        trajectory = Trajectory(id=str(candidate.get("trajectory_id") or candidate.get("id")),
                                 question=candidate["original_question"], steps=candidate["original_process"])
         answer: FullAnswer | MultiSolutionAnswer
         if category.rules.multi_solution:
@@ -202,7 +207,13 @@ class ReviewSession:
                                 modified_process=corrected["modified_process"],
                                 modified_steps=corrected["modified_steps"], error_steps=corrected["error_steps"],
                                 reason=candidate["reason"])
-        verdict = validate_answer(self.taxonomy_for(entry, category), category, trajectory, answer)
+        verdict = validate_answer(self.taxonomy_for(run, category), category, trajectory, answer)
         if verdict.codes:
             raise Refused("not saved, the corrected record breaks a rule: " + " ".join(
                 f"[{code}]" for code in verdict.codes) + " " + "; ".join(verdict.messages))
+
+
+def decision_from_page(candidate_id: str, payload: dict[str, Any], reviewer: str) -> Decision:
+    """The decision a page's POST describes, as given; `ReviewSession.check` decides whether it may be stored."""
+    return Decision(candidate_id, payload.get("decision"), payload.get("reason") or "",
+                    payload.get("corrected_error_steps"), payload.get("edited_steps"), reviewer=reviewer)

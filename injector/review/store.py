@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import io
 import json
 import sqlite3
 from contextlib import closing
@@ -144,7 +145,11 @@ class ReviewStore:
         return write_decisions(Path(path), self.rows())
 
     def import_(self, path: Path) -> int:
-        """Append the rows of a file written by `export` (rows already present are not added twice)."""
+        """Append the rows of a file written by `export` (rows already present are not added twice).
+
+        Format checks only: the app's rules need the candidates, so `inject review --import` (`import_decisions`)
+        puts each row through `ReviewSession.check` instead, and `build` re-checks whatever the store holds.
+        """
         return self.add_new(read_decisions(Path(path)))
 
     def add_new(self, decisions: Iterable[Decision]) -> int:
@@ -212,57 +217,121 @@ def read_decisions(path: Path) -> list[Decision]:
 
 
 def read_numbered(path: Path) -> list[tuple[int, Decision]]:
-    """`read_decisions` with the line each decision was read from."""
-    suffix = _format(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file; give a file written by `inject review --export`")
+    """`read_decisions` with the line each decision was read from; the first bad row is a UserError."""
     decisions = []
-    with path.open(encoding="utf-8", newline="") as handle:
-        if suffix == ".jsonl":
-            numbered = ((n, line) for n, line in enumerate(handle, 1) if line.strip())
-            records = ((n, _json_record(path, n, line)) for n, line in numbered)
-        else:
-            reader = csv.DictReader(handle)
-            missing = [f for f in ("id", "decision") if f not in (reader.fieldnames or [])]
-            if missing:
-                raise UserError(f"{path}:1: the header lacks {', '.join(missing)}; expected {','.join(FIELDS)}")
-            records = ((reader.line_num, _csv_record(path, reader.line_num, row)) for row in reader)
-        for number, record in records:
-            unknown = sorted(set(record) - set(FIELDS))
-            if unknown:
-                raise UserError(f"{path}:{number}: unknown field {', '.join(unknown)}; expected {', '.join(FIELDS)}")
-            missing = [name for name in ("id", "decision") if not record.get(name)]
-            if missing:
-                raise UserError(f"{path}:{number}: {' and '.join(missing)} missing; every row needs id and decision")
-            try:
-                decisions.append((number, check_decision(Decision(**{k: v for k, v in record.items() if v is not None
-                                                            or k in ("corrected_error_steps", "edited_steps")}))))
-            except (TypeError, ValueError) as exc:
-                raise UserError(f"{path}:{number}: {exc}") from None
+    for number, row in read_rows(path):
+        if isinstance(row, str):
+            raise UserError(f"{path}:{number}: {row}")
+        decisions.append((number, row))
     return decisions
 
 
-def _json_record(path: Path, number: int, line: str) -> dict[str, Any]:
+def read_rows(path: Path) -> list[tuple[int, Decision | str]]:
+    """(line, decision) per row of a .jsonl or .csv file, or (line, what is wrong with it) for a bad row.
+
+    A file that cannot be read as a whole (no such file, not UTF-8, no CSV header, a CSV field longer than
+    MAX_FIELD) is a UserError naming FILE[:LINE].
+    """
+    suffix = _format(path)
+    text = _read_text(path)
+    rows: list[tuple[int, Decision | str]] = []
+    if suffix == ".jsonl":
+        numbered = ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
+        records = ((n, _json_record(line)) for n, line in numbered)
+    else:
+        records = _csv_records(path, text)
+    for number, record in records:
+        try:
+            rows.append((number, _decision_of(record)))
+        except ValueError as exc:
+            rows.append((number, str(exc)))
+    return rows
+
+
+MAX_FIELD = 16 * 1024 * 1024
+"""The longest CSV field read (an edited step's text); csv's own default, 128 KiB, is below what the app saves."""
+
+
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise UserError(f"{path}: no such file; give a file written by `inject review --export`")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror}); check the file's permissions") from None
+    try:
+        return data.decode("utf-8-sig")  # a spreadsheet's CSV export may start with a byte-order mark
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UserError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8 and import it "
+                        "again") from None
+
+
+def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any] | str]]:
+    """(line, record or what is wrong) per CSV row; a row's line is the line it starts on."""
+    previous = csv.field_size_limit()
+    csv.field_size_limit(MAX_FIELD)
+    start = 1
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = [f for f in ("id", "decision") if f not in (reader.fieldnames or [])]
+        if missing:
+            raise UserError(f"{path}:1: the header lacks {', '.join(missing)}; expected {','.join(FIELDS)}")
+        records: list[tuple[int, dict[str, Any] | str]] = []
+        start = reader.line_num + 1
+        for row in reader:
+            records.append((start, _csv_record(row)))
+            start = reader.line_num + 1
+        return records
+    except csv.Error as exc:
+        raise UserError(f"{path}:{start}: not readable as CSV ({exc}); a field may be at most "
+                        f"{MAX_FIELD / 2**20:g} MiB") from None
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _decision_of(record: dict[str, Any] | str) -> Decision:
+    """A checked decision from a row's fields; ValueError says what is wrong (a str record is already that)."""
+    if isinstance(record, str):
+        raise ValueError(record)
+    unknown = sorted(set(record) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field {', '.join(unknown)}; expected {', '.join(FIELDS)}")
+    missing = [name for name in ("id", "decision") if not record.get(name)]
+    if missing:
+        raise ValueError(f"{' and '.join(missing)} missing; every row needs id and decision")
+    try:
+        return check_decision(Decision(**{k: v for k, v in record.items()
+                                          if v is not None or k in ("corrected_error_steps", "edited_steps")}))
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _json_record(line: str) -> dict[str, Any] | str:
+    """A JSONL row's fields, or what is wrong with it."""
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        return f"not valid JSON ({exc.msg})"
+    except RecursionError:
+        return "not valid JSON (nested too deeply)"
     if not isinstance(record, dict):
-        raise UserError(f"{path}:{number}: expected a JSON object with the fields {', '.join(FIELDS)}")
+        return f"expected a JSON object with the fields {', '.join(FIELDS)}"
     return record
 
 
-def _csv_record(path: Path, number: int, row: dict[str, Any]) -> dict[str, Any]:
+def _csv_record(row: dict[str, Any]) -> dict[str, Any] | str:
+    """A CSV row's fields (lists and edits decoded from their JSON text), or what is wrong with it."""
     if None in row:
-        raise UserError(f"{path}:{number}: more values than header fields")
+        return "more values than header fields"
     record: dict[str, Any] = {k: ("" if v is None else v) for k, v in row.items()}
     for name in ("corrected_error_steps", "edited_steps"):
         text = record.get(name, "")
         try:
             record[name] = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             example = '[2, 5]' if name == "corrected_error_steps" else '{"3": "new text"}'
-            raise UserError(f"{path}:{number}: {name}: not JSON (expected e.g. {example})") from None
+            return f"{name}: not JSON (expected e.g. {example})"
     return record
 
 
