@@ -42,7 +42,11 @@ def test_two_records_with_one_id_are_a_file_line_error_naming_both(shared_id: Pa
     assert result.exit_code == 2
     assert f"{shared_id}:3: trajectory id 't1' is also the id of a different record (line 1)" in result.output
     assert "--duplicate-ids first" in result.output
-    assert not (tmp_path / "run" / "candidates.jsonl").exists()
+    # The run streams: units before the bad line may be written, never one from the record that reused the id.
+    path = tmp_path / "run" / "candidates.jsonl"
+    written = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    assert len({c["id"] for c in written}) == len(written)
+    assert all(c["original_process"] != record("t1", 5)["steps"] for c in written)
 
 
 def test_first_keeps_the_first_and_counts_the_rest_as_skipped(shared_id: Path, tmp_path: Path) -> None:
