@@ -131,6 +131,8 @@ def test_audit_reports_a_deep_line_by_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         audit_prmbench(path)
     assert caught.value.line == 1 and "levels deep" in caught.value.message
+    result = CliRunner().invoke(main, ["audit", str(path)])
+    assert result.exit_code == 2 and f"{path}:1: nested more than {MAX_JSON_DEPTH} levels deep" in result.output
 
 
 def post(server, body: bytes) -> tuple[int, dict]:
