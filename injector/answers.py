@@ -1,7 +1,8 @@
 """Final-answer extraction and math equivalence for step-by-step solutions.
 
 Rule for a solution's final answer: the content of the last `\\boxed{…}`, else the text after the last
-`# Answer`, `# Final Answer` or `Final Answer:`. Two answers are equivalent when they are equal after
+`# Answer`, `# Final Answer` or `Final Answer:` (PRMBench's `# Answer\\n3`, with a literal backslash and `n`, is
+read as `# Answer` and `3`). Two answers are equivalent when they are equal after
 `normalize_answer`, or when math-verify says so (except for base-notation numerals such as `40_9`, which must
 match exactly).
 """
@@ -14,12 +15,30 @@ import re
 import threading
 from typing import Any
 
+from .contract import LATEX_COMMANDS
+
 _BOXED = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
-# `# Answer` / `# Final Answer` as a heading (PRM800K), `Final Answer:` anywhere (optionally in bold).
+# `# Answer` / `# Final Answer` as a heading (PRM800K), `Final Answer:` anywhere (optionally in bold). A heading
+# may also follow a literal `\n` (see below).
 _ANSWER_MARKER = re.compile(
-    r"^[ \t]*#+[ \t]*(?:final[ \t]+)?answer\b[ \t]*:?|(?:\*\*)?final[ \t]+answer[ \t]*:(?:\*\*)?",
+    r"(?:^|(?<=\\n))[ \t]*#+[ \t]*(?:final[ \t]+)?answer\b[ \t]*:?|(?:\*\*)?final[ \t]+answer[ \t]*:(?:\*\*)?",
     re.IGNORECASE | re.MULTILINE,
 )
+# PRMBench's phase-2 files write many answer steps as `# Answer\n3` with a literal backslash and `n` (two
+# characters) where PRM800K has line breaks. Only right after an `# Answer` heading is a literal `\n` read as a
+# line break (the text itself is never changed); anywhere else it is LaTeX: `\neq`, `\nu`, `\nabla`.
+_LITERAL_NEWLINE = re.compile(r"[ \t]*\\n")
+_LETTERS = re.compile(r"[A-Za-z]*")
+
+
+def _after_literal_newlines(text: str, position: int) -> int:
+    """`position` moved past the literal `\n`s that follow an answer heading there; one that begins a LaTeX
+    command (`# Answer\nu` is the answer `\nu`) is kept."""
+    while (newline := _LITERAL_NEWLINE.match(text, position)) is not None:
+        if _LETTERS.match(text, newline.end() - 1).group() in LATEX_COMMANDS:
+            break
+        position = newline.end()
+    return position
 
 
 def _balanced_group(text: str, open_at: int) -> str | None:
@@ -67,7 +86,9 @@ def extract_final_answer(text: str) -> str | None:
     markers = list(_ANSWER_MARKER.finditer(text))
     if not markers:
         return None
-    answer = text[markers[-1].end() :].strip()
+    last = markers[-1]
+    start = _after_literal_newlines(text, last.end()) if last.group().lstrip().startswith("#") else last.end()
+    answer = text[start:].strip()
     return answer or None
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from .contract import AnswerError, parse_answer
 from .errors import InputError, UserError
+from .json_bounds import TooDeep, loads_bounded
 from .taxonomy import Taxonomy
 from .trajectory import Trajectory
 from .validate import validate_answer
@@ -40,9 +41,11 @@ def audit_prmbench(path: str | Path, taxonomy: Taxonomy | None = None) -> AuditR
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads_bounded(line)
                 question, steps = record["original_question"], record["original_process"]
                 classification = record["classification"]
+            except TooDeep as exc:
+                raise InputError(path, line_number, f"{exc}; a PRMBench record never is") from None
             except json.JSONDecodeError as exc:
                 raise InputError(path, line_number, f"not valid JSON ({exc.msg})") from None
             except (KeyError, TypeError) as exc:

@@ -118,6 +118,11 @@ def input_options(function):
         click.option("--split", help="Split of a Hugging Face dataset with several splits."),
         click.option("--strict", is_flag=True, help="PRM800K: also require every chosen step to be rated 1."),
         click.option("--skip-invalid", is_flag=True, help="Count and skip malformed records instead of stopping."),
+        # Not passed as an argument (read back in `_load`), so the commands' signatures stay as they are.
+        click.option("--duplicate-ids", type=click.Choice(["error", "first"]), default="error", show_default=True,
+                     expose_value=False, callback=lambda ctx, param, value: ctx.meta.update(duplicate_ids=value),
+                     help="Two different records with the same id: stop (error), or keep the first and skip the "
+                          "rest (first)."),
         click.option("--limit", type=click.IntRange(min=1), help="Use at most N trajectories."),
         click.option("--category", "categories", multiple=True, required=True, metavar="ID",
                      help="Category id (repeatable), or `all`."),
@@ -140,6 +145,7 @@ def _load(input_path, input_format, fields, split, strict, skip_invalid, categor
     source = load_trajectories(
         input_path, input_format, strict=strict, skip_invalid=skip_invalid, fields=_parse_fields(fields), split=split,
         images_from=images_from,
+        duplicate_ids=click.get_current_context().meta.get("duplicate_ids", "error"),
     )
     return taxonomy, selected, source
 

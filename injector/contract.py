@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 import json_repair
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
 
+from .json_bounds import MAX_ANSWER_BYTES, MAX_JSON_DEPTH, too_deep, too_long
+
 
 class AnswerError(Exception):
     """The answer could not be used; `message` is worded to be sent back to the model as feedback."""
@@ -169,6 +171,19 @@ def parse_json_object(text: str) -> dict:
     """The JSON object the model meant, from a reply that may carry fences, prose and unescaped LaTeX."""
     if not isinstance(text, str) or not text.strip():
         raise _parse_error("The answer is empty.")
+    # Bounded before any decoding: the decoders recurse per nesting level (see json_bounds).
+    if too_long(text):
+        raise _parse_error(f"The answer is longer than {MAX_ANSWER_BYTES // (1024 * 1024)} MB.")
+    if too_deep(text):
+        raise _parse_error(f"The answer nests lists or objects more than {MAX_JSON_DEPTH} levels deep.")
+    try:
+        return _decode_object(text)
+    except RecursionError:
+        # Backstop for nesting the scan cannot see (brackets inside a string that a fallback decodes from).
+        raise _parse_error(f"The answer nests lists or objects more than {MAX_JSON_DEPTH} levels deep.") from None
+
+
+def _decode_object(text: str) -> dict:
     escaped = escape_latex_backslashes(text)
     body = _strip_fence(escaped)
     try:
@@ -183,8 +198,13 @@ def parse_json_object(text: str) -> dict:
     if found is not None:
         return found
     if "{" in body:
-        # Last resort for broken JSON (trailing commas, missing quotes or commas, truncation).
-        repaired = json_repair.loads(body)
+        # Last resort for broken JSON (trailing commas, missing quotes or commas, truncation). Its guesses can
+        # read brackets the depth scan took for string text (after a stray quote), and it reports the recursion
+        # that follows as a ValueError: whatever it cannot repair is unreadable, not a crash.
+        try:
+            repaired = json_repair.loads(body)
+        except (RecursionError, ValueError):
+            repaired = None
         if isinstance(repaired, dict):
             return repaired
     raise _parse_error("The answer does not contain a readable JSON object.")

@@ -1,7 +1,7 @@
 """Loaders that stream PRM800K, PRMBench, our own JSONL and Hugging Face datasets as `Trajectory` objects.
 
-Records are read one at a time; the only state that grows with the input is one small digest per yielded
-trajectory, kept to drop duplicates.
+Records are read one at a time; the only state that grows with the input is one small digest and the id of each
+yielded trajectory, kept to drop duplicates and to catch two different records sharing an id.
 """
 from __future__ import annotations
 
@@ -16,12 +16,17 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .errors import InputError, UserError
+from .json_bounds import TooDeep, loads_bounded
 from .record_formats import RECORD_FORMATS, BadRecord, check_fields, detect_format, reader_for
 from .resources import bundled_data_path
 from .trajectory import Trajectory
 
 # One raw record as a stream yields it: (path for messages, stem for ids, 1-based line, record, parse problem).
 RawRecord = tuple[str, str, int, Any, "str | None"]
+
+DUPLICATE_ID_POLICIES = ("error", "first")
+"""What two different records with the same trajectory id do: stop with `FILE:LINE` (default), or keep the first
+and skip the rest as `duplicate_id`. Identical (question, steps) records are always dropped as `duplicate`."""
 
 
 @dataclass
@@ -45,12 +50,13 @@ class TrajectorySource:
 
     def __init__(self, path: str, format: str, format_detected: bool, records: Callable[[], Iterator[RawRecord]],
                  read_record: Callable[[Any, str, str], "Trajectory | str"], skip_invalid: bool,
-                 image_base: Path | None = None):
+                 image_base: Path | None = None, duplicate_ids: str = "error"):
         self.path, self.format, self.format_detected = path, format, format_detected
         self.image_base = image_base
         """The directory local images must lie under (recorded in a run's manifest); None: no local images."""
         self.stats = SourceStats()
         self._records, self._read_record, self._skip_invalid = records, read_record, skip_invalid
+        self._duplicate_ids = duplicate_ids
         self._started = False
         self.options: dict[str, Any] = {}
         """The loader options that change what is selected (part of a run's configuration)."""
@@ -84,6 +90,8 @@ class TrajectorySource:
 
     def _generate(self) -> Iterator[Trajectory]:
         seen: set[bytes] = set()
+        # Id -> (file, line) of the record that yielded it: two candidates must never share a unit id.
+        first_use: dict[str, tuple[str, int]] = {}
         for where, stem, line, record, problem in self._records():
             self.stats.read += 1
             try:
@@ -103,6 +111,16 @@ class TrajectorySource:
                 self.stats.skipped["duplicate"] += 1
                 continue
             seen.add(digest)
+            if result.id in first_use:
+                if self._duplicate_ids == "first":
+                    self.stats.skipped["duplicate_id"] += 1
+                    continue
+                first_where, first_line = first_use[result.id]
+                other = f"line {first_line}" if first_where == where else f"{first_where}:{first_line}"
+                raise InputError(where, line, f"trajectory id {result.id!r} is also the id of a different record "
+                                 f"({other}); give each record its own id, or pass --duplicate-ids first to keep "
+                                 "the first and skip the others")
+            first_use[result.id] = (where, line)
             self.stats.selected += 1
             yield result
 
@@ -121,16 +139,21 @@ class TrajectorySource:
 
 def load_trajectories(source: str | Path | None = None, format: str | None = None, *, strict: bool = False,
                       skip_invalid: bool = False, fields: dict[str, str] | None = None,
-                      split: str | None = None, images_from: str | Path | None = None) -> TrajectorySource:
+                      split: str | None = None, images_from: str | Path | None = None,
+                      duplicate_ids: str = "error") -> TrajectorySource:
     """Open `source` (a JSONL file, a directory, or `hf:NAME[:SPLIT]`; default: the bundled sample).
 
     `strict` applies to PRM800K (every chosen step rated 1); `fields` maps `{TARGET: SOURCE}` (dotted SOURCE)
     and implies the `trajectories` format; `skip_invalid` counts malformed records instead of raising.
     Local images must lie under `images_from`, by default the input file's directory (a Hugging Face dataset has
     none); any other local image is a `FILE:LINE` error when its record is read, before any request for it.
+    `duplicate_ids` is one of `DUPLICATE_ID_POLICIES`.
     """
     if format is not None and format not in RECORD_FORMATS:
         raise UserError(f"unknown input format {format!r}; choose one of: {', '.join(RECORD_FORMATS)}")
+    if duplicate_ids not in DUPLICATE_ID_POLICIES:
+        raise UserError(f"unknown duplicate-ids policy {duplicate_ids!r}; choose one of: "
+                        f"{', '.join(DUPLICATE_ID_POLICIES)}")
     if fields:
         check_fields(fields)
         if format not in (None, "trajectories"):
@@ -141,9 +164,11 @@ def load_trajectories(source: str | Path | None = None, format: str | None = Non
     detected = format is None
     if format is None:
         format = _detect(label, records, skip_invalid)
+    # duplicate_ids is not part of the run's identity: both policies select the same trajectories whenever the
+    # default one lets a run start at all.
     source = TrajectorySource(label, format, detected, records,
                               reader_for(format, strict=strict, fields=fields, image_base=image_base), skip_invalid,
-                              image_base)
+                              image_base, duplicate_ids)
     source.options = {"strict": strict, "fields": fields or {}, "split": split}
     return source
 
@@ -225,7 +250,10 @@ def _jsonl_records(path: Path) -> Iterator[RawRecord]:
             if not text.strip():
                 continue
             try:
-                record = json.loads(text)
+                record = loads_bounded(text)
+            except TooDeep as exc:
+                yield where, stem, line_no, None, f"{exc}; no record format needs that, so this line is not usable"
+                continue
             except json.JSONDecodeError as exc:
                 hint = ("; this looks like a JSON array, but each line must hold one JSON object (JSONL)"
                         if text.strip() == "[" else "; each line must hold one complete JSON object")

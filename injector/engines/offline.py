@@ -27,7 +27,8 @@ NUMBER = re.compile(r"(?<![\w.^_\\{])\d+(?:\.\d+)?(?![\w^}]|\.\d)")
 # A computed quantity: a number right after "=" (optionally a dollar sign), e.g. "$4 \cdot 2.75 = 11$".
 RESULT = re.compile(r"=\s*(?:\\\$\s*)?(" + NUMBER.pattern + ")")
 MATH_WITH_EQUALS = re.compile(r"\$([^$]*=[^$]*)\$")
-ANSWER_MARK = re.compile(r"\n*#+ *(?:Final )?Answer\b", re.IGNORECASE)
+# PRMBench's phase-2 files write line breaks around `# Answer` as a literal `\n` (backslash, n): part of the tail too.
+ANSWER_MARK = re.compile(r"(?:\n|\\n)*#+ *(?:Final )?Answer\b", re.IGNORECASE)
 # A counted quantity in plain text: "4 notebooks", "12 students".
 COUNTED = re.compile(r"(?<![\w.$\\{])(\d+) ([a-z]{3,}s)\b")
 ASKING = re.compile(r"(?:find|what|how|compute|determine|express|evaluate|simplify|solve|show|calculate)\b",
@@ -165,23 +166,31 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
     return options
 
 
+def last_reasoning_step(steps: list[str]) -> int | None:
+    """Index of the last step with text besides its `# Answer` tail (a step that is only `# Answer\n3` is not)."""
+    return next((index for index in range(len(steps) - 1, -1, -1) if split_answer(steps[index])[0].strip()), None)
+
+
 def circular_logic_options(trajectory: Trajectory) -> list[Option]:
-    """Assume the final answer early, then let the last step "confirm" it by that assumption."""
+    """Assume the final answer early, then let the last reasoning step "confirm" it by that assumption."""
     answer = trajectory.answer or final_answer_of_steps(list(trajectory.steps))
     steps = trajectory.steps
-    if answer is None or len(steps) < 2:
+    confirming = last_reasoning_step(steps)  # the answer step itself stays as it is
+    if answer is None or confirming is None or confirming < 1:
         return []
+    which = "the last step" if confirming == len(steps) - 1 else f"step {confirming + 1}"
     options: list[Option] = []
-    for position in range(0, max(1, (len(steps) - 1) // 2)):
+    for position in range(0, max(1, confirming // 2)):
         def option(rng: random.Random, position=position) -> Perturbation:
             assumed = (f"We know the final answer must be ${answer}$, so we take ${answer}$ as given and check "
                        "that the remaining steps agree with it.")
-            body, tail = split_answer(steps[-1])
+            body, tail = split_answer(steps[confirming])
             confirmed = (body.rstrip() + f" This agrees with the value ${answer}$ we started from, which confirms "
                          f"that ${answer}$ is the answer." + tail)
-            return Perturbation("assume_the_answer", [insert(position + 1, assumed), replace(len(steps), confirmed)],
+            return Perturbation("assume_the_answer",
+                                [insert(position + 1, assumed), replace(confirming + 1, confirmed)],
                                 f"The step inserted after step {position + 1} assumes the final answer {answer} "
-                                "before deriving it, and the last step confirms the answer by that assumption: the "
+                                f"before deriving it, and {which} confirms the answer by that assumption: the "
                                 "conclusion supports itself.")
         options.append(option)
     return options

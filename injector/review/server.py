@@ -18,11 +18,12 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import UserError
 from ..images import ImageRefused, is_data_url, read_image
+from ..json_bounds import MAX_REVIEW_BODY_BYTES, TooDeep, loads_bounded
 from .render import page_url, render_page
 from .session import Refused, ReviewSession
 
 HOST = "127.0.0.1"
-MAX_BODY = 4 * 1024 * 1024
+MAX_BODY = MAX_REVIEW_BODY_BYTES
 log = logging.getLogger("injector")
 
 
@@ -186,7 +187,9 @@ class ReviewHandler(BaseHTTPRequestHandler):
         if not 0 < length <= MAX_BODY:
             return self._json(HTTPStatus.BAD_REQUEST, {"error": "empty or oversized request"})
         try:
-            payload = json.loads(self.rfile.read(length))
+            payload = loads_bounded(self.rfile.read(length))
+        except TooDeep as exc:
+            return self._json(HTTPStatus.BAD_REQUEST, {"error": f"the request is {exc}"})
         except (ValueError, UnicodeDecodeError):
             return self._json(HTTPStatus.BAD_REQUEST, {"error": "the request is not JSON"})
         if not isinstance(payload, dict) or not isinstance(payload.get("key"), str):
