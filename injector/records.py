@@ -13,6 +13,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import UserError, WriteFailed
+from .json_bounds import TooDeep, loads_bounded
 
 CANDIDATES_FILE = "candidates.jsonl"
 REJECTS_FILE = "rejects.jsonl"
@@ -112,9 +113,11 @@ def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, Any]]:
             if not line:
                 continue
             try:
-                yield number, json.loads(line.decode("utf-8"))
+                yield number, loads_bounded(line.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
+            except TooDeep as exc:  # never written by `inject run`: a received directory may hold anything
+                log.warning("%s:%d: ignoring a line that is not a record (%s)", path, number, exc)
 
 
 @dataclass
@@ -149,9 +152,15 @@ class RunDirectory:
         if not self.manifest_path.exists():
             return None
         try:
-            return json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+            manifest = loads_bounded(self.manifest_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError, TooDeep) as exc:
             raise UserError(f"{self.manifest_path}: not valid JSON ({exc}); remove the run directory or fix it") from None
+        except OSError as exc:
+            raise UserError(f"{self.manifest_path}: cannot read it ({exc.strerror})") from None
+        if not isinstance(manifest, dict):
+            raise UserError(f"{self.manifest_path}: not a run manifest (a JSON object); remove the run directory or "
+                            "fix it")
+        return manifest
 
     def prepare(self, config_hash: str) -> None:
         """Create the directory, or check that an existing one was made with the same configuration, and lock it."""

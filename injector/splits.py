@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from .answers import answers_equivalent, final_answer_of_steps
 from .errors import InputError, UserError
-from .records import Candidate, read_jsonl, read_jsonl_numbered
+from .records import Candidate, RunDirectory, read_jsonl, read_jsonl_numbered
 
 # PRMBench's own fields, in its order: what `prmbench/<classification>.jsonl` holds and nothing else.
 PRMBENCH_FIELDS = ("original_question", "modified_question", "original_process", "modified_process",
@@ -58,7 +58,7 @@ def _decisions(run_dir: Path, taxonomy: str | Path | None) -> tuple[dict[str, An
 def _categories_of(run_dir: Path, taxonomy: Any = None) -> dict[str, dict[str, str]]:
     """Name and domain of each category of a run: from `taxonomy` (the user's `--taxonomy`) where it has the
     category, else as the run's manifest recorded them (data only: nothing of the run is imported)."""
-    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest = RunDirectory(run_dir).read_manifest() or {}
     categories = dict(manifest.get("categories", {}))
     for category in taxonomy.categories if taxonomy is not None else []:
         categories[category.id] = {**categories.get(category.id, {}), "name": category.name,

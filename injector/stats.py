@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 from .card import error_steps_inside, final_answer_changed, relative_error_position
 from .errors import InputError, UserError
+from .json_bounds import TooDeep, loads_bounded
 from .records import read_jsonl
 
 STATUSES = ("accepted", "rejected_by_reviewer", "unreviewed", "rejected_by_validation", "in_split")
@@ -67,8 +68,8 @@ def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw.decode("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                record = loads_bounded(raw.decode("utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError, TooDeep) as exc:
                 raise InputError(path, number, f"not valid JSON ({getattr(exc, 'msg', exc)}); each line must be "
                                  "one PRMBench-format record") from None
             if not isinstance(record, dict) or not isinstance(record.get("classification"), str):
@@ -113,7 +114,7 @@ def _category_names(path: Path, loaded: list[tuple[dict[str, Any], str]], taxono
     manifest = path / "manifest.json"
     if path.is_dir() and manifest.exists():
         try:
-            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("categories") or {}
+            recorded = loads_bounded(manifest.read_text(encoding="utf-8")).get("categories") or {}
             names.update({cid: {"name": str(c.get("name", "")), "domain": str(c.get("domain", ""))}
                           for cid, c in recorded.items() if isinstance(c, dict)})
         except (OSError, ValueError, AttributeError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from .errors import UserError
 from .hooks import Hook, load_hook
+from .json_bounds import loads_bounded
 from .resources import bundled_prompts_dir, bundled_taxonomies
 
 
@@ -462,7 +462,7 @@ def run_taxonomy(run_dir: str | Path, override: str | Path | None = None) -> tup
     run_dir = Path(run_dir)
     manifest_path = run_dir / "manifest.json"
     try:
-        config = json.loads(manifest_path.read_text(encoding="utf-8"))["config"]
+        config = loads_bounded(manifest_path.read_text(encoding="utf-8"))["config"]
         name, recorded = config.get("taxonomy"), config.get("taxonomy_path")
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return Taxonomy.load(), f"{manifest_path} names no taxonomy: using the bundled one"

@@ -162,3 +162,27 @@ def test_review_refuses_a_deep_or_huge_request_with_400(tmp_path: Path) -> None:
         response = connection.getresponse()
         assert response.status == 400 and "oversized" in json.loads(response.read())["error"]
         connection.close()
+
+
+@pytest.mark.parametrize("command", [["stats"], ["build", "--include-unreviewed", "--out", "SPLIT"]])
+def test_a_deep_line_in_a_received_run_directory_is_skipped_not_a_crash(tmp_path: Path, command, caplog) -> None:
+    """Run directories travel between people: a line nested past the limit in candidates.jsonl (never written by
+    `inject run`) is skipped with a warning naming it, like a torn line, instead of a RecursionError."""
+    run_dir = make_run(tmp_path / "run")
+    with (run_dir / "candidates.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(nested(100_000) + "\n")
+    lines = len((run_dir / "candidates.jsonl").read_text(encoding="utf-8").splitlines())
+    args = [part.replace("SPLIT", str(tmp_path / "split")) for part in command]
+    result = CliRunner().invoke(main, [args[0], str(run_dir), *args[1:]])
+    assert result.exit_code == 0, result.output
+    assert f"candidates.jsonl:{lines}: ignoring a line that is not a record (nested more than" in caplog.text
+
+
+@pytest.mark.parametrize("manifest", ["[" * 100_000, "[1, 2]", "{not json"])
+def test_a_broken_manifest_in_a_received_run_directory_is_one_line_and_exit_2(tmp_path: Path, manifest) -> None:
+    run_dir = make_run(tmp_path / "run")
+    (run_dir / "manifest.json").write_text(manifest, encoding="utf-8")
+    result = CliRunner().invoke(main, ["build", str(run_dir), "--include-unreviewed", "--out", str(tmp_path / "s")])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {run_dir / 'manifest.json'}: not ")
+    assert len(result.output.strip().splitlines()) == 1

@@ -1,7 +1,6 @@
 """What the review app works on: the candidates of one or more run directories, their taxonomies and stores."""
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -9,6 +8,7 @@ from typing import Any
 
 from ..contract import FullAnswer, MultiSolutionAnswer
 from ..errors import UserError
+from ..json_bounds import loads_bounded
 from ..records import CANDIDATES_FILE, MANIFEST_FILE
 from ..taxonomy import Category, Taxonomy, run_taxonomy
 from ..trajectory import Trajectory
@@ -54,7 +54,7 @@ def _run_image_base(path: Path) -> Path | None:
     """The run's image directory from its manifest (a relative one resolves against the run directory, never the
     current directory); None when it records none, and then no local image is served."""
     try:
-        base = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))["image_base"]
+        base = loads_bounded((path / MANIFEST_FILE).read_text(encoding="utf-8"))["image_base"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return path / base if isinstance(base, str) and base else None
@@ -70,7 +70,7 @@ def _index(run_no: int, path: Path) -> list[Entry]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads_bounded(line)
                 entries[record["id"]] = Entry(f"{run_no}/{record['id']}", run_no, record["id"],
                                               str(record.get("category", "")), start)
             except (ValueError, KeyError, TypeError):
@@ -101,7 +101,7 @@ class ReviewSession:
     def candidate(self, entry: Entry) -> dict[str, Any]:
         with (self.runs[entry.run].path / CANDIDATES_FILE).open("rb") as handle:
             handle.seek(entry.offset)
-            return json.loads(handle.readline())
+            return loads_bounded(handle.readline())
 
     def category(self, entry: Entry) -> Category | None:
         """The candidate's category from its run's taxonomy, else the bundled one, else None."""
