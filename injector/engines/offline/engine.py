@@ -1,0 +1,104 @@
+"""The offline engine: picks an operator's option for a unit, deterministically, and answers in the same JSON
+an LLM would write."""
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Callable
+
+from ...contract import Edit
+from ...edits import apply_edits
+from ...taxonomy import Category
+from ...trajectory import Trajectory
+from ..base import NotApplicable, Proposal
+from .circular_logic import circular_logic_options
+from .confidence import confidence_options
+from .counterfactual import counterfactual_options
+from .domain_inconsistency import domain_inconsistency_options
+from .missing_condition import missing_condition_options
+from .redundancy import redundancy_options
+from .step_contradiction import step_contradiction_options
+from .text import Option, Perturbation
+
+OPERATORS_VERSION = "1"
+
+OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
+    "redundancy": redundancy_options,
+    "circular_logic": circular_logic_options,
+    "counterfactual": counterfactual_options,
+    "step_contradiction": step_contradiction_options,
+    "confidence": confidence_options,
+    "missing_condition": missing_condition_options,
+    "domain_inconsistency": domain_inconsistency_options,
+    # ProJudge's arithmetic slip is a changed computed result, as counterfactual's is.
+    "numerical_calculation": counterfactual_options,
+}
+NEEDS_A_MODEL = {
+    "deception": "a subtle, plausible-looking error needs a model's judgement",
+    "multi_solution": "writing a different correct solution needs a model",
+}
+
+
+class OfflineEngine:
+    """Deterministic rule-based injection: the same trajectory, category, seed and sample give the same answer.
+
+    `operators` adds (or replaces) operators by category id: a function from a trajectory to its options, each a
+    function from a seeded `random.Random` to a `Perturbation` (see `counterfactual_options`).
+    """
+
+    name = "offline"
+
+    def __init__(self, operators: dict[str, Callable[[Trajectory], list[Option]]] | None = None):
+        self.operators = {**OPERATORS, **(operators or {})}
+        self._custom = sorted(operators or {})
+
+    def describe(self) -> dict[str, Any]:
+        described = {"engine": self.name, "model": "offline", "api_base_host": None, "operators": OPERATORS_VERSION}
+        if self._custom:
+            described["custom_operators"] = self._custom
+        return described
+
+    def check_ready(self) -> None:
+        """Always ready: nothing to configure."""
+
+    def unsupported_reason(self, category: Category) -> str | None:
+        """Why this engine cannot make `category` (None when it can)."""
+        if category.id in self.operators:
+            return None
+        return NEEDS_A_MODEL.get(category.id, f"the offline engine has no operator for {category.id!r}")
+
+    def perturb(self, trajectory: Trajectory, category: Category, *, seed: int, sample: int) -> Perturbation:
+        """The `sample`-th perturbation in a seeded order; NotApplicable when there is none left."""
+        options = self.operators[category.id](trajectory)
+        if sample >= len(options):
+            found = f"only {len(options)} place(s)" if options else "nothing"
+            raise NotApplicable(f"{category.id}: the offline operator found {found} to work on in this trajectory")
+        # String seeds are hashed with SHA-512 by `random`, so the order is stable across processes and platforms.
+        key = f"{seed}\x00{trajectory.id}\x00{category.id}"
+        order = list(range(len(options)))
+        random.Random(f"order\x00{key}").shuffle(order)
+        return options[order[sample]](random.Random(f"edit\x00{key}\x00{sample}"))
+
+    async def propose(self, messages: list[dict[str, Any]], *, trajectory: Trajectory, category: Category,
+                      seed: int, sample: int, response_schema: dict[str, Any] | None,
+                      output_mode: str = "edits", read_cache: bool = True) -> Proposal:
+        perturbation = self.perturb(trajectory, category, seed=seed, sample=sample)
+        # Every error edit explains itself (taxonomies such as projudge require it): the operator's reason.
+        edits = [{**edit, "explanation": perturbation.reason} if edit.get("error") or edit["op"] == "flag" else edit
+                 for edit in perturbation.edits]
+        if output_mode == "edits":
+            answer: dict[str, Any] = {"question": perturbation.question, "edits": edits,
+                                      "reason": perturbation.reason}
+        else:  # the full form is the edits applied: one source of truth for both contracts
+            applied = apply_edits(list(trajectory.steps), [Edit.model_validate(e) for e in edits])
+            answer = {
+                "modified_question": perturbation.question if perturbation.question is not None
+                else trajectory.question,
+                "modified_process": applied.modified_process,
+                "modified_steps": applied.modified_steps,
+                "error_steps": applied.error_steps,
+                "reason": perturbation.reason,
+                "explanations": {str(step): text for step, text in applied.explanations.items()},
+            }
+        return Proposal(text=json.dumps(answer, ensure_ascii=False), cost=0.0,
+                        details={"operator": perturbation.operator})
