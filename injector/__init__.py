@@ -6,8 +6,6 @@ Public API (the `inject` CLI uses nothing else):
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .contract import AnswerError, FullAnswer, MultiSolutionAnswer, parse_answer  # noqa: E402
 from .engines.base import Engine, Proposal  # noqa: E402
 from .engines.llm import LLMEngine  # noqa: E402
@@ -21,9 +19,10 @@ from .sources import TrajectorySource, load_trajectories  # noqa: E402
 from .taxonomy import Category, Rules, Taxonomy  # noqa: E402
 from .trajectory import Trajectory  # noqa: E402
 from .validate import Verdict, validate_answer  # noqa: E402
+from .version import __version__  # noqa: E402
 
 __all__ = [
-    "AnswerError", "BudgetExceeded", "DryRunReport", "RunProgress", "Candidate", "Category", "Engine", "FullAnswer", "InjectorError", "InputError",
+    "__version__", "AnswerError", "BudgetExceeded", "DryRunReport", "RunProgress", "Candidate", "Category", "Engine", "FullAnswer", "InjectorError", "InputError",
     "LLMEngine", "MultiSolutionAnswer", "OfflineEngine", "Proposal", "Rejection", "Rules", "RunManifest", "RunResult", "Taxonomy",
     "Trajectory", "TrajectorySource", "UserError", "Verdict", "dry_run", "inject_one", "load_trajectories", "parse_answer",
     "render_messages", "run", "split_by_support", "validate_answer",

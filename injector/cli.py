@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from . import __version__
 from .errors import InjectorError
+from .version import __version__
 
-EXIT_INTERNAL, EXIT_USER, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what coreutils exit with when the reader of their output went away
 OFFLINE_MODEL = "offline"
 _invocation: list[str] = ["inject"]

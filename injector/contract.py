@@ -261,7 +261,8 @@ class MultiSolutionAnswer(BaseModel):
     """How this solution differs from the original."""
 
 
-EDIT_OPS = ("replace", "insert", "delete", "flag")
+EditOp = Literal["replace", "insert", "delete", "flag"]
+"""What an edit does to the original steps."""
 
 
 class Edit(BaseModel):
@@ -269,7 +270,7 @@ class Edit(BaseModel):
 
     model_config = _CONFIG
 
-    op: Literal["replace", "insert", "delete", "flag"]
+    op: EditOp
     step: StepNumber | None = None
     """The original step a replace, delete or flag acts on."""
     after: StepNumber | None = None

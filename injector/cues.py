@@ -13,7 +13,6 @@ only here, and only when a probe runs.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import InputError
@@ -29,13 +28,6 @@ def cue_records(loaded: Iterable[tuple[dict[str, Any], str]]) -> list[dict[str, 
     candidates reviewers rejected."""
     return [_ours(record, number) for number, (record, status) in enumerate(loaded, 1)
             if status not in ("rejected_by_validation", "rejected_by_reviewer")]
-
-
-def probe_path(path: str | Path, taxonomy: Any = None) -> dict[str, Any]:
-    """The cue report of a run directory, a split directory, or PRMBench-format JSONL (a file or a directory)."""
-    from .stats import load_records
-
-    return cue_report(cue_records(load_records(Path(path), taxonomy)))
 
 
 def _ours(record: dict[str, Any], number: int) -> dict[str, Any]:

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from .align import align_steps
 from .contract import Edit
-
-STEP_OPS = ("replace", "delete", "flag")  # at most one of these per original step
-
 
 @dataclass
 class AppliedEdits:
@@ -97,8 +95,6 @@ def edits_from_full(original: list[str], modified: list[str], error_steps: list[
     The changed steps come from the same alignment the full-mode validator uses; an error step left unchanged
     becomes a flag. An error step's explanation (keyed by its 1-based position in `modified`) goes on its edit.
     """
-    from .validate import align_steps  # validate imports this module; the alignment lives there
-
     alignment = align_steps(original, modified)
     errors = set(error_steps)
     explanations = explanations or {}

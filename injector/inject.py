@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from . import __version__
 from .contract import AnswerError, parse_answer, response_schema
 from .engines.base import Engine, NotApplicable, ProviderError, TransientProviderError
 from .prompts import render_messages
@@ -15,6 +14,7 @@ from .step_labels import without_labels
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 from .validate import validate_answer
+from .version import __version__
 
 OUTPUT_MODES = ("edits", "full")
 """edits: the model lists only its edits (default); full: it writes back the whole modified solution."""

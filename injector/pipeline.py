@@ -17,7 +17,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from . import __version__
 from .engines.base import Engine
 from .errors import BudgetExceeded, UserError, WriteFailed
 from .estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
@@ -27,6 +26,7 @@ from .records import TRANSIENT_FAILURE, Candidate, RunDirectory, RunManifest
 from .redaction import redact_command
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
+from .version import __version__
 
 
 def default_run_dir() -> Path:

@@ -4,7 +4,7 @@ model without its labels, and its written steps get the labels back, renumbered 
 Why: a model asked to insert a step into labelled steps has to choose between a duplicate label and renumbering
 every later step (which changes steps it did not mean to change). Without labels it does neither; the records
 carry labels on every step, an inserted one included. Unchanged steps then differ from the source only by their
-label, which the alignment ignores (`validate.normalize_step`). Partly labelled inputs are left alone.
+label, which the alignment ignores (`align.normalize_step`). Partly labelled inputs are left alone.
 """
 from __future__ import annotations
 

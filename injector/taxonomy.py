@@ -235,10 +235,6 @@ class Taxonomy(BaseModel):
         self.categories = [c for c in self.categories if c.id != category.id] + [category]
         return category
 
-    @property
-    def base_dir(self) -> Path:
-        return self.path.parent if self.path else bundled_prompts_dir().parent
-
     def template_path(self, category: Category) -> Path | None:
         return Path(category.template) if category.template else None
 

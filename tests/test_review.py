@@ -44,7 +44,7 @@ def candidate(cid: str, category: str = "counterfactual", *, steps: list[str] | 
               modified: list[str] | None = None, error_steps: list[int] | None = None,
               question: str = QUESTION, modified_question: str | None = None, **extra: Any) -> dict[str, Any]:
     """A candidate record as `inject run` writes it (modified_steps computed by the same alignment)."""
-    from injector.validate import align_steps
+    from injector.align import align_steps
 
     steps = list(steps or STEPS)
     modified = list(modified or [STEPS[0], "Her change is $20 - 11 = 8$ dollars.", STEPS[2]])

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from ..validate import align_steps
+from ..align import align_steps
 from .assets import PAGE_CSS, PAGE_JS
 from .session import QUICK_REASONS, STATUS_OF, STATUSES, Entry, ReviewSession
 from .store import Decision, apply_decision

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..align import normalize_step
 from ..contract import FullAnswer, MultiSolutionAnswer
 from ..errors import UserError
 from ..json_bounds import loads_bounded
 from ..records import CANDIDATES_FILE, MANIFEST_FILE
 from ..taxonomy import Category, Taxonomy, run_taxonomy
 from ..trajectory import Trajectory
-from ..validate import normalize_step, validate_answer
+from ..validate import validate_answer
 from .store import Decision, ReviewStore, apply_decision, now_iso
 
 log = logging.getLogger("injector")

@@ -16,8 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..align import align_steps
 from ..errors import UserError
-from ..validate import align_steps
 
 STORE_FILE = "review.sqlite"
 DECISIONS = ("accept", "reject")
