@@ -257,7 +257,7 @@ def run(input_path, input_format, fields, split, strict, skip_invalid, limit, ca
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
                    "--model, e.g. --model gpt-4o, or set INJECT_MODEL", err=True)
     if not model or model == OFFLINE_MODEL:
-        engine = OfflineEngine()
+        engine: OfflineEngine | LLMEngine = OfflineEngine()
     else:
         cache = None if no_cache or dry_run else RequestCache(cache_path)
         engine = LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
@@ -418,7 +418,7 @@ def taxonomy_validate(sources) -> None:
     failed = 0
     for source in sources:
         loaded, problems = check_taxonomy(source)
-        if problems:
+        if problems or loaded is None:
             failed += 1
             click.echo(f"{source}: {len(problems)} problem(s)")
             for problem in problems:

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 import json_repair
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from .json_bounds import MAX_ANSWER_BYTES, MAX_JSON_DEPTH, too_deep, too_long
 
@@ -95,7 +96,9 @@ def _is_json_escape(text: str, after: int) -> bool:
         return False  # `\(`, `\sqrt`, `\ `, ...: invalid JSON, so it can only be LaTeX
     # LaTeX, like this rule, reads the longest run of letters as the command name: `\neq5` is `neq`,
     # `\nThe` is `nThe` (no command, so a newline and "The").
-    if _LETTER_RUN.match(text, after).group() in LATEX_COMMANDS:
+    letters = _LETTER_RUN.match(text, after)
+    assert letters is not None  # `[A-Za-z]*` matches everywhere
+    if letters.group() in LATEX_COMMANDS:
         return False
     if char == "u":
         return _HEX4.match(text, after + 1) is not None
@@ -318,7 +321,7 @@ _EXPECTED = {
 }
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     location = error["loc"]
     field = str(location[0])
     expected = _EXPECTED.get(field, "a value of another type")
@@ -342,7 +345,8 @@ def _schema_message(error: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def _answer_model(multi_solution: bool, edits: bool) -> type[BaseModel]:
+def _answer_model(multi_solution: bool,
+                  edits: bool) -> type[FullAnswer] | type[MultiSolutionAnswer] | type[EditAnswer]:
     # multi_solution keeps its own answer (a whole new solution) in every output mode.
     return MultiSolutionAnswer if multi_solution else EditAnswer if edits else FullAnswer
 

@@ -32,7 +32,7 @@ def cue_records(loaded: Iterable[tuple[dict[str, Any], str]]) -> list[dict[str, 
 
 def _ours(record: dict[str, Any], number: int) -> dict[str, Any]:
     """The probe's view of one record, its fields checked (an unreadable record is an input error, not a crash)."""
-    where = record.get("_where") or ("(record)", None)
+    where: tuple[Any, int | None] = record.get("_where") or ("(record)", None)
     steps, errors = record.get("modified_process"), record.get("error_steps")
     if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
         raise InputError(*where, "modified_process must be a list of step strings")

@@ -319,7 +319,7 @@ async def _run_units(
     write_failed = asyncio.Event()
     workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
     everything = asyncio.gather(produce(), *workers)
-    stop = asyncio.create_task(write_failed.wait())
+    stop: asyncio.Future[Any] = asyncio.create_task(write_failed.wait())
     try:
         await asyncio.wait([everything, stop], return_when=asyncio.FIRST_COMPLETED)
         if everything.done():

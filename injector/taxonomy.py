@@ -341,7 +341,7 @@ def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         raise UserError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("categories", []), list):
         raise UserError(f"{path}: a taxonomy is a mapping with `name` and a list of `categories`")
-    problems = []
+    problems: list[str] = []
     for position, category in enumerate(data.get("categories") or []):
         if not isinstance(category, dict):
             raise UserError(f"{path}: categories[{position}] is not a mapping of keys")

@@ -88,8 +88,9 @@ def _validate_full(
         return verdict
 
     size = len(modified)
-    declared_modified = [] if rules.multi_solution else list(answer.modified_steps)
-    declared_errors = [] if rules.multi_solution else list(answer.error_steps)
+    declared = answer if isinstance(answer, FullAnswer) and not rules.multi_solution else None
+    declared_modified = list(declared.modified_steps) if declared else []
+    declared_errors = list(declared.error_steps) if declared else []
     out_of_range = sorted({i for i in [*declared_modified, *declared_errors] if not 1 <= i <= size})
     if out_of_range:
         verdict.fail(
@@ -214,8 +215,8 @@ def _check_rules(
 
     pattern = _leak_pattern(taxonomy.leak_phrases(category))
     if pattern:
-        leaks = [(k, pattern.search(verdict.modified_process[k - 1])) for k in changed]
-        leaks = [(k, m.group(0)) for k, m in leaks if m]
+        found = [(k, pattern.search(verdict.modified_process[k - 1])) for k in changed]
+        leaks = [(k, m.group(0)) for k, m in found if m]
         if leaks:
             verdict.fail(
                 "label_leak",

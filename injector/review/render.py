@@ -78,6 +78,7 @@ def _steps_table(candidate: dict[str, Any], shown: dict[str, Any], multi: bool) 
            '<th>marks</th></tr></thead><tbody>']
     for i, j in _rows(original, modified):
         if j is None:
+            assert i is not None  # a row lacks one side at most: this one is a deleted original step
             out.append(f'<tr class="deleted"><td class="n">{i + 1}</td><td class="text"><del>{e(original[i])}</del>'
                        f'</td><td class="n"></td><td class="text gone">(deleted)</td>'
                        f'<td>{_badge("deleted", "deleted")}</td></tr>')

@@ -229,5 +229,5 @@ class ReviewSession:
 
 def decision_from_page(candidate_id: str, payload: dict[str, Any], reviewer: str) -> Decision:
     """The decision a page's POST describes, as given; `ReviewSession.check` decides whether it may be stored."""
-    return Decision(candidate_id, payload.get("decision"), payload.get("reason") or "",
+    return Decision(candidate_id, payload.get("decision") or "", payload.get("reason") or "",
                     payload.get("corrected_error_steps"), payload.get("edited_steps"), reviewer=reviewer)

@@ -237,7 +237,7 @@ def read_rows(path: Path) -> list[tuple[int, Decision | str]]:
     rows: list[tuple[int, Decision | str]] = []
     if suffix == ".jsonl":
         numbered = ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
-        records = ((n, _json_record(line)) for n, line in numbered)
+        records: Iterable[tuple[int, dict[str, Any] | str]] = ((n, _json_record(line)) for n, line in numbered)
     else:
         records = _csv_records(path, text)
     for number, record in records:
