@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from injector.cli import InjectGroup
 from injector.taxonomy import Taxonomy
 from injector.errors import UserError
-from injector.resources import bundled_taxonomy_path
+from injector.resources import bundled_taxonomies
 from injector.review.command import review
 from injector.review.server import ReviewServer, make_server
 from injector.review.store import Decision, ReviewStore, apply_decision
@@ -83,7 +83,7 @@ def make_run(directory: Path, records: list[dict[str, Any]] | None = None) -> Pa
     directory.mkdir(parents=True, exist_ok=True)
     records = sample_candidates() if records is None else records
     (directory / "candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    manifest = {"config": {"taxonomy_path": str(bundled_taxonomy_path())}, "status": "finished"}
+    manifest = {"config": {"taxonomy_path": str(bundled_taxonomies()["prmbench"])}, "status": "finished"}
     (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return directory
 
