@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from .errors import InjectorError
+from .redaction import redact
 from .version import __version__
 
 EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
@@ -48,7 +49,7 @@ class InjectGroup(click.Group):
         try:
             return super().invoke(ctx)
         except InjectorError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(redact(f"error: {exc}"), err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted; run the same command again to continue", err=True)
@@ -63,7 +64,7 @@ class InjectGroup(click.Group):
                 saved = f"traceback saved to {_save_traceback()}"
             except OSError as error:
                 saved = f"the traceback could not be saved: {error}"
-            click.echo(f"internal error: {type(exc).__name__}: {exc} ({saved})", err=True)
+            click.echo(redact(f"internal error: {type(exc).__name__}: {exc} ({saved})"), err=True)
             ctx.exit(EXIT_INTERNAL)
 
 
@@ -91,7 +92,7 @@ def _save_traceback() -> Path:
     # mkstemp: a random name created with O_EXCL (and O_NOFOLLOW), mode 0600; never a file or link already there.
     fd, name = tempfile.mkstemp(prefix=f"inject-crash-{stamp}-", suffix=".txt", dir=directory)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(traceback.format_exc())
+        handle.write(redact(traceback.format_exc()))  # a report may be shared: no key in it
     return Path(name)
 
 
