@@ -181,6 +181,7 @@ def drop_nonzero_options(trajectory: Trajectory) -> list[Option]:
 
 
 def drop_plus_minus_options(trajectory: Trajectory) -> list[Option]:
+    """Where the `\\pm` step is the solution's last word (no later number, no stated answer to keep consistent)."""
     question, steps = trajectory.question, trajectory.steps
     if not (ALL_VALUES.search(question) or SMALLER.search(question)):
         return []
@@ -194,6 +195,8 @@ def drop_plus_minus_options(trajectory: Trajectory) -> list[Option]:
         # up to the answer states no number and no formula.
         if any(re.search(r"\d|\$", split_answer(later)[0]) for later in steps[index + 1:]):
             continue
+        if any(split_answer(later)[1] or re.search(r"\\boxed", later) for later in steps[index:]):
+            continue  # a stated final answer would keep both roots: the solution would contradict itself
         # ... and the step itself states the roots only: one formula, no other number around it.
         if len(re.findall(r"\$[^$]*\$", body)) != 1 or re.search(r"\d", re.sub(r"\$[^$]*\$", "", body)):
             continue
