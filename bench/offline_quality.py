@@ -102,7 +102,8 @@ def measure(category_id: str, trajectories: list, samples: int, seed: int) -> di
         new = set().union(*(four_grams(c["modified_process"][k - 1]) for k in c["modified_steps"])) \
             if c["modified_steps"] else set()
         grams.update(new - original)
-    top = grams.most_common(1)
+    # Ties broken by the 4-gram itself, so the printed one does not depend on set order (string hashing).
+    top = sorted(grams.items(), key=lambda item: (-item[1], item[0]))[:1]
     row["top_4gram"] = " ".join(top[0][0]) if top else None
     row["top_4gram_share"] = top[0][1] / len(pairs) if top else None
     return row
