@@ -27,7 +27,8 @@ PRODUCT = Trajectory(id="product", question="Find the product of all real soluti
     "So the product is $-12$.\n\n# Answer\n\n-12"])
 POSITIVE = Trajectory(id="positive", question="Suppose $a$ is a positive integer such that $a^2 = 49$. What is $a$?",
                       steps=["We have $a^2 = 49$, so $a = 7$ or $a = -7$.",
-                             "Since $a$ is a positive integer, $a = 7$.",
+                             "Since $a$ is a positive integer, we keep the first root.",
+                             "So $a = 7$.",
                              "# Answer\n\n7"])
 
 
@@ -61,7 +62,8 @@ def test_drop_positivity_keeps_the_question_grammatical_and_flags_the_reasoning_
     p = option(random.Random(0))
     assert p.question == "Suppose $a$ is an integer such that $a^2 = 49$. What is $a$?"
     c = candidate(POSITIVE, p)
-    assert c["error_steps"] == [2, 3]  # "Since a is a positive integer" and the answer that skips a = -7
+    # "Since a is a positive integer", and the results reached under it, which skip a = -7.
+    assert c["error_steps"] == [2, 3, 4]
     assert condition_check.check(POSITIVE, c) == []
 
 

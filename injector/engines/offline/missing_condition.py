@@ -37,7 +37,7 @@ SIGN_WORDS = re.compile(r"\b(?:positive|negative|nonnegative|non-negative)\b|>\s
                         re.IGNORECASE)
 # A step that reasons from positivity, rather than restating the question's wording.
 REASONS_FROM_POSITIVE = re.compile(
-    r"\b(?:since|because|as|but|know|given|says|so)\b[^.?!]*\bpositive\b|\b(?:is|are|has to be|have to be|must be)"
+    r"\b(?:since|because|as|but|know|given|says)\b[^.?!]*\bpositive\b|\b(?:is|are|has to be|have to be|must be)"
     r" (?:a |both |all )?positive\b", re.IGNORECASE)
 # "positive" in the question as an attribute of what the unknowns are ("positive integers $a$ and $b$").
 ATTRIBUTIVE_POSITIVE = re.compile(r"\b(an?|A|An)?(\s*)\bpositive (integers?|real numbers?|numbers?)\b")
@@ -114,16 +114,14 @@ def _mentions(step: str, value: float) -> bool:
 
 
 def _relying_steps(steps: list[str], mentions: re.Pattern, reasons: re.Pattern) -> list[int]:
-    """The steps that reason from a condition, when the first step that mentions it is one of them and every step
-    that mentions it does (else [], since which statements the dropped condition makes false would be a guess);
-    the final stated answer joins them, as it skips the case the question now allows."""
+    """The steps that reason from a condition, when every step that mentions it does (else [], since which
+    statements the dropped condition makes false would be a guess), and the steps after the last of them that
+    state a result: those conclusions are reached under the condition, skipping the case the question now allows
+    ("since $b$ is positive, $b^2 = 1$", then "$b = 1$", "$a = 3$", the answer)."""
     touching = [k for k, step in enumerate(steps) if mentions.search(split_answer(step)[0])]
     if not touching or not all(reasons.search(steps[k]) for k in touching):
         return []
-    last = len(steps) - 1
-    if last not in touching and re.search(r"\\boxed|#+ *Answer", steps[last]):
-        touching.append(last)
-    return touching
+    return touching + [k for k in range(touching[-1] + 1, len(steps)) if re.search(r"\d", steps[k])]
 
 
 def drop_positivity_options(trajectory: Trajectory) -> list[Option]:
