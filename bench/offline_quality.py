@@ -111,7 +111,9 @@ def measure(category_id: str, trajectories: list, samples: int, seed: int) -> di
 
 def table(rows: list[dict[str, Any]], trajectories: int) -> str:
     def pct(value: float | None) -> str:
-        return "-" if value is None else f"{100 * value:.0f} %"
+        if value is None:
+            return "-"
+        return f"{100 * value:.1f} %" if 0 < value < 0.1 else f"{100 * value:.0f} %"  # 2 of 401 is not "0 %"
 
     lines = ["| category | candidates | not_applicable | passes check | answer changed | cue AUC (records / steps) "
              "| top new 4-gram share | coverage | candidates/s |",
