@@ -109,8 +109,11 @@ def _show(value: float) -> str:
 
 def _mentions(step: str, value: float) -> bool:
     # "-3", "- 3", "(-3)" and the fraction forms; the value as written in ASSIGNED's forms.
-    return any(abs(_value(m.group(0)) - value) < 1e-12
-               for m in re.finditer(r"(?<![\w)}\]]\s)(?<![\w)}\]])-\s*(?:\d+(?:\.\d+)?|\\d?frac\{\d+\}\{\d+\})(?![\d.])", step))
+    return any(abs(_value(m.group(0)) - value) < 1e-12 for m in SIGNED.finditer(step))
+
+
+# A negative number: a minus with nothing before it that it could subtract from ("x - 3" is no -3).
+SIGNED = re.compile(r"(?<![\w)}\]]\s)(?<![\w)}\]])-\s*(?:\d+(?:\.\d+)?|\\d?frac\{\d+\}\{\d+\})(?![\d.])")
 
 
 def _relying_steps(steps: list[str], mentions: re.Pattern, reasons: re.Pattern) -> list[int]:
@@ -152,8 +155,10 @@ def drop_positivity_options(trajectory: Trajectory) -> list[Option]:
 
 
 # ", assuming $b \neq 0$" and its kin: a clause that only states a quantity is nonzero.
-NONZERO_CLAUSE = re.compile(r",?\s*(?:assuming|where|given that|and)\s+\$?\s*([a-z])\s*(?:\\neq|\\ne)\s*0\s*\$?(?=[.?!,])")
-NONZERO_WORDS = re.compile(r"\bnon-?zero\b|\\neq?\s*0(?![\d.])|\bnot (?:equal to )?\$?(?:0|zero)\b|≠\s*0", re.IGNORECASE)
+NONZERO_CLAUSE = re.compile(
+    r",?\s*(?:assuming|where|given that|and)\s+\$?\s*([a-z])\s*(?:\\neq|\\ne)\s*0\s*\$?(?=[.?!,])")
+NONZERO_WORDS = re.compile(r"\bnon-?zero\b|\\neq?\s*0(?![\d.])|\bnot (?:equal to )?\$?(?:0|zero)\b|≠\s*0",
+                           re.IGNORECASE)
 REASONS_FROM_NONZERO = re.compile(
     r"\b(?:since|because|as|know|given|assum\w*)\b[^.?!]*(?:non-?zero|\\neq?\s*0|not (?:equal to )?\$?(?:0|zero))|"
     r"\b(?:is|are) (?:not (?:equal to )?\$?(?:0|zero)|non-?zero)\b", re.IGNORECASE)
