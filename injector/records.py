@@ -163,19 +163,27 @@ def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, Any]]:
     """`read_jsonl` with the line number of each record; a line that is not UTF-8 is skipped as torn too (so is
     a last line another writer is still writing: it is not JSON until its end). A file that cannot be read at all
     is a `UserError`."""
+    for number, _, value in _scan(path):
+        yield number, value
+
+
+def _scan(path: Path) -> Iterator[tuple[int, int, Any]]:
+    """(line number, byte offset, decoded value) of every line of `path` that is JSON; see `read_jsonl_numbered`."""
     if not path.exists():
         return
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
+    offset = 0
     with handle:
         for number, raw in enumerate(_lines(handle, path), 1):
+            start, offset = offset, offset + len(raw)
             line = raw.strip()
             if not line:
                 continue
             try:
-                yield number, loads_bounded(line.decode("utf-8"))
+                yield number, start, loads_bounded(line.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
             except TooDeep as exc:  # never written by `inject run`: a received directory may hold anything
@@ -207,15 +215,37 @@ def read_records(path: Path, model: type[Record], *, strict: bool = False) -> It
     field, not an object) is skipped with a warning naming FILE:LINE; with `strict`, it is an `InputError` instead
     (a build must not silently leave a record out).
     """
-    noun = "candidate" if model is Candidate else "reject"
-    for number, value in read_jsonl_numbered(path):
+    for number, _, record in scan_records(path, model, strict=strict):
+        yield number, record
+
+
+def scan_records(path: Path, model: type[Record], *, strict: bool = False) -> Iterator[tuple[int, int, Record]]:
+    """`read_records` with each record's byte offset, for readers that come back to one record later
+    (`record_at`)."""
+    for number, offset, value in _scan(path):
         try:
-            yield number, model.model_validate(value)
+            yield number, offset, model.model_validate(value)
         except ValidationError as exc:
-            message = f"not a {noun} record ({problem_of(exc)}); use a {path.name} written by `inject run`"
+            message = f"not a {_noun(model)} record ({problem_of(exc)}); use a {path.name} written by `inject run`"
             if strict:
                 raise InputError(str(path), number, message) from None
             log.warning("%s:%d: %s; skipped", path, number, message)
+
+
+def record_at(path: Path, offset: int, model: type[Record]) -> Record:
+    """The record on the line starting at byte `offset` of `path` (as `scan_records` gave it); a `UserError` if
+    it is no longer there (the file was changed since)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            return model.model_validate(loads_bounded(handle.readline()))
+    except (OSError, ValueError) as exc:  # ValidationError, JSONDecodeError and TooDeep are ValueErrors
+        raise UserError(f"{path}: the {_noun(model)} at byte {offset} cannot be read any more ({exc}); the file "
+                        "changed while it was open: start again") from None
+
+
+def _noun(model: type[BaseModel]) -> str:
+    return "candidate" if model is Candidate else "reject"
 
 
 @dataclass
@@ -311,11 +341,16 @@ class RunDirectory:
         """(line, candidate) for every candidate, the first line of a unit id only (two writers that both finished
         a unit, e.g. a retried worker, count once). A line that is not a candidate is skipped with a warning
         naming FILE:LINE, or with `strict` is an `InputError`."""
+        for number, _, candidate in self.indexed_candidates(strict=strict):
+            yield number, candidate
+
+    def indexed_candidates(self, *, strict: bool = False) -> Iterator[tuple[int, int, Candidate]]:
+        """`numbered_candidates` with each line's byte offset in candidates.jsonl (for `record_at`)."""
         seen: set[str] = set()
-        for number, candidate in read_records(self.candidates_path, Candidate, strict=strict):
+        for number, offset, candidate in scan_records(self.candidates_path, Candidate, strict=strict):
             if candidate.id not in seen:
                 seen.add(candidate.id)
-                yield number, candidate
+                yield number, offset, candidate
 
     def rejections(self, *, strict: bool = False) -> Iterator[Rejection]:
         """The run's rejects, typed, in file order (a unit tried again has several until `compact_rejects`)."""

@@ -5,7 +5,6 @@ means the latest `time`, ties broken by insertion order: importing an older expo
 """
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import UserError
+from ..records import Candidate
 from ..validate import align_steps
 
 STORE_FILE = "review.sqlite"
@@ -335,37 +335,36 @@ def _csv_record(row: dict[str, Any]) -> dict[str, Any] | str:
     return record
 
 
-def apply_decision(candidate: dict, decision: Decision) -> dict:
+def apply_decision(candidate: Candidate, decision: Decision) -> Candidate:
     """A copy of `candidate` with the decision's step edits and error-step correction applied.
 
     Edits replace step texts in place (never insert or delete), so indices keep their meaning; the changed steps
     are recomputed from the text as the validator does (a step edited back to its original is unchanged again).
     """
-    result = copy.deepcopy(candidate)
+    update: dict[str, Any] = {}
     if decision.edited_steps:
         # Only edits change which steps differ; without them the candidate's own modified_steps stand (in edit mode
         # they are exact, which an alignment of repeated step texts could blur).
-        process = list(result["modified_process"])
+        process = list(candidate.modified_process)
         for step, text in decision.edited_steps.items():
             if 1 <= step <= len(process):
                 process[step - 1] = text
-        original = list(result["original_process"])
+        original = list(candidate.original_process)
         alignment = align_steps(original, process)
         for j, i in alignment.matched.items():
             process[j] = original[i]  # unchanged steps keep the source's exact text, as validate_answer does
-        result["modified_process"] = process
-        result["modified_steps"] = [j + 1 for j in alignment.changed]
         deleted = [i + 1 for i in sorted(alignment.deleted)]
-        warnings = [w for w in result.get("warnings", []) if not w.startswith("deleted original steps:")]
+        warnings = [w for w in candidate.warnings if not w.startswith("deleted original steps:")]
         if deleted:
             warnings.append(f"deleted original steps: {', '.join(map(str, deleted))}")
-        result["warnings"] = warnings
+        update.update(modified_process=process, modified_steps=[j + 1 for j in alignment.changed],
+                      warnings=warnings)
     if decision.corrected_error_steps is not None:
-        result["error_steps"] = sorted(set(decision.corrected_error_steps))
-        if isinstance(result.get("explanations"), dict):
-            kept = {str(s) for s in result["error_steps"]}
-            result["explanations"] = {k: v for k, v in result["explanations"].items() if str(k) in kept}
-    return result
+        update["error_steps"] = sorted(set(decision.corrected_error_steps))
+        if candidate.explanations is not None:
+            kept = {str(s) for s in update["error_steps"]}
+            update["explanations"] = {k: v for k, v in candidate.explanations.items() if k in kept}
+    return candidate.model_copy(update=update, deep=True)
 
 
 __all__ = ["Decision", "ReviewStore", "apply_decision", "read_decisions", "write_decisions"]
