@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import sqlite3
 from contextlib import closing
 from dataclasses import asdict, dataclass
@@ -16,8 +17,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import UserError
+from ..json_bounds import loads_bounded
 from ..records import Candidate
 from ..validate import align_steps
+
+log = logging.getLogger("injector")
 
 STORE_FILE = "review.sqlite"
 DECISIONS = ("accept", "reject")
@@ -127,11 +131,23 @@ class ReviewStore:
         return len(rows)
 
     def rows(self, candidate_id: str | None = None) -> list[Decision]:
-        """Every decision (or a candidate's), oldest first."""
+        """Every decision (or a candidate's), oldest first. A store is a file received with a run directory: a
+        row that is no decision is skipped with a warning naming it, a store that cannot be read is a UserError."""
         where, args = ("WHERE id = ?", (candidate_id,)) if candidate_id is not None else ("", ())
-        with closing(self._connect()) as db:
-            found = db.execute(f"SELECT {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq", args)
-            return [_from_row(row) for row in found.fetchall()]
+        try:
+            with closing(self._connect()) as db:
+                found = db.execute(f"SELECT seq, {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq",
+                                   args).fetchall()
+        except sqlite3.Error as exc:
+            raise UserError(f"{self.path}: cannot read the review store ({exc}); it is not one `inject review` "
+                            "wrote: move it aside (the decisions in it are then not used)") from None
+        decisions = []
+        for seq, *row in found:
+            try:
+                decisions.append(_from_row(tuple(row)))
+            except (ValueError, TypeError, AttributeError) as exc:
+                log.warning("%s: decision row %s is not a decision (%s); ignored", self.path, seq, exc)
+        return decisions
 
     def latest(self) -> dict[str, Decision]:
         """The latest decision per candidate id."""
@@ -176,13 +192,14 @@ def _to_row(d: Decision) -> list[Any]:
 
 
 def _from_row(row: tuple) -> Decision:
+    """The decision a stored row holds, checked as one from a file is; ValueError/TypeError if it is none."""
     id_, decision, reason, steps, edits, reviewer, time = row
-    return Decision(
-        id_, decision, reason,
-        None if steps is None else json.loads(steps),
-        None if edits is None else {int(k): v for k, v in json.loads(edits).items()},
-        reviewer, time,
-    )
+    if edits is not None:
+        edits = loads_bounded(edits)
+        if not isinstance(edits, dict):
+            raise ValueError("edited_steps: expected an object {step number: new text}")
+    return check_decision(Decision(id_, decision, reason, None if steps is None else loads_bounded(steps),
+                                   edits, reviewer, time))
 
 
 def _format(path: Path) -> str:
