@@ -46,8 +46,8 @@ class Candidate(BaseModel):
 
     original_question: str
     modified_question: str
-    original_process: list[str]
-    modified_process: list[str]
+    original_process: list[str] = Field(min_length=1)
+    modified_process: list[str] = Field(min_length=1)
     modified_steps: list[int]
     """1-based indices into `modified_process` of the changed or inserted steps, computed from the text."""
     error_steps: list[int]
@@ -224,9 +224,12 @@ def scan_records(path: Path, model: type[Record], *, strict: bool = False) -> It
     (`record_at`)."""
     for number, offset, value in _scan(path):
         try:
+            if not isinstance(value, dict):
+                raise ValueError("a JSON object expected")
             yield number, offset, model.model_validate(value)
-        except ValidationError as exc:
-            message = f"not a {_noun(model)} record ({problem_of(exc)}); use a {path.name} written by `inject run`"
+        except ValueError as exc:  # ValidationError is one
+            problem = problem_of(exc) if isinstance(exc, ValidationError) else str(exc)
+            message = f"not a {_noun(model)} record ({problem}); use a {path.name} written by `inject run`"
             if strict:
                 raise InputError(str(path), number, message) from None
             log.warning("%s:%d: %s; skipped", path, number, message)

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from .card import error_steps_inside, final_answer_changed, relative_error_position
 from .errors import InputError, UserError
 from .json_bounds import TooDeep, loads_bounded
-from .records import Rejection, RunDirectory, read_jsonl_numbered, read_records
+from .records import Candidate, Rejection, RunDirectory, read_jsonl_numbered, read_records
 
 log = logging.getLogger("injector")
 
@@ -36,8 +36,8 @@ def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any],
             decision = decisions.get(candidate.id)
             status = "unreviewed" if decision is None else (
                 "accepted" if decision.decision == "accept" else "rejected_by_reviewer")
-            rows.append(({**candidate.model_dump(), "_where": (run_dir.candidates_path, number)}, status))
-        rows += [({**reject.model_dump(), "_where": (run_dir.rejects_path, number)}, "rejected_by_validation")
+            rows.append(({**_declared(candidate), "_where": (run_dir.candidates_path, number)}, status))
+        rows += [({**_declared(reject), "_where": (run_dir.rejects_path, number)}, "rejected_by_validation")
                  for number, reject in read_records(run_dir.rejects_path, Rejection)]
         return rows
     if path.is_dir() and (path / "jsonl").is_dir():
@@ -60,6 +60,11 @@ def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any],
     by_classification = _classifications(taxonomy)
     return [({**record, "in_split": True}, "in_split") for file in files
             for record in _prmbench_records(file, by_classification)]
+
+
+def _declared(record: Candidate | Rejection) -> dict[str, Any]:
+    """A record's declared fields (checked when it was read); extra keys a received file may add are left out."""
+    return record.model_dump(include=set(type(record).model_fields))
 
 
 def _provenance_of(text: Any) -> dict[str, Any]:

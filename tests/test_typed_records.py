@@ -134,3 +134,176 @@ def test_a_split_keeps_the_ground_truth_of_prm800k_sources(tmp_path: Path) -> No
     rows = lines(split / "jsonl" / "counterfactual.jsonl")
     assert rows and {row["trajectory_id"]: row["ground_truth"] for row in rows} == {
         row["trajectory_id"]: truths[row["trajectory_id"]] for row in rows}
+
+
+# -- received run directories never crash a reader ------------------------------------------------------------------
+
+DEEP = "[" * 200 + "]" * 200
+CANDIDATES, REJECTS = "candidates", "rejects"
+BAD_LINES: list[tuple[Any, set[str]]] = [  # (the line: a str as is, anything else as JSON; for which file it is bad)
+    (b"\xff\xfe garbage \x00 bytes", {CANDIDATES, REJECTS}),
+    ([1, 2], {CANDIDATES, REJECTS}), ("a string", {CANDIDATES, REJECTS}), (42, {CANDIDATES, REJECTS}),
+    (None, {CANDIDATES, REJECTS}), ({"id": "x"}, {CANDIDATES, REJECTS}),  # most fields missing
+    ("{RECORD, error_steps: 'x'}", {CANDIDATES}), ("{RECORD, modified_process: [1, 2]}", {CANDIDATES}),
+    ("{RECORD, sample: 'many'}", {CANDIDATES, REJECTS}), ("{RECORD, provenance: 'x'}", {CANDIDATES, REJECTS}),
+    ("{RECORD, images: [3]}", {CANDIDATES}), ("{RECORD, explanations: {'a': 1}}", {CANDIDATES}),
+    ("{RECORD, warnings: 5}", {CANDIDATES}), ("{RECORD, error_steps: [99]}", {CANDIDATES}),
+    ("{RECORD, original_process: []}", {CANDIDATES}), ("{RECORD, codes: 'x'}", {REJECTS}),
+    ("{RECORD, messages: [1]}", {REJECTS}), ("{RECORD, category: null}", {CANDIDATES, REJECTS}),
+    (DEEP, {CANDIDATES, REJECTS}),
+]
+
+
+def _bad_line(template: dict, bad: Any) -> bytes:
+    if isinstance(bad, bytes):
+        return bad
+    if isinstance(bad, str) and bad.startswith("{RECORD, "):
+        name, value = bad[len("{RECORD, "):-1].split(": ", 1)
+        return json.dumps({**template, name: json.loads(value.replace("'", '"'))}).encode()
+    if bad == DEEP:
+        return DEEP.encode()
+    return json.dumps(bad).encode()
+
+
+def _with_bad_lines(path: Path, kind: str) -> list[int]:
+    """Append every kind of line to a JSONL file of ours, then a record with a hostile provenance (valid, since
+    provenance is free-form). Returns the numbers of the lines that are no record of this file's kind."""
+    good = path.read_bytes().splitlines()
+    template = json.loads(good[0])
+    hostile = {**template, "id": template["id"] + "-hostile",
+               "provenance": {"attempts": 5, "usage": "x", "cost": "free", "model": ["m"]}}
+    added = [_bad_line(template, line) for line, _ in BAD_LINES]
+    path.write_bytes(b"\n".join([*good, *added, json.dumps(hostile).encode()]) + b"\n")
+    return [len(good) + n for n, (_, bad_for) in enumerate(BAD_LINES, 1) if kind in bad_for]
+
+
+def _sqlite(path: Path, *statements: str) -> None:
+    path.unlink(missing_ok=True)
+    with sqlite3.connect(path) as db:
+        for statement in statements:
+            db.execute(statement)
+    db.close()
+
+
+GOOD_ROW = "INSERT INTO decisions VALUES (1, 'ID', 'accept', '', NULL, NULL, 'ann', '2026-01-01T00:00:00.000+00:00')"
+CORRUPTIONS = {
+    "manifest: garbage bytes": lambda d: (d / "manifest.json").write_bytes(b"\xff\x00 not json"),
+    "manifest: not an object": lambda d: (d / "manifest.json").write_text("[1, 2]"),
+    "manifest: wrong types": lambda d: (d / "manifest.json").write_text(json.dumps(
+        {"config": [], "config_hash": 5, "categories": [1], "image_base": 7, "status": {}})),
+    "manifest: wrong inner types": lambda d: (d / "manifest.json").write_text(json.dumps(
+        {"config": {"taxonomy_path": 5, "taxonomy": []}, "categories": {"counterfactual": {"name": 5},
+                                                                         "x": "y"}, "image_base": ""})),
+    "manifest: missing": lambda d: (d / "manifest.json").unlink(),
+    "candidates: bad lines": lambda d: _with_bad_lines(d / "candidates.jsonl", CANDIDATES),
+    "candidates: all garbage": lambda d: (d / "candidates.jsonl").write_bytes(b"\x00\xff" * 100),
+    "candidates: a directory": lambda d: ((d / "candidates.jsonl").unlink(), (d / "candidates.jsonl").mkdir()),
+    "rejects: bad lines": lambda d: _with_bad_lines(d / "rejects.jsonl", REJECTS),
+    "rejects: all garbage": lambda d: (d / "rejects.jsonl").write_bytes(b"\x00\xff" * 100),
+    "review.sqlite: garbage": lambda d: (d / "review.sqlite").write_bytes(b"SQLite format 3\x00" + b"\xff" * 500),
+    "review.sqlite: other columns": lambda d: _sqlite(d / "review.sqlite", "CREATE TABLE decisions (x, y)"),
+    "review.sqlite: missing columns": lambda d: _sqlite(d / "review.sqlite", "CREATE TABLE decisions (id TEXT)",
+                                                        "INSERT INTO decisions VALUES ('a')"),
+    "review.sqlite: malformed rows": lambda d: _sqlite(
+        d / "review.sqlite",
+        "CREATE TABLE decisions (seq INTEGER PRIMARY KEY, id, decision, reason, corrected_error_steps, "
+        "edited_steps, reviewer, time)",
+        GOOD_ROW.replace("(1,", "(2,").replace("'accept', ''", "'accept', NULL"),
+        GOOD_ROW.replace("(1,", "(3,").replace("NULL, NULL", "'not json', NULL"),
+        GOOD_ROW.replace("(1,", "(4,").replace("NULL, NULL", "NULL, '[1]'"),
+        GOOD_ROW.replace("(1,", "(5,").replace("NULL, NULL", "NULL, '{\"x\": \"a\"}'"),
+        GOOD_ROW.replace("(1,", "(6,").replace("'accept'", "'maybe'"),
+        GOOD_ROW.replace("(1,", "(7,").replace("'2026-01-01T00:00:00.000+00:00'", "5"),
+        GOOD_ROW.replace("(1,", "(8,").replace("NULL, NULL", f"'{DEEP}', NULL"),
+        GOOD_ROW.replace("(1,", "(9,").replace("NULL, NULL", "'[0, true]', NULL"),
+        GOOD_ROW.replace("(1,", "(10,").replace("'ID'", "5"),
+        GOOD_ROW.replace("(1,", "(11,").replace("NULL, NULL", "x'00ff', NULL"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def received(tmp_path_factory) -> Path:
+    """A run with candidates, rejects and one reviewer decision, as someone might send it."""
+    out = offline_run(tmp_path_factory.mktemp("received") / "run", ["counterfactual", "domain_inconsistency"])
+    first = lines(out / "candidates.jsonl")[0]["id"]
+    ReviewStore(out).record(Decision(id=first, decision="accept", reviewer="ann"))
+    return out
+
+
+def _serve_every_page(run_dir: Path) -> list[int]:
+    """Statuses of the review app's pages for a run: the list, every candidate, the decisions, an image, a POST."""
+    server = make_server([run_dir])
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    statuses = []
+
+    def fetch(path: str, data: dict | None = None) -> int:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{server.port}{path}", data=None if data is None else json.dumps(data).encode(),
+            headers={"X-Review-Token": server.token, "Content-Type": "application/json"})
+        try:
+            with opener.open(request, timeout=60) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    try:
+        keys = [entry.key for entry in server.session.entries]
+        from urllib.parse import quote
+
+        statuses += [fetch("/"), fetch("/api/decisions"), fetch("/?status=accepted")]
+        statuses += [fetch(f"/?key={quote(key)}") for key in keys]
+        statuses += [fetch(f"/image?key={quote(key)}&n=0") for key in keys[:3]]
+        if keys:
+            statuses.append(fetch("/api/decide", {"key": keys[0], "decision": "accept",
+                                                  "edited_steps": {"1": "An edited first step."}}))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    return statuses
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+def test_a_corrupt_run_directory_never_crashes_a_reader(received: Path, tmp_path: Path, corruption: str,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """review (the app and --export), build and stats on a received run directory with one file corrupted: exit
+    0 (bad lines skipped, each named FILE:LINE) or exit 2 with a one-line message; never an internal error."""
+    directory = tmp_path / "run"
+    shutil.copytree(received, directory)
+    first = lines(received / "candidates.jsonl")[0]["id"]
+    corrupt = CORRUPTIONS[corruption]
+    if corruption == "review.sqlite: malformed rows":
+        corrupt(directory)
+        with sqlite3.connect(directory / "review.sqlite") as db:  # one good row among the bad, naming a candidate
+            db.execute(GOOD_ROW.replace("'ID'", "?"), (first,))
+        db.close()
+    else:
+        bad_lines = corrupt(directory)
+    commands = {
+        "review --export": ["review", str(directory), "--export", str(tmp_path / "decisions.jsonl")],
+        "build": ["build", str(directory), "--out", str(tmp_path / "split"), "--include-unreviewed",
+                  "--include-sources"],
+        "stats": ["stats", str(directory), "--json"],
+    }
+    for name, args in commands.items():
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code in (0, 2), f"{name}: exit {result.exit_code}: {result.output}"
+        assert "internal error" not in result.output and "Traceback" not in result.output, (name, result.output)
+        if result.exit_code == 2:
+            assert len([line for line in result.output.splitlines() if line.startswith("error: ")]) == 1, name
+        # The readers of each file name every bad line (build reads candidates strictly: it stops at the first).
+        readers = {"candidates: bad lines": ("review --export", "stats"), "rejects: bad lines": ("build", "stats")}
+        if name in readers.get(corruption, ()):
+            path = directory / ("candidates.jsonl" if corruption.startswith("candidates") else "rejects.jsonl")
+            named = [n for n in bad_lines if f"{path}:{n}:" in caplog.text]
+            assert named == bad_lines, (name, sorted(set(bad_lines) - set(named)))
+        caplog.clear()
+    try:
+        ReviewSession([directory])
+    except Exception as exc:  # noqa: BLE001 - the assertion says which
+        assert type(exc).__name__ == "UserError", repr(exc)  # the CLI's one line, exit 2
+        return
+    assert all(status != 500 for status in _serve_every_page(directory))

@@ -112,9 +112,14 @@ class ReviewStore:
             with closing(self._connect()) as db:
                 db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persists in the file
                 db.executescript(_SCHEMA)
+                columns = {row[1] for row in db.execute("PRAGMA table_info(decisions)")}
         except sqlite3.Error as exc:
             raise UserError(f"{self.path}: cannot open the review store ({exc}); check the directory is writable "
                             "and the file is a review store") from None
+        missing = [name for name in ("seq", *FIELDS) if name not in columns]
+        if missing:  # a store received with a run directory may be anything
+            raise UserError(f"{self.path}: not a review store (its decisions table lacks {', '.join(missing)}); "
+                            "move it aside (the decisions in it are then not used)")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
