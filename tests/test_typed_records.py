@@ -307,3 +307,82 @@ def test_a_corrupt_run_directory_never_crashes_a_reader(received: Path, tmp_path
         assert type(exc).__name__ == "UserError", repr(exc)  # the CLI's one line, exit 2
         return
     assert all(status != 500 for status in _serve_every_page(directory))
+
+
+# -- several writers of one run directory --------------------------------------------------------------------------
+
+WRITER = r"""
+import sys
+from injector.records import Candidate, RunDirectory
+directory, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.stdin.readline()  # the start signal: both writers begin together
+run_dir = RunDirectory(directory)
+steps = ["x" * 3000, "y" * 3000, "z" * 3000]  # lines of ~18 KB: far more than one page or pipe buffer
+for k in range(count):
+    run_dir.append(Candidate(
+        original_question="q", modified_question="q", original_process=steps, modified_process=steps,
+        modified_steps=[], error_steps=[1], reason="r", idx=name, question="q", classification="c",
+        id=f"{name}::c::{k}", category="c", trajectory_id=name, sample=k))
+run_dir.close_files()
+"""
+
+
+def test_two_processes_append_to_one_run_directory_at_once(tmp_path: Path) -> None:
+    """Two writers of one run directory (e.g. two worker processes) append concurrently; a reader sees every
+    record of both, each once, and no line is torn or interleaved."""
+    directory = tmp_path / "run"
+    directory.mkdir()
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(directory), name, "300"],
+                                stdin=subprocess.PIPE, text=True) for name in ("a", "b")]
+    for writer in writers:
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+    for writer in writers:
+        writer.stdin.close()
+        assert writer.wait() == 0
+    raw = (directory / "candidates.jsonl").read_bytes().splitlines()
+    assert len(raw) == 600 and all(json.loads(line)["modified_process"][0] == "x" * 3000 for line in raw)
+    ids = [c.id for c in RunDirectory(directory).candidates()]
+    assert sorted(ids) == sorted(f"{name}::c::{k}" for name in ("a", "b") for k in range(300))
+
+
+def _record(number: int) -> Rejection:
+    return Rejection(id=f"t{number}::c::0", trajectory_id=f"t{number}", idx=f"t{number}", category="c", sample=0,
+                     codes=["too_many_changes"])
+
+
+def test_a_writer_killed_mid_line_does_not_cost_another_writer_its_record(tmp_path: Path) -> None:
+    """A writer killed halfway through a line leaves it without its newline; the next append by another writer
+    (which never reopened the file) cuts it off instead of gluing its own record to it."""
+    first, second = RunDirectory(tmp_path), RunDirectory(tmp_path)
+    second.append(_record(1))  # the second writer's descriptor is open from here on
+    with (tmp_path / "rejects.jsonl").open("ab") as killed:
+        killed.write(_record(2).model_dump_json().encode()[:40])  # what a writer killed mid-line leaves
+    second.append(_record(3))
+    first.append(_record(4))
+    assert [r.id for r in RunDirectory(tmp_path).rejections()] == ["t1::c::0", "t3::c::0", "t4::c::0"]
+    assert (tmp_path / "rejects.jsonl").read_bytes().count(b"\n") == 3
+
+
+def test_compacting_rejects_loses_no_record_of_another_writer(tmp_path: Path) -> None:
+    """`compact_rejects` replaces rejects.jsonl; a writer whose descriptor still points at the old file reopens it
+    rather than appending into a file no one will read."""
+    compactor, helper = RunDirectory(tmp_path), RunDirectory(tmp_path)
+    compactor.append(_record(1))
+    compactor.append(_record(1))  # tried again: compaction drops the first
+    helper.append(_record(2))
+    compactor.compact_rejects()
+    helper.append(_record(3))
+    helper.close_files()
+    assert [r.id for r in RunDirectory(tmp_path).rejections()] == ["t1::c::0", "t2::c::0", "t3::c::0"]
+
+
+def test_a_second_run_is_still_refused(tmp_path: Path) -> None:
+    """Helpers append without the run lock; two runs (`prepare`) of one directory still exclude each other."""
+    first = RunDirectory(tmp_path / "run")
+    first.prepare("hash")
+    try:
+        with pytest.raises(Exception, match="being written by another inject process"):
+            RunDirectory(tmp_path / "run").prepare("hash")
+    finally:
+        first.release()
