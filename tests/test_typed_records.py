@@ -386,3 +386,43 @@ def test_a_second_run_is_still_refused(tmp_path: Path) -> None:
             RunDirectory(tmp_path / "run").prepare("hash")
     finally:
         first.release()
+
+
+# -- split ids when a build combines runs over the same input -------------------------------------------------------
+
+def test_split_ids_are_unique_when_runs_over_one_input_are_combined(tmp_path: Path) -> None:
+    """Two runs over the same input (other seeds) give the same unit ids; the split suffixes each repeated id with
+    its run's config hash, so ids are unique and do not depend on the order the runs are given."""
+    taxonomy = Taxonomy.load()
+    runs = []
+    for seed in (0, 1):
+        out = tmp_path / f"seed{seed}"
+        run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]),
+            engine=OfflineEngine(), out=out, limit=3, seed=seed)
+        runs.append(out)
+    hashes = [json.loads((out / "manifest.json").read_text())["config_hash"] for out in runs]
+    assert hashes[0] != hashes[1]
+    splits = []
+    for order in (runs, runs[::-1]):
+        split = tmp_path / f"split-{len(splits)}"
+        result = CliRunner().invoke(main, ["build", *map(str, order), "--out", str(split), "--include-unreviewed"])
+        assert result.exit_code == 0, result.output
+        splits.append(lines(split / "jsonl" / "counterfactual.jsonl"))
+    ids = [row["id"] for row in splits[0]]
+    unit_ids = [c["id"] for c in lines(runs[0] / "candidates.jsonl")]
+    assert len(ids) == len(set(ids)) == 2 * len(unit_ids)
+    assert sorted(ids) == sorted(f"{uid}~{h[:8]}" for uid in unit_ids for h in hashes)
+    assert sorted(ids) == sorted(row["id"] for row in splits[1])
+    # one run alone keeps its ids as they are
+    single = tmp_path / "single"
+    assert CliRunner().invoke(main, ["build", str(runs[0]), "--out", str(single), "--include-unreviewed"]).exit_code == 0
+    assert sorted(row["id"] for row in lines(single / "jsonl" / "counterfactual.jsonl")) == sorted(unit_ids)
+
+
+def test_the_same_run_given_twice_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    result = CliRunner().invoke(main, ["build", str(run_dir), str(copy), "--out", str(tmp_path / "split"),
+                                       "--include-unreviewed"])
+    assert result.exit_code == 2 and "made with the same configuration" in result.output, result.output
+    assert not (tmp_path / "split").exists()
