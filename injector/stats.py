@@ -45,7 +45,7 @@ def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any],
         for split in sorted((path / "jsonl").glob("*.jsonl")):
             for number, row in read_jsonl_numbered(split):
                 if not isinstance(row, dict) or not isinstance(row.get("category"), str):
-                    raise InputError(split, number, "not a split row (an object with a category); use a split "
+                    raise InputError(str(split), number, "not a split row (an object with a category); use a split "
                                      "directory written by `inject build`")
                 row["provenance"] = _provenance_of(row.get("provenance"))
                 row["in_split"] = True
@@ -116,12 +116,12 @@ def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator
 def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, Any]:
     """One candidate or reject as a row: category, status, codes, steps, error steps and position, whether the
     final answer changed, tokens, cost."""
-    provenance = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
-    usage = provenance.get("usage") if isinstance(provenance.get("usage"), dict) else {}
-    tokens = sum(v for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens")
-                 and isinstance(v, int) and not isinstance(v, bool))
-    cost = provenance.get("cost")
-    cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    provenance = _mapping(record.get("provenance"))  # free-form: a received file may hold anything there
+    usage = _mapping(provenance.get("usage"))
+    tokens = sum(value for key, value in usage.items() if key in ("prompt_tokens", "completion_tokens")
+                 and isinstance(value, int) and not isinstance(value, bool))
+    recorded = provenance.get("cost")
+    cost = float(recorded) if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) else None
     has_steps = "modified_process" in record
     return {
         "category": record["category"],
@@ -136,6 +136,10 @@ def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, An
         "cost": cost,
         "cost_known": cost is not None or provenance.get("engine") in ("offline", "source"),
     }
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _category_names(path: Path, loaded: list[tuple[dict[str, Any], str]], taxonomy: Any) -> dict[str, dict]:
