@@ -10,7 +10,7 @@ disk, nothing). So any number of processes holding a `RunDirectory` of the same 
 verify pass, Ray workers) may append at once: lines never interleave, and readers, who read whole lines only, see
 every record each writer finished. The run lock (`.lock`, taken by `prepare`) still admits one *run* at a time:
 a second `inject run` is refused, and a different configuration is refused by the manifest's `config_hash`.
-Helpers join without it (`RunDirectory(path).append(...)`). The one rewrite, `compact_rejects`, replaces the file
+Helpers append without it (`RunDirectory(path).join(config_hash)`, then `.append(...)`). The one rewrite, `compact_rejects`, replaces the file
 under the same lock; an appender holding the old file notices (its inode is no longer the path's) and reopens.
 """
 from __future__ import annotations
@@ -314,6 +314,16 @@ class RunDirectory:
         except OSError:
             raise UserError(f"{self.path} is being written by another inject process; wait for it to finish") from None
         self._drop_torn_tails()
+
+    def join(self, config_hash: str | None = None) -> None:
+        """Check this is a run directory (of `config_hash`, when given) that another process may append to, without
+        taking the run lock: for a run's helpers (worker processes, a verify pass), which append alongside it."""
+        manifest = self.read_manifest()
+        if manifest is None:
+            raise UserError(f"{self.path}: not a run directory (no {MANIFEST_FILE}); start it with `inject run`")
+        if config_hash is not None and manifest.get("config_hash") != config_hash:
+            raise UserError(f"{self.path} holds a run with a different configuration; a helper appends only to the "
+                            "run it belongs to")
 
     def release(self) -> None:
         self.close_files()

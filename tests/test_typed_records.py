@@ -377,15 +377,29 @@ def test_compacting_rejects_loses_no_record_of_another_writer(tmp_path: Path) ->
     assert [r.id for r in RunDirectory(tmp_path).rejections()] == ["t1::c::0", "t2::c::0", "t3::c::0"]
 
 
-def test_a_second_run_is_still_refused(tmp_path: Path) -> None:
-    """Helpers append without the run lock; two runs (`prepare`) of one directory still exclude each other."""
+def test_a_second_run_is_still_refused_while_helpers_join(tmp_path: Path) -> None:
+    """Helpers append without the run lock; two runs (`prepare`) of one directory still exclude each other, and a
+    helper joins only the run of its own configuration."""
+    from injector.errors import UserError
+    from injector.records import RunManifest
+
     first = RunDirectory(tmp_path / "run")
     first.prepare("hash")
+    first.write_manifest(RunManifest(command=[], config={}, config_hash="hash", toolkit_version="0", started="now"))
     try:
-        with pytest.raises(Exception, match="being written by another inject process"):
+        with pytest.raises(UserError, match="being written by another inject process"):
             RunDirectory(tmp_path / "run").prepare("hash")
+        helper = RunDirectory(tmp_path / "run")
+        helper.join("hash")
+        helper.append(_record(1))
+        helper.close_files()
+        with pytest.raises(UserError, match="different configuration"):
+            RunDirectory(tmp_path / "run").join("other")
+        with pytest.raises(UserError, match="not a run directory"):
+            RunDirectory(tmp_path / "elsewhere").join()
     finally:
         first.release()
+    assert [r.id for r in RunDirectory(tmp_path / "run").rejections()] == ["t1::c::0"]
 
 
 # -- split ids when a build combines runs over the same input -------------------------------------------------------
