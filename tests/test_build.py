@@ -316,9 +316,10 @@ def test_a_read_only_out_parent_is_a_user_error(reviewed, tmp_path):
 
 @pytest.mark.parametrize("change, message", [
     (lambda c: c.pop("category"), "not a candidate record (category: Field required)"),
-    (lambda c: c.update(error_steps=[99]), "error_steps [99] lie outside steps 1.."),
-    (lambda c: c.update(explanations=["x"]), "explanations: expected an object"),
-    (lambda c: c.update(subject=3), "subject: expected text"),
+    (lambda c: c.update(error_steps=[99]), "not a candidate record (error_steps [99] lie outside steps 1.."),
+    (lambda c: c.update(explanations=["x"]), "not a candidate record (explanations: Input should be a valid dict"),
+    (lambda c: c.update(explanations={"two": "x"}), "not a candidate record (explanations: expected an object"),
+    (lambda c: c.update(subject=3), "not a candidate record (subject: Input should be a valid string"),
 ])
 def test_a_malformed_candidate_line_is_named(run_dir, tmp_path, change, message):
     """A received run directory's candidates file may be hand-edited: FILE:LINE and exit 2, not a KeyError or a
