@@ -439,7 +439,7 @@ class RunDirectory:
         if not self.rejects_path.exists():
             return
         try:
-            fd = self._locked_appender(self.rejects_path)
+            self._locked_appender(self.rejects_path)
         except OSError as exc:
             raise WriteFailed(self.rejects_path, exc) from None
         try:

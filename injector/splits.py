@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .answers import answers_equivalent, final_answer_of_steps
-from .errors import InputError, UserError
+from .errors import UserError
 from .records import Candidate, RunDirectory
 
 # PRMBench's own fields, in its order: what `prmbench/<classification>.jsonl` holds and nothing else.

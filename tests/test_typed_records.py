@@ -37,7 +37,7 @@ def offline_run(out: Path, categories: list[str], limit: int = 4, source: Any = 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    return offline_run(tmp_path_factory.mktemp("typed") / "run", ["counterfactual", "domain_inconsistency"])
+    return offline_run(tmp_path_factory.mktemp("typed") / "run", ["counterfactual", "missing_condition"])
 
 
 def lines(path: Path) -> list[dict]:
@@ -225,7 +225,7 @@ CORRUPTIONS = {
 @pytest.fixture(scope="module")
 def received(tmp_path_factory) -> Path:
     """A run with candidates, rejects and one reviewer decision, as someone might send it."""
-    out = offline_run(tmp_path_factory.mktemp("received") / "run", ["counterfactual", "domain_inconsistency"])
+    out = offline_run(tmp_path_factory.mktemp("received") / "run", ["counterfactual", "missing_condition"])
     first = lines(out / "candidates.jsonl")[0]["id"]
     ReviewStore(out).record(Decision(id=first, decision="accept", reviewer="ann"))
     return out
