@@ -148,7 +148,7 @@ def _source_idx(trajectory: Trajectory) -> str:
 def _candidate(unit: Unit, answer: Any, verdict: Any, provenance: dict[str, Any]) -> Candidate:
     trajectory, category = unit.trajectory, unit.category
     extra: dict[str, Any] = {}
-    if category.rules.multi_solution and trajectory.answer is not None:
+    if trajectory.answer is not None:  # every category: a split's ground_truth comes from here
         extra["ground_truth"] = trajectory.answer
     if verdict.explanations:
         extra["explanations"] = {str(step): text for step, text in verdict.explanations.items()}

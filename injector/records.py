@@ -1,4 +1,18 @@
-"""What a run writes: `Candidate`, `Rejection` and `RunManifest`, and the run directory that holds them."""
+"""What a run writes: `Candidate`, `Rejection` and `RunManifest`, and the run directory that holds them.
+
+Records are written typed and read back typed: `RunDirectory.candidates()` and `.rejections()` yield validated
+models, and a line that is not a record (hand-edited, received from someone else) is skipped with a warning naming
+FILE:LINE (or, with `strict=True`, is an `InputError` naming it), so no reader crashes on a received directory.
+
+Several writers, one directory: every append takes an exclusive `flock` on the JSONL file itself for the length of
+one line, first cuts off a torn last line a killed writer left behind, then writes the whole line (or, on a full
+disk, nothing). So any number of processes holding a `RunDirectory` of the same path (a run's worker processes, a
+verify pass, Ray workers) may append at once: lines never interleave, and readers, who read whole lines only, see
+every record each writer finished. The run lock (`.lock`, taken by `prepare`) still admits one *run* at a time:
+a second `inject run` is refused, and a different configuration is refused by the manifest's `config_hash`.
+Helpers append without it (`RunDirectory(path).join(config_hash)`, then `.append(...)`). The one rewrite, `compact_rejects`, replaces the file
+under the same lock; an appender holding the old file notices (its inode is no longer the path's) and reopens.
+"""
 from __future__ import annotations
 
 import fcntl
@@ -8,12 +22,14 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import UserError, WriteFailed
+from .contract import FullAnswer, MultiSolutionAnswer
+from .errors import InputError, UserError, WriteFailed
 from .json_bounds import TooDeep, loads_bounded
+from .trajectory import Trajectory
 
 CANDIDATES_FILE = "candidates.jsonl"
 REJECTS_FILE = "rejects.jsonl"
@@ -30,8 +46,8 @@ class Candidate(BaseModel):
 
     original_question: str
     modified_question: str
-    original_process: list[str]
-    modified_process: list[str]
+    original_process: list[str] = Field(min_length=1)
+    modified_process: list[str] = Field(min_length=1)
     modified_steps: list[int]
     """1-based indices into `modified_process` of the changed or inserted steps, computed from the text."""
     error_steps: list[int]
@@ -48,6 +64,46 @@ class Candidate(BaseModel):
     sample: int
     warnings: list[str] = Field(default_factory=list)
     provenance: dict[str, Any] = Field(default_factory=dict)
+    # Written only when they apply (`RunDirectory.append` writes the fields that were set), so records keep the
+    # shape they have always had on disk.
+    ground_truth: str | None = None
+    """The source's known final answer (PRM800K `ground_truth_answer`, PRMBench `ground_truth`), when it has one."""
+    explanations: dict[str, str] | None = None
+    """Error step (its 1-based number in modified_process, as a string) -> what is wrong with it."""
+    subject: str | None = None
+    images: list[str] = Field(default_factory=list)
+    """The trajectory's images, by reference (paths or URLs), never their data."""
+
+    @field_validator("explanations")
+    @classmethod
+    def _explanations_name_steps(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is not None and not all(key.isdigit() for key in value):
+            raise ValueError("expected an object {step number: text}")
+        return value
+
+    @model_validator(mode="after")
+    def _steps_exist(self) -> "Candidate":
+        size = len(self.modified_process)
+        for name in ("modified_steps", "error_steps"):
+            outside = [k for k in getattr(self, name) if not 1 <= k <= size]
+            if outside:
+                raise ValueError(f"{name} {outside} lie outside steps 1..{size} of modified_process")
+        return self
+
+    def as_answer(self, *, multi_solution: bool = False) -> FullAnswer | MultiSolutionAnswer:
+        """The full-form answer this candidate corresponds to (explanations included), as `validate_answer` takes
+        it; `multi_solution` (the category's rule) gives the multi-solution form."""
+        if multi_solution:
+            return MultiSolutionAnswer(modified_process=list(self.modified_process), reason=self.reason)
+        return FullAnswer(modified_question=self.modified_question, modified_process=list(self.modified_process),
+                          modified_steps=list(self.modified_steps), error_steps=list(self.error_steps),
+                          reason=self.reason, explanations=dict(self.explanations) if self.explanations else None)
+
+    def source_trajectory(self) -> Trajectory:
+        """The correct solution this candidate was made from, as far as the record keeps it."""
+        return Trajectory(id=self.trajectory_id, question=self.original_question, steps=list(self.original_process),
+                          answer=self.ground_truth, images=list(self.images), subject=self.subject,
+                          meta={"idx": self.idx, "question": self.question})
 
 
 class Rejection(BaseModel):
@@ -104,20 +160,95 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, Any]]:
-    """`read_jsonl` with the line number of each record; a line that is not UTF-8 is skipped as torn too."""
+    """`read_jsonl` with the line number of each record; a line that is not UTF-8 is skipped as torn too (so is
+    a last line another writer is still writing: it is not JSON until its end). A file that cannot be read at all
+    is a `UserError`."""
+    for number, _, value in _scan(path):
+        yield number, value
+
+
+def _scan(path: Path) -> Iterator[tuple[int, int, Any]]:
+    """(line number, byte offset, decoded value) of every line of `path` that is JSON; see `read_jsonl_numbered`."""
     if not path.exists():
         return
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
+    offset = 0
+    with handle:
+        for number, raw in enumerate(_lines(handle, path), 1):
+            start, offset = offset, offset + len(raw)
             line = raw.strip()
             if not line:
                 continue
             try:
-                yield number, loads_bounded(line.decode("utf-8"))
+                yield number, start, loads_bounded(line.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
             except TooDeep as exc:  # never written by `inject run`: a received directory may hold anything
                 log.warning("%s:%d: ignoring a line that is not a record (%s)", path, number, exc)
+
+
+def _lines(handle: Any, path: Path) -> Iterator[bytes]:
+    try:
+        yield from handle
+    except OSError as exc:  # e.g. an I/O error halfway, or a directory opened as a file on some systems
+        raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
+
+
+Record = TypeVar("Record", Candidate, Rejection)
+
+
+def problem_of(exc: ValidationError) -> str:
+    """The first thing a `ValidationError` found wrong, in one line: `field.path: what is wrong`."""
+    problem = exc.errors()[0]
+    message = str(problem["msg"]).removeprefix("Value error, ")
+    where = ".".join(map(str, problem["loc"]))
+    return f"{where}: {message}" if where else message
+
+
+def read_records(path: Path, model: type[Record], *, strict: bool = False) -> Iterator[tuple[int, Record]]:
+    """(line, record) for every line of a JSONL file of `model` records that validates as one.
+
+    Torn lines are skipped as `read_jsonl` does. A line that is JSON but no `model` record (a wrong type, a missing
+    field, not an object) is skipped with a warning naming FILE:LINE; with `strict`, it is an `InputError` instead
+    (a build must not silently leave a record out).
+    """
+    for number, _, record in scan_records(path, model, strict=strict):
+        yield number, record
+
+
+def scan_records(path: Path, model: type[Record], *, strict: bool = False) -> Iterator[tuple[int, int, Record]]:
+    """`read_records` with each record's byte offset, for readers that come back to one record later
+    (`record_at`)."""
+    for number, offset, value in _scan(path):
+        try:
+            if not isinstance(value, dict):
+                raise ValueError("a JSON object expected")
+            yield number, offset, model.model_validate(value)
+        except ValueError as exc:  # ValidationError is one
+            problem = problem_of(exc) if isinstance(exc, ValidationError) else str(exc)
+            message = f"not a {_noun(model)} record ({problem}); use a {path.name} written by `inject run`"
+            if strict:
+                raise InputError(str(path), number, message) from None
+            log.warning("%s:%d: %s; skipped", path, number, message)
+
+
+def record_at(path: Path, offset: int, model: type[Record]) -> Record:
+    """The record on the line starting at byte `offset` of `path` (as `scan_records` gave it); a `UserError` if
+    it is no longer there (the file was changed since)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            return model.model_validate(loads_bounded(handle.readline()))
+    except (OSError, ValueError) as exc:  # ValidationError, JSONDecodeError and TooDeep are ValueErrors
+        raise UserError(f"{path}: the {_noun(model)} at byte {offset} cannot be read any more ({exc}); the file "
+                        "changed while it was open: start again") from None
+
+
+def _noun(model: type[BaseModel]) -> str:
+    return "candidate" if model is Candidate else "reject"
 
 
 @dataclass
@@ -137,7 +268,8 @@ class WrittenUnits:
 
 
 class RunDirectory:
-    """A run directory: append-only candidates and rejects, plus the manifest; one writer at a time."""
+    """A run directory: append-only candidates and rejects, plus the manifest; one run at a time, any number of
+    appending processes (see the module's docstring)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -183,6 +315,16 @@ class RunDirectory:
             raise UserError(f"{self.path} is being written by another inject process; wait for it to finish") from None
         self._drop_torn_tails()
 
+    def join(self, config_hash: str | None = None) -> None:
+        """Check this is a run directory (of `config_hash`, when given) that another process may append to, without
+        taking the run lock: for a run's helpers (worker processes, a verify pass), which append alongside it."""
+        manifest = self.read_manifest()
+        if manifest is None:
+            raise UserError(f"{self.path}: not a run directory (no {MANIFEST_FILE}); start it with `inject run`")
+        if config_hash is not None and manifest.get("config_hash") != config_hash:
+            raise UserError(f"{self.path} holds a run with a different configuration; a helper appends only to the "
+                            "run it belongs to")
+
     def release(self) -> None:
         self.close_files()
         if self._lock is not None:
@@ -191,37 +333,98 @@ class RunDirectory:
 
     def _drop_torn_tails(self) -> None:
         # A kill mid-write can leave a last line without its newline; appending after it would corrupt two records.
+        # (Every append checks this too; doing it here as well keeps a resumed run's readers from warning twice.)
         for path in (self.candidates_path, self.rejects_path):
             if path.exists() and path.stat().st_size:
-                data = path.read_bytes()
-                if not data.endswith(b"\n"):
-                    log.warning("%s: dropping a torn last line (an interrupted write); its unit will be redone", path)
+                try:
+                    fd = self._locked_appender(path)
                     try:
-                        os.truncate(path, data.rfind(b"\n") + 1)
-                    except OSError as exc:
-                        raise WriteFailed(path, exc) from None
+                        _cut_torn_tail(fd, path)
+                    finally:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                except OSError as exc:
+                    raise WriteFailed(path, exc) from None
+
+    def candidates(self, *, strict: bool = False) -> Iterator[Candidate]:
+        """The run's candidates, typed; see `numbered_candidates`."""
+        for _, candidate in self.numbered_candidates(strict=strict):
+            yield candidate
+
+    def numbered_candidates(self, *, strict: bool = False) -> Iterator[tuple[int, Candidate]]:
+        """(line, candidate) for every candidate, the first line of a unit id only (two writers that both finished
+        a unit, e.g. a retried worker, count once). A line that is not a candidate is skipped with a warning
+        naming FILE:LINE, or with `strict` is an `InputError`."""
+        for number, _, candidate in self.indexed_candidates(strict=strict):
+            yield number, candidate
+
+    def indexed_candidates(self, *, strict: bool = False) -> Iterator[tuple[int, int, Candidate]]:
+        """`numbered_candidates` with each line's byte offset in candidates.jsonl (for `record_at`)."""
+        seen: set[str] = set()
+        for number, offset, candidate in scan_records(self.candidates_path, Candidate, strict=strict):
+            if candidate.id not in seen:
+                seen.add(candidate.id)
+                yield number, offset, candidate
+
+    def rejections(self, *, strict: bool = False) -> Iterator[Rejection]:
+        """The run's rejects, typed, in file order (a unit tried again has several until `compact_rejects`)."""
+        for _, rejection in read_records(self.rejects_path, Rejection, strict=strict):
+            yield rejection
+
+    def manifest_categories(self) -> dict[str, dict[str, str]]:
+        """id -> name, domain and classification of each category, as the manifest recorded them; {} when it
+        records none or they are not in that shape (the names are for display only)."""
+        recorded = (self.read_manifest() or {}).get("categories")
+        if not isinstance(recorded, dict):
+            return {}
+        return {str(cid): {str(k): str(v) for k, v in about.items()} for cid, about in recorded.items()
+                if isinstance(about, dict)}
 
     def written(self) -> WrittenUnits:
         """Units already written; a unit with a candidate counts as accepted whatever rejects it has."""
-        units = WrittenUnits(accepted={record["id"] for record in read_jsonl(self.candidates_path)})
-        for record in read_jsonl(self.rejects_path):
-            if record["id"] not in units.accepted:
-                units.rejected[record["id"]] = record.get("codes", [])
+        units = WrittenUnits(accepted={candidate.id for candidate in self.candidates()})
+        for rejection in self.rejections():
+            if rejection.id not in units.accepted:
+                units.rejected[rejection.id] = rejection.codes
         return units
 
     def append(self, record: Candidate | Rejection) -> None:
-        """Append one record as one whole line, or nothing: a failed write raises `WriteFailed` naming the file."""
+        """Append one record as one whole line, or nothing: a failed write raises `WriteFailed` naming the file.
+
+        Safe with other writers of the same directory (see the module's docstring): the line is written under an
+        exclusive lock on the file, after cutting off a torn last line a killed writer left.
+        """
         path = self.candidates_path if isinstance(record, Candidate) else self.rejects_path
+        # Only the fields that were set: the optional ones appear on disk only where they apply, as they always did.
+        data = (record.model_dump_json(exclude_unset=True) + "\n").encode("utf-8")
         # Unbuffered writes on a descriptor kept open (opening a file costs about a millisecond here): a killed
         # process loses nothing it reported as written, and no buffer holds half a line to flush later. No fsync
         # per record: power loss may drop the last few lines, which a rerun redoes since they are not in the files.
         try:
-            fd = self._appenders.get(path)
-            if fd is None:
-                fd = self._appenders[path] = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-            _append_whole(fd, (record.model_dump_json() + "\n").encode("utf-8"))
+            fd = self._locked_appender(path)
+            try:
+                _cut_torn_tail(fd, path)
+                _append_whole(fd, data)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
         except OSError as exc:
             raise WriteFailed(path, exc) from None
+
+    def _locked_appender(self, path: Path) -> int:
+        """The append descriptor of `path`, under an exclusive lock, and still the file the path names (a
+        `compact_rejects` elsewhere may have replaced it: then it is reopened)."""
+        while True:
+            fd = self._appenders.get(path)
+            if fd is None:  # opened for reading too: the torn-tail check reads the last byte
+                fd = self._appenders[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                current = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:
+                return fd
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(self._appenders.pop(path))
 
     def close_files(self) -> None:
         for fd in self._appenders.values():
@@ -230,25 +433,34 @@ class RunDirectory:
 
     def compact_rejects(self) -> None:
         """Keep each unit's latest outcome only: drop rejects of accepted units and all but the last reject of a
-        unit tried again. Rewrites the file atomically, and only when there is something to drop."""
+        unit tried again. Rewrites the file atomically, under the append lock, and only when there is something to
+        drop; lines that are no reject record are kept as they are (they are not ours to drop)."""
         self.close_files()  # the rewrite replaces the file an open handle would still point at
         if not self.rejects_path.exists():
             return
-        accepted = {record["id"] for record in read_jsonl(self.candidates_path)}
-        last_line: dict[str, int] = {}
-        total = 0
-        for number, record in enumerate(read_jsonl(self.rejects_path)):
-            last_line[record["id"]] = number
-            total += 1
-        keep = {number for uid, number in last_line.items() if uid not in accepted}
-        if len(keep) == total:
+        try:
+            self._locked_appender(self.rejects_path)
+        except OSError as exc:
+            raise WriteFailed(self.rejects_path, exc) from None
+        try:
+            self._compact_locked()
+        finally:
+            self.close_files()  # also releases the lock on the replaced file
+
+    def _compact_locked(self) -> None:
+        accepted = {candidate.id for candidate in self.candidates()}
+        numbered = list(read_records(self.rejects_path, Rejection))
+        last_line = {rejection.id: number for number, rejection in numbered}
+        drop = {number for number, rejection in numbered
+                if rejection.id in accepted or last_line[rejection.id] != number}
+        if not drop:
             return
         temporary = self.rejects_path.with_suffix(".jsonl.tmp")
         try:
-            with temporary.open("w", encoding="utf-8") as out:
-                for number, record in enumerate(read_jsonl(self.rejects_path)):
-                    if number in keep:
-                        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            with self.rejects_path.open("rb") as source, temporary.open("wb") as out:
+                for number, line in enumerate(source, 1):
+                    if number not in drop and line.endswith(b"\n"):
+                        out.write(line)
             os.replace(temporary, self.rejects_path)
         except OSError as exc:
             temporary.unlink(missing_ok=True)  # the old file stays whole; the next run compacts it
@@ -260,18 +472,22 @@ class RunDirectory:
         codes: Counter[str] = Counter()
         outcomes: Counter[str] = Counter()
         totals: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "cost_known": True}
-        for outcome, path in (("candidates", self.candidates_path), ("rejects", self.rejects_path)):
-            for record in read_jsonl(path):
-                outcomes[outcome] += 1
-                by_category.setdefault(record["category"], Counter())[outcome] += 1
-                codes.update(record.get("codes", []))
-                provenance = record.get("provenance", {})
-                for key, value in (provenance.get("usage") or {}).items():
+        records: list[tuple[str, Candidate | Rejection]] = [
+            *(("candidates", c) for c in self.candidates()), *(("rejects", r) for r in self.rejections())]
+        for outcome, record in records:
+            outcomes[outcome] += 1
+            by_category.setdefault(record.category, Counter())[outcome] += 1
+            if isinstance(record, Rejection):
+                codes.update(record.codes)
+            usage = record.provenance.get("usage")
+            for key, value in (usage.items() if isinstance(usage, dict) else ()):
+                if isinstance(value, (int, float)):
                     totals[key] = totals.get(key, 0) + value
-                if provenance.get("cost") is None:
-                    totals["cost_known"] = False
-                else:
-                    totals["cost"] += provenance["cost"]
+            cost = record.provenance.get("cost")
+            if isinstance(cost, (int, float)):
+                totals["cost"] += cost
+            else:
+                totals["cost_known"] = False
         return {
             "candidates": outcomes["candidates"],
             "rejects": outcomes["rejects"],
@@ -290,11 +506,33 @@ class RunDirectory:
             raise WriteFailed(self.manifest_path, exc) from None
 
 
+def _cut_torn_tail(fd: int, path: Path) -> None:
+    """Cut a last line without its newline (a writer killed mid-line) off the file, under the append lock.
+
+    No live writer is mid-line while we hold the lock, so a missing newline can only be a dead one's; appending
+    after it would corrupt our line too. Reads backwards in blocks, so a long file costs a block, not its size.
+    """
+    size = os.fstat(fd).st_size
+    if not size or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        newline = os.pread(fd, end - start, start).rfind(b"\n")
+        if newline >= 0:
+            end = start + newline + 1
+            break
+        end = start
+    log.warning("%s: dropping a torn last line (an interrupted write); its unit will be redone", path)
+    os.ftruncate(fd, end)
+
+
 def _append_whole(fd: int, data: bytes) -> None:
     """Write all of `data` at the end of the file, or cut the file back to where it was and raise.
 
     A full disk can accept part of a write before failing; a torn line would cost a record (and corrupt the next
-    one written after it), so the file is truncated to its size before the write. One writer holds the lock.
+    one written after it), so the file is truncated to its size before the write. The caller holds the append lock,
+    so no other writer's line lies beyond that size.
     """
     start = os.fstat(fd).st_size
     written = 0
@@ -304,6 +542,6 @@ def _append_whole(fd: int, data: bytes) -> None:
     except OSError:
         try:
             os.ftruncate(fd, start)
-        except OSError:  # the torn tail is then dropped when the run directory is next opened
+        except OSError:  # the torn tail is then cut by the next append, or when the run directory is next opened
             pass
         raise

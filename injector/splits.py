@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .answers import answers_equivalent, final_answer_of_steps
-from .errors import InputError, UserError
-from .records import Candidate, RunDirectory, read_jsonl, read_jsonl_numbered
+from .errors import UserError
+from .records import Candidate, RunDirectory
 
 # PRMBench's own fields, in its order: what `prmbench/<classification>.jsonl` holds and nothing else.
 PRMBENCH_FIELDS = ("original_question", "modified_question", "original_process", "modified_process",
@@ -55,46 +55,14 @@ def _decisions(run_dir: Path, taxonomy: str | Path | None) -> tuple[dict[str, An
     return session.runs[0].store.latest(), session
 
 
-def _categories_of(run_dir: Path, taxonomy: Any = None) -> dict[str, dict[str, str]]:
+def _categories_of(run_dir: RunDirectory, taxonomy: Any = None) -> dict[str, dict[str, str]]:
     """Name and domain of each category of a run: from `taxonomy` (the user's `--taxonomy`) where it has the
     category, else as the run's manifest recorded them (data only: nothing of the run is imported)."""
-    manifest = RunDirectory(run_dir).read_manifest() or {}
-    categories = dict(manifest.get("categories", {}))
+    categories = run_dir.manifest_categories()
     for category in taxonomy.categories if taxonomy is not None else []:
         categories[category.id] = {**categories.get(category.id, {}), "name": category.name,
                                    "domain": category.domain}
     return categories
-
-
-def check_candidate(path: Path, line: int, record: Any) -> None:
-    """An InputError naming FILE:LINE unless `record` has a candidate's shape, with step indices that exist.
-
-    A candidates file may come from someone else (or be hand-edited): what the build reads must not crash it.
-    """
-    from pydantic import ValidationError
-
-    try:
-        Candidate.model_validate(record)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(map(str, problem["loc"])) or "the line"
-        raise InputError(path, line, f"not a candidate record ({where}: {problem['msg']}); use a candidates.jsonl "
-                                     "written by `inject run`") from None
-    size = len(record["modified_process"])
-    for name in ("modified_steps", "error_steps"):
-        outside = [k for k in record[name] if not 1 <= k <= size]
-        if outside:
-            raise InputError(path, line, f"{name} {outside} lie outside steps 1..{size} of modified_process")
-    explanations = record.get("explanations")
-    if explanations is not None and not (isinstance(explanations, dict) and all(
-            str(k).isdigit() and isinstance(v, str) for k, v in explanations.items())):
-        raise InputError(path, line, "explanations: expected an object {step number: text}")
-    for name in ("subject", "ground_truth"):
-        if not isinstance(record.get(name), (str, type(None))):
-            raise InputError(path, line, f"{name}: expected text")
-    images = record.get("images", [])
-    if not (isinstance(images, list) and all(isinstance(i, str) for i in images)):
-        raise InputError(path, line, "images: expected a list of paths or URLs")
 
 
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
@@ -103,35 +71,38 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
     """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all).
 
     `taxonomy` (a name or path the user gave) names the categories and re-checks reviewers' corrections; without
-    it the runs' manifests name them and each run's taxonomy is read for its rules only.
+    it the runs' manifests name them and each run's taxonomy is read for its rules only. A candidate line that is
+    not a candidate record stops the build (`InputError` naming FILE:LINE): a split must not silently lack one.
     """
     from .review.session import Refused
+    from .review.store import apply_decision
     from .taxonomy import Taxonomy
 
     named = Taxonomy.load(taxonomy) if taxonomy is not None else None
     rows: list[dict[str, Any]] = []
-    sources: dict[str, dict[str, Any]] = {}
+    sources: dict[str, Candidate] = {}
     refused: list[str] = []
-    for run_dir in map(Path, run_dirs):
-        if not (run_dir / "candidates.jsonl").exists() or not (run_dir / "manifest.json").exists():
-            raise UserError(f"{run_dir}: not a run directory (no candidates.jsonl / manifest.json); "
+    for run_path in map(Path, run_dirs):
+        run_dir = RunDirectory(run_path)
+        if not run_dir.candidates_path.is_file() or not run_dir.manifest_path.is_file():
+            raise UserError(f"{run_path}: not a run directory (no candidates.jsonl / manifest.json); "
                             "pass directories written by `inject run`")
         categories = _categories_of(run_dir, named)
-        decisions, session = _decisions(run_dir, taxonomy)
-        for reject in read_jsonl(run_dir / "rejects.jsonl"):
+        config_hash = (run_dir.read_manifest() or {}).get("config_hash")
+        decisions, session = _decisions(run_path, taxonomy)
+        for reject in run_dir.rejections():
             report.run_rejects += 1
-            report.reject_codes.update(reject.get("codes", []))
-        for number, candidate in read_jsonl_numbered(run_dir / "candidates.jsonl"):
-            check_candidate(run_dir / "candidates.jsonl", number, candidate)
+            report.reject_codes.update(reject.codes)
+        for candidate in run_dir.candidates(strict=True):
             report.candidates_seen += 1
-            decision = decisions.get(candidate["id"])
+            decision = decisions.get(candidate.id)
             if decision is not None:
                 # A stored decision passes the review app's own checks or the build stops: a row imported or
                 # written around the app (an error step past the end, an empty step) must not ship.
                 try:
                     decision = session.check_record(0, candidate, decision)  # run 0: the session holds this run only
                 except Refused as exc:
-                    refused.append(f"{run_dir / 'review.sqlite'}: candidate {candidate['id']!r}: {exc}")
+                    refused.append(f"{run_path / 'review.sqlite'}: candidate {candidate.id!r}: {exc}")
                     continue
             if decision is not None and decision.decision == "reject":
                 report.rejected_by_reviewer += 1
@@ -141,62 +112,83 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                 report.unreviewed_left_out += 1
                 continue
             if decision is not None:
-                from .review.store import apply_decision  # only runs with a review database need it
-
                 candidate = apply_decision(candidate, decision)
-            category = categories.get(candidate["category"], {})
-            rows.append(_row(candidate, run_dir.name, category.get("domain", ""),
-                             category.get("name", candidate["category"]),
-                             reviewed=decision is not None, reviewer=decision.reviewer if decision else ""))
-            sources.setdefault(candidate["trajectory_id"], candidate)
+            category = categories.get(candidate.category, {})
+            rows.append(_row(candidate, run_path.name, category.get("domain", ""),
+                             category.get("name", candidate.category),
+                             reviewed=decision is not None, reviewer=decision.reviewer if decision else "",
+                             config_hash=str(config_hash or "")))
+            sources.setdefault(candidate.trajectory_id, candidate)
     if refused:
         raise UserError(f"{len(refused)} reviewer decision(s) fail the review app's checks, so nothing was built:\n"
                         + "\n".join(f"  {line}" for line in refused) + "\ndecide these candidates again in "
                         "`inject review RUN_DIR` (the latest decision wins), then build again")
     if include_sources:
         rows.extend(_source_row(candidate) for candidate in sources.values())
+    _unique_ids(rows)
     _unique_idx(rows)
     return rows
 
 
-def _row(candidate: dict[str, Any], run: str, domain: str, category_name: str, *, reviewed: bool,
-         reviewer: str) -> dict[str, Any]:
-    provenance = candidate.get("provenance", {})
-    explanations = candidate.get("explanations") or {}
+def _row(candidate: Candidate, run: str, domain: str, category_name: str, *, reviewed: bool,
+         reviewer: str, config_hash: str = "") -> dict[str, Any]:
+    explanations = candidate.explanations or {}
     return {
-        **{key: candidate[key] for key in PRMBENCH_FIELDS},
-        "source_idx": candidate["idx"],
-        "id": candidate["id"],
-        "category": candidate["category"],
+        **{key: getattr(candidate, key) for key in PRMBENCH_FIELDS},
+        "source_idx": candidate.idx,
+        "id": candidate.id,
+        "category": candidate.category,
         "category_name": category_name,
         "domain": domain,
-        "subject": candidate.get("subject"),
-        "images": list(candidate.get("images", [])),
-        "trajectory_id": candidate["trajectory_id"],
-        "sample": candidate["sample"],
+        "subject": candidate.subject,
+        "images": list(candidate.images),
+        "trajectory_id": candidate.trajectory_id,
+        "sample": candidate.sample,
         "run": run,
         "reviewed": reviewed,
         "reviewer": reviewer,
-        "warnings": list(candidate.get("warnings", [])),
+        "warnings": list(candidate.warnings),
         "explanations": [{"step": int(k), "text": v} for k, v in sorted(explanations.items(), key=lambda i: int(i[0]))],
-        "ground_truth": candidate.get("ground_truth"),
-        "model": provenance.get("model", ""),
-        "provenance": json.dumps(provenance, ensure_ascii=False, sort_keys=True),
+        "ground_truth": candidate.ground_truth,
+        "model": str(candidate.provenance.get("model") or ""),
+        "provenance": json.dumps(candidate.provenance, ensure_ascii=False, sort_keys=True),
+        "_config_hash": config_hash,
     }
 
 
-def _source_row(candidate: dict[str, Any]) -> dict[str, Any]:
+def _source_row(candidate: Candidate) -> dict[str, Any]:
     """The source solution itself, as a correct control item (PRMBench's `correct`; ProcessBench label -1)."""
-    steps = list(candidate["original_process"])
-    source = {
-        "original_question": candidate["original_question"], "modified_question": candidate["original_question"],
-        "original_process": steps, "modified_process": steps, "modified_steps": [], "error_steps": [],
-        "reason": "", "idx": candidate["idx"], "question": candidate["question"], "classification": CORRECT,
-        "id": f"{candidate['trajectory_id']}::{CORRECT}", "category": CORRECT, "trajectory_id":
-        candidate["trajectory_id"], "sample": 0, "warnings": [], "provenance": {"engine": "source"},
-        "subject": candidate.get("subject"), "images": candidate.get("images", []),
-    }
-    return _row(source, "", "control", "Correct", reviewed=True, reviewer="")
+    source = candidate.source_trajectory()
+    steps = list(source.steps)
+    control = Candidate(
+        original_question=source.question, modified_question=source.question, original_process=steps,
+        modified_process=steps, modified_steps=[], error_steps=[], reason="", idx=candidate.idx,
+        question=candidate.question, classification=CORRECT, id=f"{source.id}::{CORRECT}", category=CORRECT,
+        trajectory_id=source.id, sample=0, provenance={"engine": "source"}, subject=source.subject,
+        images=list(source.images), ground_truth=source.answer,
+    )
+    return _row(control, "", "control", "Correct", reviewed=True, reviewer="")
+
+
+def _unique_ids(rows: list[dict[str, Any]]) -> None:
+    """Split ids are unique: when runs over the same input give one id several rows, each of them gets
+    `~<first 8 hex digits of its run's config_hash>` (so the suffix does not depend on the order the runs were
+    given); if that still repeats (the same run given twice, or a copy of it), the build is refused."""
+    by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_id[row["id"]].append(row)
+    for rows_of_id in by_id.values():
+        if len(rows_of_id) > 1:
+            for row in rows_of_id:
+                row["id"] = f"{row['id']}~{row['_config_hash'][:8]}"
+    seen: dict[str, str] = {}
+    for row in rows:
+        if row["id"] in seen:
+            raise UserError(f"candidate {row['id']!r} is in runs {seen[row['id']]!r} and {row['run']!r} made with "
+                            "the same configuration (the same run given twice, or a copy of it); give each run once")
+        seen[row["id"]] = row["run"]
+    for row in rows:
+        del row["_config_hash"]
 
 
 def _unique_idx(rows: list[dict[str, Any]]) -> None:

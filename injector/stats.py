@@ -4,42 +4,53 @@ a table, JSON, or PNG plots."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Iterator
 
 from .card import error_steps_inside, final_answer_changed, relative_error_position
 from .errors import InputError, UserError
 from .json_bounds import TooDeep, loads_bounded
-from .records import read_jsonl
+from .records import Candidate, Rejection, RunDirectory, read_jsonl_numbered, read_records
+
+log = logging.getLogger("injector")
 
 STATUSES = ("accepted", "rejected_by_reviewer", "unreviewed", "rejected_by_validation", "in_split")
 
 
 def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any], str]]:
-    """(record, status) for every candidate and reject of a run directory, every row of a split directory, or
-    every record of a PRMBench-format JSONL file or a directory of such files (status `in_split`; PRMBench's
-    `classification` mapped to our category id). Each record carries `_where`, (file, line) for messages."""
+    """(record, status) for every candidate and reject of a run directory, every row of a split directory (status
+    `accepted` for rows reviewers accepted, else `unreviewed`; each row also has `in_split` true), or every record
+    of a PRMBench-format JSONL file or a directory of such files (status `in_split`; PRMBench's `classification`
+    mapped to our category id). Each record carries `_where`, (file, line) for messages. A run directory's lines
+    that are not records are skipped with a warning naming FILE:LINE."""
     if path.is_dir() and ((path / "candidates.jsonl").exists() or (path / "manifest.json").exists()):
+        run_dir = RunDirectory(path)
         decisions: dict[str, Any] = {}
         if (path / "review.sqlite").exists():
             from .review.store import ReviewStore
 
             decisions = ReviewStore(path).latest()
         rows = []
-        for candidate in read_jsonl(path / "candidates.jsonl"):
-            decision = decisions.get(candidate["id"])
+        for number, candidate in run_dir.numbered_candidates():
+            decision = decisions.get(candidate.id)
             status = "unreviewed" if decision is None else (
                 "accepted" if decision.decision == "accept" else "rejected_by_reviewer")
-            rows.append(({**candidate, "_where": (path / "candidates.jsonl", None)}, status))
-        rows += [({**reject, "_where": (path / "rejects.jsonl", None)}, "rejected_by_validation")
-                 for reject in read_jsonl(path / "rejects.jsonl")]
+            rows.append(({**_declared(candidate), "_where": (run_dir.candidates_path, number)}, status))
+        rows += [({**_declared(reject), "_where": (run_dir.rejects_path, number)}, "rejected_by_validation")
+                 for number, reject in read_records(run_dir.rejects_path, Rejection)]
         return rows
     if path.is_dir() and (path / "jsonl").is_dir():
         rows = []
         for split in sorted((path / "jsonl").glob("*.jsonl")):
-            for row in read_jsonl(split):
-                row["provenance"] = json.loads(row.get("provenance") or "{}")
-                rows.append(({**row, "_where": (split, None)}, "in_split"))
+            for number, row in read_jsonl_numbered(split):
+                if not isinstance(row, dict) or not isinstance(row.get("category"), str):
+                    raise InputError(str(split), number, "not a split row (an object with a category); use a split "
+                                     "directory written by `inject build`")
+                row["provenance"] = _provenance_of(row.get("provenance"))
+                row["in_split"] = True
+                # `reviewed` is what build recorded: a reviewer accepted the row, or it came unreviewed.
+                rows.append(({**row, "_where": (split, number)}, "accepted" if row.get("reviewed") else "unreviewed"))
         return rows
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     if not files or not path.exists():
@@ -47,7 +58,22 @@ def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any],
                         "PRMBench-format JSONL (a file, or a directory of .jsonl files); pass what `inject run` "
                         "or `inject build` wrote, or a PRMBench file")
     by_classification = _classifications(taxonomy)
-    return [(record, "in_split") for file in files for record in _prmbench_records(file, by_classification)]
+    return [({**record, "in_split": True}, "in_split") for file in files
+            for record in _prmbench_records(file, by_classification)]
+
+
+def _declared(record: Candidate | Rejection) -> dict[str, Any]:
+    """A record's declared fields (checked when it was read); extra keys a received file may add are left out."""
+    return record.model_dump(include=set(type(record).model_fields))
+
+
+def _provenance_of(text: Any) -> dict[str, Any]:
+    """A split row's provenance (JSON text, as build writes it) as an object; {} for anything else."""
+    try:
+        value = loads_bounded(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _classifications(taxonomy: Any) -> dict[str, str]:
@@ -90,35 +116,43 @@ def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator
 def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, Any]:
     """One candidate or reject as a row: category, status, codes, steps, error steps and position, whether the
     final answer changed, tokens, cost."""
-    provenance = record.get("provenance") or {}
-    usage = provenance.get("usage") or {}
+    provenance = _mapping(record.get("provenance"))  # free-form: a received file may hold anything there
+    usage = _mapping(provenance.get("usage"))
+    tokens = sum(value for key, value in usage.items() if key in ("prompt_tokens", "completion_tokens")
+                 and isinstance(value, int) and not isinstance(value, bool))
+    recorded = provenance.get("cost")
+    cost = float(recorded) if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) else None
     has_steps = "modified_process" in record
     return {
         "category": record["category"],
         "status": status,
+        "in_split": bool(record.get("in_split")),
         "codes": codes,
         "steps": len(record["modified_process"]) if has_steps else None,
         "position": relative_error_position(record) if has_steps else None,
         "error_steps": len(error_steps_inside(record)) if has_steps else None,
         "answer_changed": final_answer_changed(record) if has_steps else None,
-        "tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0),
-        "cost": provenance.get("cost"),
-        "cost_known": provenance.get("cost") is not None or provenance.get("engine") in ("offline", "source"),
+        "tokens": tokens,
+        "cost": cost,
+        "cost_known": cost is not None or provenance.get("engine") in ("offline", "source"),
     }
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _category_names(path: Path, loaded: list[tuple[dict[str, Any], str]], taxonomy: Any) -> dict[str, dict]:
     """Name and domain per category: from `taxonomy` (the user's `--taxonomy`) where it has the category, else
     from the run's manifest or the split's rows (read as data; nothing of the run is imported)."""
     names: dict[str, dict[str, str]] = {}
-    manifest = path / "manifest.json"
-    if path.is_dir() and manifest.exists():
+    if path.is_dir() and (path / "manifest.json").exists():
         try:
-            recorded = loads_bounded(manifest.read_text(encoding="utf-8")).get("categories") or {}
-            names.update({cid: {"name": str(c.get("name", "")), "domain": str(c.get("domain", ""))}
-                          for cid, c in recorded.items() if isinstance(c, dict)})
-        except (OSError, ValueError, AttributeError):
-            pass  # the numbers do not need the names
+            recorded = RunDirectory(path).manifest_categories()
+        except UserError as exc:  # the numbers do not need the names
+            log.warning("%s; categories are shown without their names", exc)
+            recorded = {}
+        names.update({cid: {"name": c.get("name", ""), "domain": c.get("domain", "")} for cid, c in recorded.items()})
     for record, _ in loaded:
         if record.get("category_name") and record["category"] not in names:
             names[record["category"]] = {"name": record["category_name"], "domain": record.get("domain") or ""}
@@ -144,7 +178,8 @@ def compute_stats(path: str | Path, *, cues: bool = False,
     names = _category_names(path, loaded, loaded_taxonomy)
     frame = pl.DataFrame([_flat(record, status, record.get("codes", []) if status == "rejected_by_validation"
                                 else []) for record, status in loaded], schema={
-        "category": pl.Utf8, "status": pl.Utf8, "codes": pl.List(pl.Utf8), "steps": pl.Int64,
+        "category": pl.Utf8, "status": pl.Utf8, "in_split": pl.Boolean, "codes": pl.List(pl.Utf8),
+        "steps": pl.Int64,
         "position": pl.Float64, "error_steps": pl.Int64, "answer_changed": pl.Boolean, "tokens": pl.Int64,
         "cost": pl.Float64, "cost_known": pl.Boolean,
     })
@@ -175,6 +210,7 @@ def _summarize(group: Any, pl: Any) -> dict[str, Any]:
     return {
         "records": len(group),
         **{name: int(status.get(name, 0)) for name in STATUSES},
+        "in_split": int(group["in_split"].sum()),  # a split's rows are also accepted or unreviewed
         "reject_codes": dict(codes.iter_rows()),
         "mean_steps": _round(group["steps"].drop_nulls().mean()),
         "mean_error_steps": _round(group["error_steps"].drop_nulls().mean()),
@@ -247,7 +283,10 @@ def write_plots(stats: dict[str, Any], directory: str | Path) -> list[Path]:
 
     figure, axes = plt.subplots(figsize=(max(6, 1.2 * len(categories)), 4))
     bottom = [0] * len(categories)
-    for status in STATUSES:
+    stacked = [s for s in STATUSES if s != "in_split"]  # a split's rows are counted there already
+    if not any(stats["categories"][c][s] for c in categories for s in stacked):
+        stacked = ["in_split"]  # PRMBench files: nothing is known but that the rows are there
+    for status in stacked:
         values = [stats["categories"][c][status] for c in categories]
         if any(values):
             axes.bar(categories, values, bottom=bottom, label=status.replace("_", " "))

@@ -291,15 +291,17 @@ def test_a_correction_is_revalidated(run_dir: Path) -> None:
 
 
 def test_apply_decision() -> None:
-    record = candidate("t1::counterfactual::0")
+    from injector.records import Candidate
+
+    record = Candidate.model_validate(candidate("t1::counterfactual::0"))
     edited = apply_decision(record, Decision("t1::counterfactual::0", "accept", corrected_error_steps=[2, 3],
                                              edited_steps={3: "So she gets $8$ dollars back.\n\n# Answer\n\n8"}))
-    assert edited["modified_process"][2].startswith("So she gets $8$")
-    assert edited["modified_steps"] == [2, 3] and edited["error_steps"] == [2, 3]
-    assert record["modified_steps"] == [2]  # the input is not changed
+    assert edited.modified_process[2].startswith("So she gets $8$")
+    assert edited.modified_steps == [2, 3] and edited.error_steps == [2, 3]
+    assert record.modified_steps == [2]  # the input is not changed
     # editing a step back to the original text makes it unchanged again
     reverted = apply_decision(record, Decision("x", "accept", edited_steps={2: STEPS[1] + "  "}))
-    assert reverted["modified_steps"] == [] and reverted["modified_process"][1] == STEPS[1]
+    assert reverted.modified_steps == [] and reverted.modified_process[1] == STEPS[1]
     assert apply_decision(record, Decision("x", "reject", reason="no")) == record
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ..align import align_steps
+from ..records import Candidate
 from .assets import PAGE_CSS, PAGE_JS
 from .session import QUICK_REASONS, STATUS_OF, STATUSES, Entry, ReviewSession
 from .store import Decision, apply_decision
@@ -70,10 +71,10 @@ def _badge(text: str, kind: str) -> str:
     return f'<span class="badge {kind}">{e(text)}</span>'
 
 
-def _steps_table(candidate: dict[str, Any], shown: dict[str, Any], multi: bool) -> str:
-    original, modified = candidate["original_process"], shown["modified_process"]
-    changed, errors = set(shown["modified_steps"]), set(shown["error_steps"])
-    explanations = {str(k): v for k, v in (shown.get("explanations") or {}).items()}
+def _steps_table(candidate: Candidate, shown: Candidate, multi: bool) -> str:
+    original, modified = candidate.original_process, shown.modified_process
+    changed, errors = set(shown.modified_steps), set(shown.error_steps)
+    explanations = shown.explanations or {}
     out = ['<table class="steps"><thead><tr><th>#</th><th>original</th><th>#</th><th>modified</th>'
            '<th>marks</th></tr></thead><tbody>']
     for i, j in _rows(original, modified):
@@ -107,8 +108,8 @@ def _steps_table(candidate: dict[str, Any], shown: dict[str, Any], multi: bool) 
     return "".join(out)
 
 
-def _question(candidate: dict[str, Any]) -> str:
-    old, new = candidate["original_question"], candidate["modified_question"]
+def _question(candidate: Candidate) -> str:
+    old, new = candidate.original_question, candidate.modified_question
     if old == new:
         return f'<section id="question"><h2>question</h2><div class="text">{e(new)}</div></section>'
     left, right = word_diff(old, new)
@@ -117,9 +118,9 @@ def _question(candidate: dict[str, Any]) -> str:
             f'<div><h3>modified</h3><div class="text">{right}</div></div></div></section>')
 
 
-def _images(candidate: dict[str, Any], key: str) -> str:
+def _images(candidate: Candidate, key: str) -> str:
     """The trajectory's images: local files through the server (token-guarded), URLs as text, never fetched."""
-    images = candidate.get("images") or []
+    images = candidate.images
     if not images:
         return ""
     items = []
@@ -149,13 +150,18 @@ def _decision_text(d: Decision) -> str:
 
 def _provenance(provenance: dict[str, Any]) -> str:
     rows = [(name, provenance.get(name)) for name in ("engine", "model", "operator", "api_base_host", "cost")]
-    attempts = provenance.get("attempts") or []
-    items = "".join(f"<li>attempt {n}: {e(', '.join(a.get('codes') or []) or 'accepted')}</li>"
-                    for n, a in enumerate(attempts, 1) if isinstance(a, dict))
+    attempts = provenance.get("attempts")
+    items = "".join(f"<li>attempt {n}: {e(_codes(a.get('codes')) or 'accepted')}</li>"
+                    for n, a in enumerate(attempts if isinstance(attempts, list) else [], 1) if isinstance(a, dict))
     table = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows if v not in (None, ""))
     dump = e(json.dumps(provenance, indent=2, ensure_ascii=False))
     return (f'<section><h2>provenance</h2><table class="kv">{table}</table><ul class="attempts">{items}</ul>'
             f"<details><summary>all provenance</summary><pre>{dump}</pre></details></section>")
+
+
+def _codes(codes: Any) -> str:
+    """An attempt's reason codes as text (provenance is free-form: a received file may hold anything there)."""
+    return ", ".join(map(str, codes)) if isinstance(codes, list) else str(codes or "")
 
 
 def _progress(session: ReviewSession, latest: dict[str, Decision]) -> str:
@@ -257,17 +263,17 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
     note = f'<p class="note">{e(run.taxonomy_note)}</p>' if run.taxonomy_note else ""
     where = f' in <code>{e(run.path)}</code>' if len(session.runs) > 1 else ""
     status = f'<p class="status {state}" id="status">{e(_decision_text(latest) if latest else "unreviewed")}</p>'
-    if latest and latest.decision == "accept" and shown["error_steps"] != candidate["error_steps"]:
-        status += f'<p class="note">the model marked step {e(", ".join(map(str, candidate["error_steps"])))}</p>'
-    warnings = "".join(f"<li>{e(w)}</li>" for w in shown.get("warnings") or [])
+    if latest and latest.decision == "accept" and shown.error_steps != candidate.error_steps:
+        status += f'<p class="note">the model marked step {e(", ".join(map(str, candidate.error_steps)))}</p>'
+    warnings = "".join(f"<li>{e(w)}</li>" for w in shown.warnings)
     history = "".join(f"<li>{e(_decision_text(d))}</li>" for d in session.history(entry))
     history = f'<ol class="history">{history}</ol>' if history else "<p>none yet</p>"
     return (
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
         f"{about}{note}{status}</section>{_actions(multi)}{_question(candidate)}{_images(candidate, entry.key)}"
         f"<section><h2>steps</h2>{_steps_table(candidate, shown, multi)}</section>"
-        f'<section><h2>model\'s reason</h2><div class="text">{e(candidate.get("reason", ""))}</div></section>'
+        f'<section><h2>model\'s reason</h2><div class="text">{e(candidate.reason)}</div></section>'
         f'<section><h2>warnings</h2><ul>{warnings or "<li>none</li>"}</ul></section>'
-        f'{_provenance(candidate.get("provenance") or {})}'
+        f'{_provenance(candidate.provenance)}'
         f"<section><h2>decisions</h2>{history}</section></main>"
     )

@@ -140,7 +140,7 @@ class ReviewHandler(BaseHTTPRequestHandler):
         JPEG, GIF or WebP file by its bytes (never SVG), under the run's image directory, through no symlink."""
         session = self.server.session
         entry = session.by_key.get((query.get("key") or [""])[0])
-        images = session.candidate(entry).get("images") or [] if entry else []
+        images = session.candidate(entry).images if entry else []
         number = (query.get("n") or [""])[0]
         reference = images[int(number)] if number.isdigit() and int(number) < len(images) else None
         if (entry is None or not isinstance(reference, str) or not reference or "://" in reference

@@ -7,12 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ..align import normalize_step
-from ..contract import FullAnswer, MultiSolutionAnswer
 from ..errors import UserError
-from ..json_bounds import loads_bounded
-from ..records import CANDIDATES_FILE, MANIFEST_FILE
+from ..records import CANDIDATES_FILE, Candidate, RunDirectory, record_at
 from ..taxonomy import Category, Taxonomy, run_taxonomy
-from ..trajectory import Trajectory
 from ..validate import validate_answer
 from .store import Decision, ReviewStore, apply_decision, now_iso
 
@@ -55,28 +52,18 @@ def _run_image_base(path: Path) -> Path | None:
     """The run's image directory from its manifest (a relative one resolves against the run directory, never the
     current directory); None when it records none, and then no local image is served."""
     try:
-        base = loads_bounded((path / MANIFEST_FILE).read_text(encoding="utf-8"))["image_base"]
-    except (OSError, ValueError, KeyError, TypeError):
+        base = (RunDirectory(path).read_manifest() or {}).get("image_base")
+    except UserError as exc:  # an unreadable manifest: the candidates can still be reviewed, without local images
+        log.warning("%s; local images are not served", exc)
         return None
     return path / base if isinstance(base, str) and base else None
 
 
 def _index(run_no: int, path: Path) -> list[Entry]:
-    """One entry per candidate id (a repeated id keeps its last line); unreadable lines are skipped and said."""
-    entries: dict[str, Entry] = {}
-    offset = 0
-    with path.open("rb") as handle:
-        for number, line in enumerate(handle, 1):
-            start, offset = offset, offset + len(line)
-            if not line.strip():
-                continue
-            try:
-                record = loads_bounded(line)
-                entries[record["id"]] = Entry(f"{run_no}/{record['id']}", run_no, record["id"],
-                                              str(record.get("category", "")), start)
-            except (ValueError, KeyError, TypeError):
-                log.warning("%s:%d: not a candidate record (torn or hand-edited?); not shown", path, number)
-    return list(entries.values())
+    """One entry per candidate id (a repeated id keeps its first line, as `build` does); lines that are not
+    candidates are skipped and said (FILE:LINE)."""
+    return [Entry(f"{run_no}/{candidate.id}", run_no, candidate.id, candidate.category, offset)
+            for _, offset, candidate in RunDirectory(path).indexed_candidates()]
 
 
 class ReviewSession:
@@ -92,17 +79,15 @@ class ReviewSession:
             if not (path / CANDIDATES_FILE).is_file():
                 raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
             loaded, note = run_taxonomy(path, taxonomy)
-            run = Run(path, ReviewStore(path), loaded, note, _index(number, path / CANDIDATES_FILE))
+            run = Run(path, ReviewStore(path), loaded, note, _index(number, path))
             run.image_base = _run_image_base(path)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
         self._bundled: Taxonomy | None = None
 
-    def candidate(self, entry: Entry) -> dict[str, Any]:
-        with (self.runs[entry.run].path / CANDIDATES_FILE).open("rb") as handle:
-            handle.seek(entry.offset)
-            return loads_bounded(handle.readline())
+    def candidate(self, entry: Entry) -> Candidate:
+        return record_at(self.runs[entry.run].path / CANDIDATES_FILE, entry.offset, Candidate)
 
     def category(self, entry: Entry) -> Category | None:
         """The candidate's category from its run's taxonomy, else the bundled one, else None."""
@@ -157,7 +142,7 @@ class ReviewSession:
         self.runs[entry.run].store.record(decision)
         return decision
 
-    def check(self, entry: Entry, decision: Decision, candidate: dict[str, Any] | None = None) -> Decision:
+    def check(self, entry: Entry, decision: Decision, candidate: Candidate | None = None) -> Decision:
         """`decision` on `entry`'s candidate as it is stored, or `Refused` saying why it may not be.
 
         The one place the app's rules live: the page's POST, `review --import` and `build` all call it. A
@@ -168,7 +153,7 @@ class ReviewSession:
         """
         return self.check_record(entry.run, candidate or self.candidate(entry), decision)
 
-    def check_record(self, run: int, candidate: dict[str, Any], decision: Decision) -> Decision:
+    def check_record(self, run: int, candidate: Candidate, decision: Decision) -> Decision:
         """`check` for a candidate record of run number `run` (what `build` reads itself)."""
         reason = decision.reason.strip() if isinstance(decision.reason, str) else decision.reason
         if decision.decision not in ("accept", "reject") or not isinstance(reason, str):
@@ -177,7 +162,7 @@ class ReviewSession:
             if not reason:
                 raise Refused("give a reason for the rejection: type one or pick a quick reason")
             return replace(decision, reason=reason, corrected_error_steps=None, edited_steps=None)
-        process = candidate["modified_process"]
+        process = candidate.modified_process
         corrected, edits = decision.corrected_error_steps, decision.edited_steps
         if corrected is not None and not (isinstance(corrected, list) and all(
                 isinstance(s, int) and not isinstance(s, bool) for s in corrected)):
@@ -194,34 +179,26 @@ class ReviewSession:
                 changed[number] = text
         if corrected is not None:
             corrected = sorted(set(corrected))
-            if corrected == sorted(candidate["error_steps"]):
+            if corrected == sorted(candidate.error_steps):
                 corrected = None
         checked = replace(decision, reason=reason, corrected_error_steps=corrected, edited_steps=changed or None)
         if corrected is not None or changed:
             self._revalidate(run, candidate, checked)
         return checked
 
-    def _revalidate(self, run: int, candidate: dict[str, Any], decision: Decision) -> None:
+    def _revalidate(self, run: int, candidate: Candidate, decision: Decision) -> None:
         """Run the corrected record through `validate_answer` in full mode; a broken rule refuses it."""
-        category_id = str(candidate.get("category", ""))
-        category = self._category(run, category_id)
+        category = self._category(run, candidate.category)
         if category is None:
-            raise Refused(f"category {category_id!r} is in neither the run's taxonomy nor the bundled one, "
+            raise Refused(f"category {candidate.category!r} is in neither the run's taxonomy nor the bundled one, "
                           "so a correction cannot be checked; accept or reject it as it is")
+        if category.rules.multi_solution and decision.corrected_error_steps:
+            raise Refused(f"{category.id} has no error steps: a different correct solution marks none")
         corrected = apply_decision(candidate, decision)
-        trajectory = Trajectory(id=str(candidate.get("trajectory_id") or candidate.get("id")),
-                                question=candidate["original_question"], steps=candidate["original_process"])
-        answer: FullAnswer | MultiSolutionAnswer
-        if category.rules.multi_solution:
-            if decision.corrected_error_steps:
-                raise Refused(f"{category.id} has no error steps: a different correct solution marks none")
-            answer = MultiSolutionAnswer(modified_process=corrected["modified_process"], reason=candidate["reason"])
-        else:
-            answer = FullAnswer(modified_question=candidate["modified_question"],
-                                modified_process=corrected["modified_process"],
-                                modified_steps=corrected["modified_steps"], error_steps=corrected["error_steps"],
-                                reason=candidate["reason"])
-        verdict = validate_answer(self.taxonomy_for(run, category), category, trajectory, answer)
+        # The whole record as the model's answer would have been: explanations included, which categories that
+        # require them check (a correction once dropped them and was refused with `missing_explanation`).
+        answer = corrected.as_answer(multi_solution=category.rules.multi_solution)
+        verdict = validate_answer(self.taxonomy_for(run, category), category, candidate.source_trajectory(), answer)
         if verdict.codes:
             raise Refused("not saved, the corrected record breaks a rule: " + " ".join(
                 f"[{code}]" for code in verdict.codes) + " " + "; ".join(verdict.messages))

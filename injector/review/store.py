@@ -5,10 +5,10 @@ means the latest `time`, ties broken by insertion order: importing an older expo
 """
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
+import logging
 import sqlite3
 from contextlib import closing
 from dataclasses import asdict, dataclass
@@ -18,6 +18,10 @@ from typing import Any, Iterable
 
 from ..align import align_steps
 from ..errors import UserError
+from ..json_bounds import loads_bounded
+from ..records import Candidate
+
+log = logging.getLogger("injector")
 
 STORE_FILE = "review.sqlite"
 DECISIONS = ("accept", "reject")
@@ -108,9 +112,14 @@ class ReviewStore:
             with closing(self._connect()) as db:
                 db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persists in the file
                 db.executescript(_SCHEMA)
+                columns = {row[1] for row in db.execute("PRAGMA table_info(decisions)")}
         except sqlite3.Error as exc:
             raise UserError(f"{self.path}: cannot open the review store ({exc}); check the directory is writable "
                             "and the file is a review store") from None
+        missing = [name for name in ("seq", *FIELDS) if name not in columns]
+        if missing:  # a store received with a run directory may be anything
+            raise UserError(f"{self.path}: not a review store (its decisions table lacks {', '.join(missing)}); "
+                            "move it aside (the decisions in it are then not used)")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
@@ -127,11 +136,23 @@ class ReviewStore:
         return len(rows)
 
     def rows(self, candidate_id: str | None = None) -> list[Decision]:
-        """Every decision (or a candidate's), oldest first."""
+        """Every decision (or a candidate's), oldest first. A store is a file received with a run directory: a
+        row that is no decision is skipped with a warning naming it, a store that cannot be read is a UserError."""
         where, args = ("WHERE id = ?", (candidate_id,)) if candidate_id is not None else ("", ())
-        with closing(self._connect()) as db:
-            found = db.execute(f"SELECT {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq", args)
-            return [_from_row(row) for row in found.fetchall()]
+        try:
+            with closing(self._connect()) as db:
+                found = db.execute(f"SELECT seq, {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq",
+                                   args).fetchall()
+        except sqlite3.Error as exc:
+            raise UserError(f"{self.path}: cannot read the review store ({exc}); it is not one `inject review` "
+                            "wrote: move it aside (the decisions in it are then not used)") from None
+        decisions = []
+        for seq, *row in found:
+            try:
+                decisions.append(_from_row(tuple(row)))
+            except (ValueError, TypeError, AttributeError) as exc:
+                log.warning("%s: decision row %s is not a decision (%s); ignored", self.path, seq, exc)
+        return decisions
 
     def latest(self) -> dict[str, Decision]:
         """The latest decision per candidate id."""
@@ -176,13 +197,14 @@ def _to_row(d: Decision) -> list[Any]:
 
 
 def _from_row(row: tuple) -> Decision:
+    """The decision a stored row holds, checked as one from a file is; ValueError/TypeError if it is none."""
     id_, decision, reason, steps, edits, reviewer, time = row
-    return Decision(
-        id_, decision, reason,
-        None if steps is None else json.loads(steps),
-        None if edits is None else {int(k): v for k, v in json.loads(edits).items()},
-        reviewer, time,
-    )
+    if edits is not None:
+        edits = loads_bounded(edits)
+        if not isinstance(edits, dict):
+            raise ValueError("edited_steps: expected an object {step number: new text}")
+    return check_decision(Decision(id_, decision, reason, None if steps is None else loads_bounded(steps),
+                                   edits, reviewer, time))
 
 
 def _format(path: Path) -> str:
@@ -335,37 +357,36 @@ def _csv_record(row: dict[str, Any]) -> dict[str, Any] | str:
     return record
 
 
-def apply_decision(candidate: dict, decision: Decision) -> dict:
+def apply_decision(candidate: Candidate, decision: Decision) -> Candidate:
     """A copy of `candidate` with the decision's step edits and error-step correction applied.
 
     Edits replace step texts in place (never insert or delete), so indices keep their meaning; the changed steps
     are recomputed from the text as the validator does (a step edited back to its original is unchanged again).
     """
-    result = copy.deepcopy(candidate)
+    update: dict[str, Any] = {}
     if decision.edited_steps:
         # Only edits change which steps differ; without them the candidate's own modified_steps stand (in edit mode
         # they are exact, which an alignment of repeated step texts could blur).
-        process = list(result["modified_process"])
+        process = list(candidate.modified_process)
         for step, text in decision.edited_steps.items():
             if 1 <= step <= len(process):
                 process[step - 1] = text
-        original = list(result["original_process"])
+        original = list(candidate.original_process)
         alignment = align_steps(original, process)
         for j, i in alignment.matched.items():
             process[j] = original[i]  # unchanged steps keep the source's exact text, as validate_answer does
-        result["modified_process"] = process
-        result["modified_steps"] = [j + 1 for j in alignment.changed]
         deleted = [i + 1 for i in sorted(alignment.deleted)]
-        warnings = [w for w in result.get("warnings", []) if not w.startswith("deleted original steps:")]
+        warnings = [w for w in candidate.warnings if not w.startswith("deleted original steps:")]
         if deleted:
             warnings.append(f"deleted original steps: {', '.join(map(str, deleted))}")
-        result["warnings"] = warnings
+        update.update(modified_process=process, modified_steps=[j + 1 for j in alignment.changed],
+                      warnings=warnings)
     if decision.corrected_error_steps is not None:
-        result["error_steps"] = sorted(set(decision.corrected_error_steps))
-        if isinstance(result.get("explanations"), dict):
-            kept = {str(s) for s in result["error_steps"]}
-            result["explanations"] = {k: v for k, v in result["explanations"].items() if str(k) in kept}
-    return result
+        update["error_steps"] = sorted(set(decision.corrected_error_steps))
+        if candidate.explanations is not None:
+            kept = {str(s) for s in update["error_steps"]}
+            update["explanations"] = {k: v for k, v in candidate.explanations.items() if k in kept}
+    return candidate.model_copy(update=update, deep=True)
 
 
 __all__ = ["Decision", "ReviewStore", "apply_decision", "read_decisions", "write_decisions"]
