@@ -12,13 +12,13 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .codes import ReasonCode
 from .errors import UserError, WriteFailed
 from .json_bounds import TooDeep, loads_bounded
 
 CANDIDATES_FILE = "candidates.jsonl"
 REJECTS_FILE = "rejects.jsonl"
 MANIFEST_FILE = "manifest.json"
-TRANSIENT_FAILURE = "transient_failure"
 
 log = logging.getLogger("injector")
 
@@ -132,7 +132,7 @@ class WrittenUnits:
         """Units a rerun skips: candidates, and rejects other than transient failures (unless retry_rejects)."""
         if retry_rejects:
             return set(self.accepted)
-        final = {uid for uid, codes in self.rejected.items() if codes != [TRANSIENT_FAILURE]}
+        final = {uid for uid, codes in self.rejected.items() if codes != [ReasonCode.TRANSIENT_FAILURE]}
         return self.accepted | final
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import FullAnswer, MultiSolutionAnswer
-from ..errors import UserError
+from ..errors import InjectorError, UserError
 from ..json_bounds import loads_bounded
 from ..records import CANDIDATES_FILE, MANIFEST_FILE
 from ..taxonomy import Category, Taxonomy, run_taxonomy
@@ -22,7 +22,7 @@ STATUS_OF = {"accept": "accepted", "reject": "rejected"}
 QUICK_REASONS = ("not this category", "not an error", "error elsewhere", "leaks its label", "unreadable")
 
 
-class Refused(Exception):
+class Refused(InjectorError):
     """A decision the app will not save; the message is shown to the reviewer as is."""
 
 
