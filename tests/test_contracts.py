@@ -253,3 +253,15 @@ def test_multi_solution_answers_in_full_in_every_output_mode():
     trajectory = trajectories(1)[0]
     assert (render_messages(taxonomy, multi, trajectory, output_mode="edits")
             == render_messages(taxonomy, multi, trajectory, output_mode="full"))
+
+
+def test_the_toolkits_engines_and_sources_implement_the_protocols():
+    from injector import TrajectoryInput
+    from injector.sources import as_input
+
+    assert isinstance(OfflineEngine(), Engine) and isinstance(LLMEngine("gpt-4o"), Engine)
+    source = load_trajectories()
+    assert isinstance(source, TrajectoryInput) and as_input(source) is source
+    wrapped = as_input(trajectories(2))
+    assert isinstance(wrapped, IterableInput) and wrapped.identity() == {"input": "python"}
+    assert wrapped.estimated_count() == 2 and [t.id for t in wrapped] == ["t0", "t1"]
