@@ -26,7 +26,7 @@ OutputMode = Literal["edits", "full"]
 OUTPUT_MODES: tuple[str, ...] = ("edits", "full")
 """How the model answers (`--output-mode`): edits (the default) lists only its edits, applied by the toolkit; full
 writes back the whole modified solution."""
-DEFAULT_OUTPUT_MODE = "edits"
+DEFAULT_OUTPUT_MODE: OutputMode = "edits"
 
 
 def check_output_mode(output_mode: str) -> str:
