@@ -20,6 +20,7 @@ from .contract import DEFAULT_OUTPUT_MODE, OUTPUT_MODES
 from .engines import OFFLINE_MODEL
 from .errors import InjectorError
 from .record_formats import RECORD_FORMATS
+from .redaction import redact
 from .sources import DUPLICATE_ID_POLICIES
 
 EXIT_INTERNAL, EXIT_USER, EXIT_INTERRUPTED = 1, 2, 130
@@ -54,7 +55,7 @@ class InjectGroup(click.Group):
         try:
             return super().invoke(ctx)
         except InjectorError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(redact(f"error: {exc}"), err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted; run the same command again to continue", err=True)
@@ -69,7 +70,7 @@ class InjectGroup(click.Group):
                 saved = f"traceback saved to {_save_traceback()}"
             except OSError as error:
                 saved = f"the traceback could not be saved: {error}"
-            click.echo(f"internal error: {type(exc).__name__}: {exc} ({saved})", err=True)
+            click.echo(redact(f"internal error: {type(exc).__name__}: {exc} ({saved})"), err=True)
             ctx.exit(EXIT_INTERNAL)
 
 
@@ -97,7 +98,7 @@ def _save_traceback() -> Path:
     # mkstemp: a random name created with O_EXCL (and O_NOFOLLOW), mode 0600; never a file or link already there.
     fd, name = tempfile.mkstemp(prefix=f"inject-crash-{stamp}-", suffix=".txt", dir=directory)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(traceback.format_exc())
+        handle.write(redact(traceback.format_exc()))  # a report may be shared: no key in it
     return Path(name)
 
 

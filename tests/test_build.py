@@ -20,10 +20,11 @@ PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    """An offline run over 6 bundled trajectories and three categories."""
+    """An offline run over 6 bundled trajectories and three categories (missing_condition fits none of the six:
+    its units are the run's not_applicable rejects)."""
     out = tmp_path_factory.mktemp("runs") / "run"
     taxonomy = Taxonomy.load()
-    categories = taxonomy.select(["counterfactual", "redundancy", "domain_inconsistency"])
+    categories = taxonomy.select(["counterfactual", "redundancy", "missing_condition"])
     run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=categories, out=out, limit=6), OfflineEngine())
     return out
 
@@ -80,7 +81,7 @@ def test_prmbench_files_have_exactly_prmbench_fields_and_unique_idx(reviewed, tm
     out = tmp_path / "split"
     build(str(reviewed), "--out", str(out), "--include-unreviewed")
     names = sorted(p.name for p in (out / "prmbench").iterdir())
-    assert names == ["counterfactual.jsonl", "domain_inconsistency.jsonl", "redundency.jsonl"]
+    assert names == ["counterfactual.jsonl", "redundency.jsonl"]
     for path in (out / "prmbench").iterdir():
         records = [json.loads(line) for line in path.read_text().splitlines()]
         assert all(list(record) == list(PRMBENCH_FIELDS) for record in records)
@@ -138,7 +139,7 @@ def test_the_card_lists_the_right_counts(reviewed, tmp_path):
     assert "| counterfactual | soundness | 2 | 2 |" in card and "| redundancy | simplicity | 2 | 2 |" in card
     assert "rejected by reviewers: 2" in card
     assert "| not this category | 1 |" in card and "| unreadable | 1 |" in card
-    assert "| not_applicable |" in card  # run rejects of domain_inconsistency
+    assert "| not_applicable |" in card  # run rejects of missing_condition
     assert f"inject build {reviewed} --out {out} --license apache-2.0" in card.split("## Reproduce")[1]
     assert "path: parquet/counterfactual.parquet" in card
 
@@ -164,8 +165,7 @@ def test_push_to_hub_calls_datasets_push(run_dir, tmp_path, monkeypatch):
     pushed = []
     monkeypatch.setattr(datasets.DatasetDict, "push_to_hub", lambda self, repo: pushed.append((repo, sorted(self))))
     result = build(str(run_dir), "--out", str(tmp_path / "s"), "--include-unreviewed", "--push-to-hub", "me/bench")
-    assert result.exit_code == 0 and pushed == [("me/bench", ["counterfactual", "domain_inconsistency",
-                                                              "redundancy"])]
+    assert result.exit_code == 0 and pushed == [("me/bench", ["counterfactual", "redundancy"])]
 
 
 def test_build_errors(run_dir, tmp_path):
@@ -193,9 +193,9 @@ def test_stats_json_matches_a_hand_count(reviewed, tmp_path):
     positions = [min(c["error_steps"]) / len(c["modified_process"]) for c in hand]
     assert counterfactual["mean_error_position"] == round(sum(positions) / len(positions), 3)
     assert sum(counterfactual["error_position_histogram"].values()) == len(hand)
-    domain = numbers["categories"]["domain_inconsistency"]
-    assert domain["rejected_by_validation"] == sum(r["category"] == "domain_inconsistency" for r in rejects)
-    assert domain["reject_codes"] == {"not_applicable": domain["rejected_by_validation"]}
+    unfit = numbers["categories"]["missing_condition"]
+    assert unfit["rejected_by_validation"] == sum(r["category"] == "missing_condition" for r in rejects)
+    assert unfit["reject_codes"] == {"not_applicable": unfit["rejected_by_validation"]}
     assert numbers["total"]["records"] == len(records) + len(rejects) and numbers["total"]["cost"] == 0.0
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["counts_by_category.png",
                                                                        "error_positions.png"]

@@ -235,6 +235,23 @@ def test_crash_reports_go_to_the_user_cache_under_unpredictable_names(monkeypatc
     assert list(shared_tmp.iterdir()) == []  # nothing in the system temp directory
 
 
+def test_an_internal_error_never_prints_or_saves_a_key(monkeypatch, private_cache):
+    """A bug whose message carries a key (e.g. a URL with credentials) must not put it on the terminal or in the
+    crash report, which a user may attach to an issue."""
+    import injector.taxonomy
+
+    key = "sk-live-0123456789abcdefghij"
+
+    def boom(*args, **kwargs):
+        raise RuntimeError(f"could not reach https://user:{key}@host/v1?api_key={key}")
+
+    monkeypatch.setattr(injector.taxonomy.Taxonomy, "load", classmethod(boom))
+    output = invoke("categories").output
+    assert output.startswith("internal error: RuntimeError: could not reach") and key not in output
+    saved = Path(output.split("traceback saved to ")[1].split(")")[0])
+    assert "RuntimeError" in saved.read_text() and key not in saved.read_text()
+
+
 def test_an_unwritable_crash_directory_still_gives_one_line(monkeypatch, tmp_path):
     import injector.taxonomy
 

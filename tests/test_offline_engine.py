@@ -95,13 +95,14 @@ def assert_error_of_category(category_id: str, c: Candidate) -> None:
         assert last == len(c.modified_process) and "confirms" in c.modified_process[-1]
         assert first < last
     elif category_id == "missing_condition":
-        [k] = c.error_steps
-        assert c.modified_steps == [] and c.modified_question != c.original_question
-        removed = [n for n in numbers(c.original_question) if n not in numbers(c.modified_question)]
-        assert removed and any(n in numbers(errors[0]) for n in removed)  # the error step uses the dropped number
-    elif category_id == "domain_inconsistency":
-        [k] = c.error_steps
-        assert "\\pm" in c.original_process[k - 1] and not re.search(r"\\pm(?![A-Za-z])", errors[0])
+        # Either the question changed and the solution is kept (its steps flagged), or a \pm was dropped; a
+        # given number is never deleted from the question (tests/semantic_checks/missing_condition.py checks more).
+        if c.modified_question != c.original_question:
+            assert c.modified_steps == [] and all(n in numbers(c.modified_question)
+                                                  for n in numbers(c.original_question))
+        else:
+            [k] = c.error_steps
+            assert "\\pm" in c.original_process[k - 1] and not re.search(r"\\pm(?![A-Za-z])", errors[0])
 
 
 @pytest.mark.parametrize("category_id", PRMBENCH_OPERATORS)
@@ -170,6 +171,7 @@ def test_model_categories_exit_2_alone_and_are_skipped_with_all(tmp_path, monkey
                                        "--out", "r"])
     assert result.exit_code == 0, result.output
     assert "skipping deception:" in result.output and "skipping multi_solution:" in result.output
+    assert "skipping domain_inconsistency:" in result.output
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    assert set(manifest["skipped_categories"]) == {"deception", "multi_solution"}
+    assert set(manifest["skipped_categories"]) == {"deception", "multi_solution", "domain_inconsistency"}
     assert "deception" not in manifest["config"]["categories"]

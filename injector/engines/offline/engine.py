@@ -14,7 +14,6 @@ from ..base import Engine, NotApplicable, Proposal
 from .circular_logic import circular_logic_options
 from .confidence import confidence_options
 from .counterfactual import counterfactual_options
-from .domain_inconsistency import domain_inconsistency_options
 from .missing_condition import missing_condition_options
 from .redundancy import redundancy_options
 from .step_contradiction import step_contradiction_options
@@ -29,13 +28,16 @@ OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "step_contradiction": step_contradiction_options,
     "confidence": confidence_options,
     "missing_condition": missing_condition_options,
-    "domain_inconsistency": domain_inconsistency_options,
     # ProJudge's arithmetic slip is a changed computed result, as counterfactual's is.
     "numerical_calculation": counterfactual_options,
 }
 NEEDS_A_MODEL = {
     "deception": "a subtle, plausible-looking error needs a model's judgement",
     "multi_solution": "writing a different correct solution needs a model",
+    # No rule-based move was found that carries a rule across domains where it fits and then recomputes the rest
+    # of the solution honestly (dropping a \pm, the old move, is a missing condition, and only sometimes an error).
+    "domain_inconsistency": "carrying a rule into a domain where it fails, and through the rest of the solution, "
+                            "needs a model",
 }
 
 
