@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..errors import InjectorError, UserError
 from ..records import CANDIDATES_FILE, Candidate, RunDirectory, record_at
 from ..taxonomy import Category, Taxonomy, run_taxonomy
 from ..validate import normalize_step, validate_answer
@@ -19,7 +19,7 @@ STATUS_OF = {"accept": "accepted", "reject": "rejected"}
 QUICK_REASONS = ("not this category", "not an error", "error elsewhere", "leaks its label", "unreadable")
 
 
-class Refused(Exception):
+class Refused(InjectorError):
     """A decision the app will not save; the message is shown to the reviewer as is."""
 
 
