@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 from injector.engines.llm import LLMEngine, import_litellm  # noqa: E402
 from injector.estimates import prmbench_answers, solution_text  # noqa: E402
-from injector.pipeline import dry_run  # noqa: E402
+from injector.pipeline import RunSpec, dry_run  # noqa: E402
 from injector.sources import load_trajectories  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
 
@@ -115,8 +115,8 @@ def compare(held_out: dict[str, list[dict]]) -> None:
             if mode not in rows[0]:
                 cells.append(("-", "-"))
                 continue
-            report = dry_run(load_trajectories(path, "prmbench"), taxonomy=taxonomy, categories=[category],
-                             engine=engine, output_mode=mode)
+            report = dry_run(load_trajectories(path, "prmbench"),
+                             RunSpec(taxonomy=taxonomy, categories=[category], output_mode=mode), engine)
             assert report.units == len(rows), (path, report.units)  # the same units as the replayed answers
             replayed = sum(row[mode] for row in rows)
             cells.append((report.completion_tokens_estimate, replayed))

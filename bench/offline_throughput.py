@@ -13,7 +13,7 @@ import asyncio
 import tempfile
 import time
 
-from injector import OfflineEngine, Taxonomy, inject_one, load_trajectories, run
+from injector import IterableInput, OfflineEngine, RunSpec, Taxonomy, inject_one, load_trajectories, run
 from injector.engines.base import NotApplicable
 from injector.engines.offline import OPERATORS
 from injector.records import Candidate
@@ -44,8 +44,8 @@ def stage_validated(taxonomy, categories, trajectories, engine):
 
 def stage_run(taxonomy, categories, trajectories, engine):
     with tempfile.TemporaryDirectory() as out:
-        result = run(trajectories, taxonomy=taxonomy, categories=categories, engine=engine, out=out,
-                     source={"input": "bench"}, command=["bench"])
+        spec = RunSpec(taxonomy=taxonomy, categories=categories, out=out)
+        result = run(IterableInput(trajectories, identity={"input": "bench"}), spec, engine, command=["bench"])
         return result.manifest.counts["candidates"]
 
 

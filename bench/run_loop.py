@@ -233,10 +233,10 @@ def worker(kind: str, api_base: str, input_path: str, concurrency: int, out: str
     """One timed measurement in a fresh interpreter; prints {"kind", "seconds", "done"} as JSON."""
     import asyncio
 
-    from injector import LLMEngine, Taxonomy, load_trajectories, render_messages, run
+    from injector import IterableInput, LLMEngine, RunSpec, Taxonomy, load_trajectories, render_messages, run
     from injector.contract import response_schema
     from injector.engines.llm import import_litellm
-    from injector.inject import DEFAULT_OUTPUT_MODE
+    from injector.contract import DEFAULT_OUTPUT_MODE
 
     mode = DEFAULT_OUTPUT_MODE  # what `inject run` uses unless told otherwise
 
@@ -273,8 +273,8 @@ def worker(kind: str, api_base: str, input_path: str, concurrency: int, out: str
         if kind == "run-fixed":
             patch_suggested_fixes()
         start = time.perf_counter()
-        result = run(trajectories, taxonomy=taxonomy, categories=categories, engine=engine, out=out,
-                     concurrency=concurrency, output_mode=mode, source={"input": "bench"}, command=["bench"])
+        spec = RunSpec(taxonomy=taxonomy, categories=categories, out=out, concurrency=concurrency, output_mode=mode)
+        result = run(IterableInput(trajectories, identity={"input": "bench"}), spec, engine, command=["bench"])
         seconds = time.perf_counter() - start
         done = result.manifest.counts["candidates"]
     print(json.dumps({"kind": kind, "seconds": seconds, "done": done}))
@@ -329,10 +329,10 @@ def stage_costs(input_path: Path, work: Path) -> dict[str, float]:
 
     import fake_provider
     from injector import LLMEngine, Taxonomy, load_trajectories, parse_answer, render_messages, validate_answer
-    from injector.contract import response_schema
-    from injector.engines.base import Proposal
+    from injector.contract import DEFAULT_OUTPUT_MODE, response_schema
+    from injector.engines.base import Engine, Proposal
     from injector.engines.llm import import_litellm
-    from injector.inject import DEFAULT_OUTPUT_MODE, inject_one
+    from injector.inject import inject_one
     from injector.records import RunDirectory
 
     taxonomy = Taxonomy.load()
@@ -350,7 +350,7 @@ def stage_costs(input_path: Path, work: Path) -> dict[str, float]:
     engine = LLMEngine(MODEL, api_base="http://127.0.0.1:9/v1", cache=None)
     answers = dict(zip((t.id for t in trajectories), texts))
 
-    class Canned:  # an engine that answers at once: the whole of inject_one but the HTTP call
+    class Canned(Engine):  # an engine that answers at once: the whole of inject_one but the HTTP call
         name, takes_feedback = "canned", True
 
         def describe(self):
@@ -404,7 +404,7 @@ def scenario_overhead(report: Report, work: Path, quick: bool) -> None:
         # Is the provider the bottleneck? Serve the same payloads to a minimal raw-socket client first.
         from injector import LLMEngine, Taxonomy, load_trajectories, render_messages
         from injector.contract import response_schema
-        from injector.inject import DEFAULT_OUTPUT_MODE
+        from injector.contract import DEFAULT_OUTPUT_MODE
 
         taxonomy = Taxonomy.load()
         category = taxonomy.category(CATEGORY)

@@ -12,7 +12,7 @@ import re
 import sys
 import tempfile
 
-from injector import Category, OfflineEngine, Rules, Taxonomy, load_trajectories, run
+from injector import Category, OfflineEngine, Rules, RunSpec, Taxonomy, load_trajectories, run
 from injector.engines.offline import Perturbation, replace
 
 UNITS = {"dollars": "cents", "cents": "dollars", "minutes": "seconds", "seconds": "minutes", "hours": "minutes",
@@ -59,8 +59,8 @@ def main(out: str) -> dict:
         error_steps="the step with the wrong unit", not_this="a wrong number (that is counterfactual)",
         rules=Rules(max_changes=1), check=check_unit_changed,
     ))
-    result = run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["unit_slip"]),
-                 engine=OfflineEngine(operators={"unit_slip": unit_slip_options}), out=out, limit=10)
+    spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["unit_slip"]), out=out, limit=10)
+    result = run(load_trajectories(), spec, OfflineEngine(operators={"unit_slip": unit_slip_options}))
     counts = result.manifest.counts
     print(f"{out}: {counts['candidates']} candidates, {counts['rejects']} rejects {counts['codes']}")
     return counts

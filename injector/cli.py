@@ -1,24 +1,30 @@
 """`inject`: a thin command-line skin over the public API (parse options, call the API, map errors to exit codes)."""
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
 import sys
 import tempfile
 import traceback
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import click
 
+from .contract import DEFAULT_OUTPUT_MODE, OUTPUT_MODES
+from .engines import OFFLINE_MODEL
 from .errors import InjectorError
+from .record_formats import RECORD_FORMATS
 from .redaction import redact
+from .sources import DUPLICATE_ID_POLICIES
 from .version import __version__
 
 EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what coreutils exit with when the reader of their output went away
-OFFLINE_MODEL = "offline"
 _invocation: list[str] = ["inject"]
 
 
@@ -106,22 +112,50 @@ def _parse_fields(values: tuple[str, ...]) -> dict[str, str] | None:
     return fields or None
 
 
+@dataclass(frozen=True)
+class InputOptions:
+    """The options of the commands that read trajectories (`input_options`), as one value."""
+
+    input_path: str | None
+    input_format: str | None
+    fields: tuple[str, ...]
+    split: str | None
+    strict: bool
+    skip_invalid: bool
+    duplicate_ids: str
+    limit: int | None
+    categories: tuple[str, ...]
+    taxonomy_path: str | None
+    images_from: str | None
+
+    def load(self) -> tuple[Any, list[Any], Any]:
+        """The taxonomy, the selected categories and the trajectory source these options name."""
+        from . import Taxonomy, load_trajectories
+
+        taxonomy = Taxonomy.load(self.taxonomy_path)
+        selected = taxonomy.select(list(self.categories))
+        source = load_trajectories(
+            self.input_path, self.input_format, strict=self.strict, skip_invalid=self.skip_invalid,
+            fields=_parse_fields(self.fields), split=self.split, images_from=self.images_from,
+            duplicate_ids=self.duplicate_ids,
+        )
+        return taxonomy, selected, source
+
+
 def input_options(function):
-    """Options shared by the commands that read trajectories."""
+    """Options shared by the commands that read trajectories, passed to the command as one `InputOptions`."""
     options = [
         click.option("--input", "input_path", metavar="PATH|hf:NAME",
                      help="Trajectories: a JSONL file, a save_to_disk directory or hf:NAME. Default: bundled sample."),
-        click.option("--input-format", type=click.Choice(["prm800k", "trajectories", "prmbench", "visualprocessbench",
-                                                          "projudgebench"]),
+        click.option("--input-format", type=click.Choice(RECORD_FORMATS),
                      help="Record format; detected from the first record when omitted."),
         click.option("--field", "fields", multiple=True, metavar="TARGET=SOURCE",
                      help="Map a record field onto a Trajectory field (repeatable; dotted SOURCE paths allowed)."),
         click.option("--split", help="Split of a Hugging Face dataset with several splits."),
         click.option("--strict", is_flag=True, help="PRM800K: also require every chosen step to be rated 1."),
         click.option("--skip-invalid", is_flag=True, help="Count and skip malformed records instead of stopping."),
-        # Not passed as an argument (read back in `_load`), so the commands' signatures stay as they are.
-        click.option("--duplicate-ids", type=click.Choice(["error", "first"]), default="error", show_default=True,
-                     expose_value=False, callback=lambda ctx, param, value: ctx.meta.update(duplicate_ids=value),
+        click.option("--duplicate-ids", type=click.Choice(DUPLICATE_ID_POLICIES), default=DUPLICATE_ID_POLICIES[0],
+                     show_default=True,
                      help="Two different records with the same id: stop (error), or keep the first and skip the "
                           "rest (first)."),
         click.option("--limit", type=click.IntRange(min=1), help="Use at most N trajectories."),
@@ -133,22 +167,16 @@ def input_options(function):
                      help="Local images must lie under DIR. Default: the input file's directory (a Hugging Face "
                           "dataset has none)."),
     ]
+    names = list(InputOptions.__dataclass_fields__)
+
+    @functools.wraps(function)
+    def command(**values):
+        inputs = InputOptions(**{name: values.pop(name) for name in names})
+        return function(inputs, **values)
+
     for option in reversed(options):
-        function = option(function)
-    return function
-
-
-def _load(input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path, images_from):
-    from . import Taxonomy, load_trajectories
-
-    taxonomy = Taxonomy.load(taxonomy_path)
-    selected = taxonomy.select(list(categories))
-    source = load_trajectories(
-        input_path, input_format, strict=strict, skip_invalid=skip_invalid, fields=_parse_fields(fields), split=split,
-        images_from=images_from,
-        duplicate_ids=click.get_current_context().meta.get("duplicate_ids", "error"),
-    )
-    return taxonomy, selected, source
+        command = option(command)
+    return command
 
 
 @click.group(cls=InjectGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -178,7 +206,7 @@ def categories(taxonomy_path: str | None) -> None:
 
 
 output_mode_option = click.option(
-    "--output-mode", type=click.Choice(["edits", "full"]), default="edits", show_default=True,
+    "--output-mode", type=click.Choice(OUTPUT_MODES), default=DEFAULT_OUTPUT_MODE, show_default=True,
     help="edits: the model lists only its edits, applied by the toolkit; full: it writes back the whole solution "
          "(multi_solution always writes a whole new solution).")
 
@@ -186,15 +214,12 @@ output_mode_option = click.option(
 @main.command()
 @input_options
 @output_mode_option
-def render(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path,
-           images_from, output_mode) -> None:
+def render(inputs: InputOptions, output_mode: str) -> None:
     """Print the exact messages that would be sent, without calling any model."""
     from . import render_messages
 
-    taxonomy, selected, source = _load(
-        input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path, images_from
-    )
-    for trajectory in itertools.islice(source, limit):
+    taxonomy, selected, source = inputs.load()
+    for trajectory in itertools.islice(source, inputs.limit):
         for category in selected:
             click.echo(f"=== {trajectory.id} / {category.id} ===")
             messages = render_messages(taxonomy, category, trajectory, output_mode=output_mode, attach_images=False)
@@ -236,56 +261,44 @@ def render(input_path, input_format, fields, split, strict, skip_invalid, limit,
 @click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
-def run(input_path, input_format, fields, split, strict, skip_invalid, limit, categories, taxonomy_path, images_from,
-        output_mode, out, model,
-        api_base, temperature, max_tokens, seed, samples, no_schema, max_attempts, concurrency, timeout, rpm, tpm, cache_path,
-        no_cache, price_in, price_out, max_cost, dry_run, retry_rejects) -> None:
+def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, max_tokens, seed, samples, no_schema,
+        max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
+        retry_rejects) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
-    from . import LLMEngine, OfflineEngine, split_by_support
+    from . import RunSpec, split_by_support
     from . import dry_run as plan_run
     from . import run as run_injection
-    from .cache import RequestCache
-    from .limits import RateLimiter
+    from .engines import from_model
     from .pipeline import default_run_dir
     from .progress import ProgressDisplay, dry_run_table, summary_table
 
     if (price_in is None) != (price_out is None):
         raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
-    taxonomy, selected, source = _load(
-        input_path, input_format, fields, split, strict, skip_invalid, categories, taxonomy_path, images_from
-    )
+    taxonomy, selected, source = inputs.load()
     if not model:
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
                    "--model, e.g. --model gpt-4o, or set INJECT_MODEL", err=True)
-    if not model or model == OFFLINE_MODEL:
-        engine: OfflineEngine | LLMEngine = OfflineEngine()
-    else:
-        cache = None if no_cache or dry_run else RequestCache(cache_path)
-        engine = LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
-                           use_schema=not no_schema, timeout=timeout, limiter=RateLimiter(rpm, tpm), cache=cache,
-                           price_in=price_in, price_out=price_out)
+    engine = from_model(model or OFFLINE_MODEL, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
+                        use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm,
+                        use_cache=not (no_cache or dry_run), cache_path=cache_path, price_in=price_in,
+                        price_out=price_out)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
+    spec = RunSpec(taxonomy=taxonomy, categories=selected, samples=samples, seed=seed, output_mode=output_mode,
+                   limit=inputs.limit, max_attempts=max_attempts, retry_rejects=retry_rejects,
+                   out=Path(out) if out else None if dry_run else default_run_dir(), concurrency=concurrency,
+                   max_cost=max_cost)
     if dry_run:
-        report = plan_run(source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples,
-                          limit=limit, max_attempts=max_attempts, output_mode=output_mode,
-                          retry_rejects=retry_rejects)
-        click.echo(dry_run_table(report))
+        click.echo(dry_run_table(plan_run(source, spec, engine)))
         return
-    out = Path(out) if out else default_run_dir()
     command = invocation()
     try:
         with ProgressDisplay() as display:
-            result = run_injection(
-                source, taxonomy=taxonomy, categories=selected, engine=engine, out=out, samples=samples, seed=seed,
-                limit=limit, concurrency=concurrency, max_attempts=max_attempts, output_mode=output_mode,
-                max_cost=max_cost,
-                retry_rejects=retry_rejects, on_progress=display.update, command=command,
-            )
+            result = run_injection(source, spec, engine, on_progress=display.update, command=command)
     except KeyboardInterrupt:
         from .redaction import redact_command
 
-        resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {out}")
+        resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {spec.out}")
         click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     counts = result.manifest.counts

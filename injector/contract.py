@@ -18,17 +18,43 @@ import json_repair
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from .codes import ReasonCode
+from .errors import InjectorError, UserError
 from .json_bounds import MAX_ANSWER_BYTES, MAX_JSON_DEPTH, too_deep, too_long
+from .taxonomy import Category
+
+OutputMode = Literal["edits", "full"]
+OUTPUT_MODES: tuple[str, ...] = ("edits", "full")
+"""How the model answers (`--output-mode`): edits (the default) lists only its edits, applied by the toolkit; full
+writes back the whole modified solution."""
+DEFAULT_OUTPUT_MODE: OutputMode = "edits"
 
 
-class AnswerError(Exception):
+def check_output_mode(output_mode: str) -> str:
+    """`output_mode`, if it is one of `OUTPUT_MODES`; a UserError otherwise."""
+    if output_mode not in OUTPUT_MODES:
+        raise UserError(f"unknown output mode {output_mode!r}: choose one of {', '.join(OUTPUT_MODES)}")
+    return output_mode
+
+
+def answer_mode(category: Category, output_mode: str) -> str:
+    """The form the answer takes for `category` asked in `output_mode`."""
+    return _answer_mode(category.rules.multi_solution, check_output_mode(output_mode))
+
+
+def _answer_mode(multi_solution: bool, output_mode: str) -> str:
+    # The one place of this rule: multi_solution always writes a whole new solution, whatever the output mode.
+    return "full" if multi_solution else output_mode
+
+
+class AnswerError(InjectorError):
     """The answer could not be used; `message` is worded to be sent back to the model as feedback."""
 
-    code: str
-    """"parse_error" (no JSON object could be read) or "schema" (the object has the wrong shape)."""
+    code: ReasonCode
+    """`PARSE_ERROR` (no JSON object could be read) or `SCHEMA` (the object has the wrong shape)."""
     message: str
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: ReasonCode, message: str):
         self.code, self.message = code, message
         super().__init__(f"{code}: {message}")
 
@@ -129,7 +155,7 @@ _ANSWER_WITH_ONE_OBJECT = "Answer with exactly one JSON object and nothing else.
 
 
 def _parse_error(detail: str) -> AnswerError:
-    return AnswerError("parse_error", f"{detail} {_ANSWER_WITH_ONE_OBJECT}")
+    return AnswerError(ReasonCode.PARSE_ERROR, f"{detail} {_ANSWER_WITH_ONE_OBJECT}")
 
 
 def _strip_fence(text: str) -> str:
@@ -347,19 +373,20 @@ def _schema_message(error: ValidationError) -> str:
 
 def _answer_model(multi_solution: bool,
                   edits: bool) -> type[FullAnswer] | type[MultiSolutionAnswer] | type[EditAnswer]:
-    # multi_solution keeps its own answer (a whole new solution) in every output mode.
-    return MultiSolutionAnswer if multi_solution else EditAnswer if edits else FullAnswer
+    if multi_solution:
+        return MultiSolutionAnswer
+    return EditAnswer if _answer_mode(multi_solution, "edits" if edits else "full") == "edits" else FullAnswer
 
 
 def parse_answer(text: str, *, multi_solution: bool = False,
                  edits: bool = False) -> FullAnswer | MultiSolutionAnswer | EditAnswer:
-    """Parse a model reply and check its shape; raises `AnswerError` ("parse_error" or "schema")."""
+    """Parse a model reply and check its shape; raises `AnswerError` (`PARSE_ERROR` or `SCHEMA`)."""
     data = parse_json_object(text)
     model = _answer_model(multi_solution, edits)
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise AnswerError("schema", _schema_message(error)) from None
+        raise AnswerError(ReasonCode.SCHEMA, _schema_message(error)) from None
 
 
 def _strict_clean(node: Any) -> Any:
@@ -389,7 +416,7 @@ def _schema_text(multi_solution: bool, edits: bool, explanations: bool) -> str:
 
 
 def _build_schema(multi_solution: bool, edits: bool, explanations: bool) -> dict:
-    if edits and not multi_solution:
+    if _answer_mode(multi_solution, "edits" if edits else "full") == "edits":
         return copy.deepcopy(edit_answer_schema(explanations))
     schema = copy.deepcopy(_response_schema(multi_solution))
     if explanations and not multi_solution:

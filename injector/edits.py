@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .align import align_steps
+from .codes import ReasonCode
 from .contract import Edit
 
 @dataclass
@@ -24,7 +25,7 @@ class AppliedEdits:
     explanations: dict[int, str] = field(default_factory=dict)
     """Error step -> the explanation its edit carried."""
     warnings: list[str] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[tuple[ReasonCode, str]] = field(default_factory=list)
     """(reason code, message) for edits that could not be applied."""
 
 
@@ -51,12 +52,12 @@ def apply_edits(original: list[str], edits: list[Edit], *, normalize=lambda text
         else:
             out_of_range.append(f"{edit.op} of step {edit.step}")
     if out_of_range:
-        result.problems.append(("index_out_of_range", f"{'; '.join(out_of_range)}: the original solution has "
+        result.problems.append((ReasonCode.INDEX_OUT_OF_RANGE, f"{'; '.join(out_of_range)}: the original solution has "
                                 f"steps 1..{size} (insert after 0..{size}); indices refer to the original steps"))
     conflicts = sorted(step for step, acting in on_step.items() if len(acting) > 1)
     if conflicts:
         listed = ", ".join(f"step {s} ({' and '.join(e.op for e in on_step[s])})" for s in conflicts)
-        result.problems.append(("edit_conflict", f"{listed}: give at most one replace, delete or flag per step"))
+        result.problems.append((ReasonCode.EDIT_CONFLICT, f"{listed}: give at most one replace, delete or flag per step"))
 
     def add(text: str, *, changed: bool, edit: Edit | None) -> None:
         result.modified_process.append(text)

@@ -1,4 +1,9 @@
-"""Errors the library raises, each with the exit code the CLI maps it to (see README, "Exit codes")."""
+"""Errors the library raises, each with the exit code the CLI maps it to (see README, "Exit codes").
+
+Every exception class of the toolkit derives from `InjectorError`; the ones that end a unit instead of the run
+(an engine's `ProviderError`, `TransientProviderError`, `NotApplicable`, the contract's `AnswerError`) carry their
+`ReasonCode` and are turned into a reject before they could reach the CLI.
+"""
 from __future__ import annotations
 
 from pathlib import Path

@@ -14,6 +14,8 @@ import re
 import stat
 from pathlib import Path
 
+from .errors import InjectorError
+
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """Largest local image inlined or served (the OpenAI API's per-image limit)."""
 
@@ -22,7 +24,7 @@ _DATA_URL = re.compile(r"data:(image/[a-z+.-]+)(?:;[^,;]*=[^,;]*)*;base64,", re.
 _HEAD_BYTES = 16
 
 
-class ImageRefused(Exception):
+class ImageRefused(InjectorError):
     """An image reference that is not allowed; the message says why and how to fix it."""
 
 

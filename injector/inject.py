@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .contract import AnswerError, parse_answer, response_schema
+from .codes import ReasonCode
+from .contract import DEFAULT_OUTPUT_MODE, AnswerError, answer_mode, parse_answer, response_schema
 from .engines.base import Engine, NotApplicable, ProviderError, TransientProviderError
 from .prompts import render_messages
 from .records import Candidate, Rejection, unit_id
@@ -16,15 +17,7 @@ from .trajectory import Trajectory
 from .validate import validate_answer
 from .version import __version__
 
-OUTPUT_MODES = ("edits", "full")
-"""edits: the model lists only its edits (default); full: it writes back the whole modified solution."""
-DEFAULT_OUTPUT_MODE = "edits"
 DEFAULT_MAX_ATTEMPTS = 3
-
-
-def answer_mode(category: Category, output_mode: str) -> str:
-    """The form the answer takes: multi_solution always writes a whole new solution."""
-    return "full" if category.rules.multi_solution else output_mode
 
 
 def utc_now() -> str:
@@ -84,9 +77,9 @@ async def inject_one(
     text: str | None = None
     codes: list[str] = []
     problems: list[str] = []
-    tries = max_attempts if getattr(engine, "takes_feedback", False) else 1
+    tries = max_attempts if engine.takes_feedback else 1
     if category.rules.requires_images and not trajectory.images:
-        tries, codes = 0, ["not_applicable"]
+        tries, codes = 0, [str(ReasonCode.NOT_APPLICABLE)]
         problems = [f"{category.id} needs an image, and this trajectory has none"]
         attempts.append({"codes": codes})
     for attempt in range(1, tries + 1):
@@ -95,7 +88,7 @@ async def inject_one(
                                             sample=sample, response_schema=schema, output_mode=mode,
                                             read_cache=read_cache)
         except (ProviderError, TransientProviderError, NotApplicable) as exc:
-            codes, problems = [exc.code], [str(exc)]
+            codes, problems = [str(exc.code)], [str(exc)]
             attempts.append({"codes": codes})
             break
         text = proposal.text
@@ -108,7 +101,7 @@ async def inject_one(
             verdict = validate_answer(taxonomy, category, trajectory, answer)
             codes, problems = list(verdict.codes), list(verdict.messages)
         except AnswerError as exc:
-            codes, problems = [exc.code], [exc.message]
+            codes, problems = [str(exc.code)], [exc.message]
         attempts.append({"codes": codes, **({"cached": True} if proposal.details.get("cached") else {})})
         if not codes:
             provenance = _provenance(taxonomy, category, engine, seed, mode, attempts, usage, cost, details)

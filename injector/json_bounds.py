@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+from .errors import InjectorError
+
 MAX_JSON_DEPTH = 64
 """Deepest nesting of `[` / `{` accepted in an answer, an input line or a review request (real ones use < 10)."""
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
@@ -19,7 +21,7 @@ MAX_REVIEW_BODY_BYTES = 4 * 1024 * 1024
 """Largest review decision request (bytes); larger gets HTTP 400."""
 
 
-class TooDeep(ValueError):
+class TooDeep(InjectorError, ValueError):
     """JSON nested deeper than the limit; `str()` says so in words fit for a user."""
 
     def __init__(self, limit: int = MAX_JSON_DEPTH):

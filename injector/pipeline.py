@@ -17,13 +17,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from .engines.base import Engine
+from pydantic import BaseModel, ConfigDict, Field
+
+from .codes import ReasonCode
+from .contract import DEFAULT_OUTPUT_MODE, OutputMode, answer_mode
+from .engines.base import Engine, Proposal
 from .errors import BudgetExceeded, UserError, WriteFailed
 from .estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
-from .inject import DEFAULT_MAX_ATTEMPTS, DEFAULT_OUTPUT_MODE, OUTPUT_MODES, Unit, answer_mode, inject_one, utc_now
+from .inject import DEFAULT_MAX_ATTEMPTS, Unit, inject_one, utc_now
 from .prompts import render_messages
-from .records import TRANSIENT_FAILURE, Candidate, RunDirectory, RunManifest
+from .records import Candidate, Rejection, RunDirectory, RunManifest
 from .redaction import redact_command
+from .sources import TrajectoryInput, as_input
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 from .version import __version__
@@ -31,6 +36,48 @@ from .version import __version__
 
 def default_run_dir() -> Path:
     return Path("runs") / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+class RunSpec(BaseModel):
+    """What a run makes and how: the one description `run`, `dry_run` and the run configuration read.
+
+    `taxonomy`, `categories`, `samples`, `seed` and `output_mode` (with the engine's settings and the input's
+    identity) are the run's configuration: a run directory continues only under the same ones. The rest says how
+    much of it to do now and how: they may change between invocations of one run directory.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    taxonomy: Taxonomy
+    categories: list[Category]
+    """The categories to inject (`taxonomy.select([...])`); those the engine cannot make are skipped."""
+    samples: int = Field(1, ge=1)
+    """Candidates to ask for per (trajectory, category)."""
+    seed: int = 0
+    """Sample k of a unit is sent seed+k."""
+    output_mode: OutputMode = DEFAULT_OUTPUT_MODE
+    limit: int | None = Field(None, ge=1)
+    """Use at most this many trajectories."""
+    max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
+    """Attempts per unit, for engines that take feedback."""
+    retry_rejects: bool = False
+    """Also redo units the run directory rejected (transient failures are always redone)."""
+    out: Path | None = None
+    """The run directory; None: `runs/<UTC date-time>`."""
+    concurrency: int = Field(16, ge=1)
+    """Units in flight."""
+    max_cost: float | None = Field(None, ge=0)
+    """Dollars this invocation may spend; reaching it raises `BudgetExceeded` (resumable)."""
+
+    def units(self, trajectories: Iterable[Trajectory], categories: list[Category]) -> Iterator[Unit]:
+        """Every unit of `categories` (those of the spec the engine can make), in order, up to `limit`."""
+        return iter_units(trajectories, categories, self.samples, self.limit)
+
+    def finished_units(self, run_dir: RunDirectory) -> set[str]:
+        """Ids of the units `run_dir` already holds that this invocation skips (see `RunDirectory.written`)."""
+        if run_dir.read_manifest() is None:
+            return set()
+        return run_dir.written().finished(self.retry_rejects)
 
 
 @dataclass
@@ -68,17 +115,20 @@ class RunProgress:
     def provider_unreachable(self) -> bool:
         """No unit of this invocation produced a candidate and at least one failed transiently (429/5xx/timeouts/
         connection refused after every retry): nothing useful was done, and the same command retries them."""
-        return self.accepted == 0 and self.codes.get(TRANSIENT_FAILURE, 0) > 0
+        return self.accepted == 0 and self.codes.get(ReasonCode.TRANSIENT_FAILURE, 0) > 0
 
-    def record(self, record: Any) -> None:
+    def record(self, record: Candidate | Rejection) -> None:
         self.done += 1
-        outcome = "accepted" if isinstance(record, Candidate) else "rejected"
-        setattr(self, outcome, getattr(self, outcome) + 1)
+        accepted = isinstance(record, Candidate)
+        self.accepted += accepted
+        self.rejected += not accepted
+        outcome = "accepted" if accepted else "rejected"
         self.by_category.setdefault(record.category, {"accepted": 0, "rejected": 0})[outcome] += 1
-        for code in getattr(record, "codes", []):
-            self.codes[code] = self.codes.get(code, 0) + 1
-        if TRANSIENT_FAILURE in getattr(record, "codes", []) and record.messages:
-            self.transient_message = record.messages[-1]
+        if isinstance(record, Rejection):
+            for code in record.codes:
+                self.codes[code] = self.codes.get(code, 0) + 1
+            if ReasonCode.TRANSIENT_FAILURE in record.codes and record.messages:
+                self.transient_message = record.messages[-1]
         usage = record.provenance.get("usage") or {}
         self.prompt_tokens += usage.get("prompt_tokens", 0)
         self.completion_tokens += usage.get("completion_tokens", 0)
@@ -113,22 +163,27 @@ def split_by_support(engine: Engine, categories: list[Category]) -> tuple[list[C
     return supported, skipped
 
 
-def run_configuration(
-    *, source: dict[str, Any], taxonomy: Taxonomy, categories: list[Category], engine: Engine, samples: int, seed: int,
-    output_mode: str = DEFAULT_OUTPUT_MODE,
-) -> dict[str, Any]:
-    """The settings that change outputs: a run directory continues only under the same ones."""
+def run_configuration(spec: RunSpec, engine: Engine, input_identity: dict[str, Any],
+                      categories: list[Category] | None = None) -> dict[str, Any]:
+    """The settings that change outputs: a run directory continues only under the same ones.
+
+    `categories` are the ones the engine can make (default: all of the spec's). The keys and their order are part
+    of every run directory's identity (`config_hash`): adding or renaming one makes every existing run refuse to
+    resume, so `tests/test_contracts.py` pins the hash of a known configuration.
+    """
+    taxonomy = spec.taxonomy
+    categories = spec.categories if categories is None else categories
     return {
-        "input": source,
+        "input": input_identity,
         "taxonomy": taxonomy.name,
         "taxonomy_path": str(taxonomy.path) if taxonomy.path else None,
         "taxonomy_hash": taxonomy.file_hash(),
         "categories": [c.id for c in categories],
         "template_hashes": {c.id: taxonomy.template_hash(c) for c in categories},
         **engine.describe(),
-        "output_mode": output_mode,
-        "samples": samples,
-        "seed": seed,
+        "output_mode": spec.output_mode,
+        "samples": spec.samples,
+        "seed": spec.seed,
     }
 
 
@@ -146,9 +201,9 @@ def iter_units(
                 yield Unit(trajectory, category, sample)
 
 
-def _planned_units(trajectories: Iterable[Trajectory], categories: list[Category], samples: int,
+def _planned_units(trajectories: TrajectoryInput, categories: list[Category], samples: int,
                    limit: int | None) -> int | None:
-    estimate = getattr(trajectories, "estimated_count", lambda: None)()
+    estimate = trajectories.estimated_count()
     if estimate is None:
         estimate = limit
     elif limit is not None:
@@ -157,43 +212,29 @@ def _planned_units(trajectories: Iterable[Trajectory], categories: list[Category
 
 
 def run(
-    trajectories: Iterable[Trajectory],
-    *,
-    taxonomy: Taxonomy,
-    categories: list[Category],
+    trajectories: TrajectoryInput | Iterable[Trajectory],
+    spec: RunSpec,
     engine: Engine,
-    out: str | Path | None = None,
-    samples: int = 1,
-    seed: int = 0,
-    limit: int | None = None,
-    concurrency: int = 16,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-    output_mode: str = DEFAULT_OUTPUT_MODE,
-    max_cost: float | None = None,
-    retry_rejects: bool = False,
+    *,
     on_progress: Callable[[RunProgress], None] | None = None,
-    source: dict[str, Any] | None = None,
     command: list[str] | None = None,
 ) -> RunResult:
-    """Inject every category into every trajectory (`samples` times each) and write a run directory.
+    """Inject every category of `spec` into every trajectory (`spec.samples` times each); write a run directory.
 
-    `source` identifies the input in the run configuration (a `TrajectorySource` provides it); an existing run
-    directory of the same configuration is continued. Rejects are a normal outcome, not an exception; a reached
-    `max_cost` (dollars, this invocation) raises `BudgetExceeded` after the requests in flight are written.
+    `trajectories` is a `TrajectoryInput` (what `load_trajectories` returns) or any iterable of `Trajectory`
+    (wrapped in an `IterableInput`, whose identity is `{"input": "python"}`); an existing run directory of the same
+    configuration is continued. Rejects are a normal outcome, not an exception; a reached `spec.max_cost` (dollars,
+    this invocation) raises `BudgetExceeded` after the requests in flight are written. `command` is recorded in the
+    manifest (default: `sys.argv`, redacted).
     """
-    source = source if source is not None else getattr(trajectories, "identity", lambda: {"input": "python"})()
-    if output_mode not in OUTPUT_MODES:
-        raise UserError(f"unknown output mode {output_mode!r}: choose one of {', '.join(OUTPUT_MODES)}")
+    source = as_input(trajectories)
     engine.check_ready()
-    categories, skipped_categories = split_by_support(engine, categories)
-    if max_cost is not None and engine_prices(engine) is None:
+    categories, skipped_categories = split_by_support(engine, spec.categories)
+    if spec.max_cost is not None and engine.prices() is None:
         raise UserError(f"--max-cost needs a price, and {engine.describe()['model']!r} has none in litellm's list: "
                         "set --price-in and --price-out (dollars per million tokens)")
-    config = run_configuration(
-        source=source, taxonomy=taxonomy, categories=categories, engine=engine, samples=samples, seed=seed,
-        output_mode=output_mode,
-    )
-    run_dir = RunDirectory(out if out is not None else default_run_dir())
+    config = run_configuration(spec, engine, source.identity(), categories)
+    run_dir = RunDirectory(spec.out if spec.out is not None else default_run_dir())
     digest = config_hash(config)
     run_dir.prepare(digest)
     manifest = RunManifest(
@@ -205,21 +246,17 @@ def run(
         categories={c.id: {"name": c.name, "domain": c.domain, "classification": c.classification}
                     for c in categories},
         skipped_categories=skipped_categories,
-        image_base=_image_base(trajectories),
+        image_base=None if source.image_base is None else str(source.image_base),
     )
     try:
         run_dir.write_manifest(manifest)
     except WriteFailed:
         run_dir.release()
         raise
-    progress = RunProgress(planned=_planned_units(trajectories, categories, samples, limit),
-                           retries=lambda: getattr(engine, "retries", 0))
+    progress = RunProgress(planned=_planned_units(source, categories, spec.samples, spec.limit),
+                           retries=lambda: engine.retries)
     try:
-        asyncio.run(_run_units(
-            iter_units(trajectories, categories, samples, limit), taxonomy, engine, run_dir, progress,
-            seed=seed, concurrency=concurrency, max_attempts=max_attempts, output_mode=output_mode, max_cost=max_cost,
-            retry_rejects=retry_rejects, on_progress=on_progress,
-        ))
+        asyncio.run(_run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress))
         manifest.status = "finished"
     except KeyboardInterrupt:
         manifest.status = "interrupted"
@@ -234,8 +271,7 @@ def run(
         stopping = sys.exc_info()[1]
         try:
             run_dir.compact_rejects()
-            stats = getattr(trajectories, "stats", None)
-            manifest.source = stats.as_dict() if stats is not None else {}
+            manifest.source = source.stats.as_dict()
             manifest.counts = run_dir.count_outcomes()
             manifest.totals = manifest.counts.pop("totals")
             manifest.finished = utc_now()
@@ -249,34 +285,48 @@ def run(
     return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
 
 
-def _image_base(trajectories: Iterable[Trajectory]) -> str | None:
-    base = getattr(trajectories, "image_base", None)  # a TrajectorySource knows it; a plain list has none
-    return None if base is None else str(base)
+class _BatchGate(Engine):
+    """A batch engine as the run loop sees it: whenever every worker waits on the engine (no further request can
+    come until one is answered), the engine is told to send what it has collected (`Engine.flush`)."""
 
+    def __init__(self, engine: Engine, workers: int):
+        self.engine, self.live, self.waiting = engine, workers, 0
+        self.name, self.takes_feedback = engine.name, engine.takes_feedback
 
-def engine_prices(engine: Engine) -> tuple[float, float] | None:
-    """Dollars per prompt and completion token; engines without a `prices` method cost nothing."""
-    prices = getattr(engine, "prices", None)
-    return prices() if prices is not None else (0.0, 0.0)
+    def describe(self) -> dict[str, Any]:
+        return self.engine.describe()
+
+    async def propose(self, messages: list[dict[str, Any]], **request: Any) -> Proposal:
+        answer = asyncio.ensure_future(self.engine.propose(messages, **request))
+        await asyncio.sleep(0)  # the engine files the request; counted as waiting only once it is filed
+        self.waiting += 1
+        try:
+            await self.flush_if_all_wait()
+            return await answer
+        finally:
+            self.waiting -= 1
+
+    async def worker_done(self) -> None:
+        self.live -= 1
+        await self.flush_if_all_wait()
+
+    async def flush_if_all_wait(self) -> None:
+        if self.live and self.waiting >= self.live:
+            await self.engine.flush()
 
 
 async def _run_units(
     units: Iterator[Unit],
-    taxonomy: Taxonomy,
+    spec: RunSpec,
     engine: Engine,
     run_dir: RunDirectory,
     progress: RunProgress,
-    *,
-    seed: int,
-    concurrency: int,
-    max_attempts: int,
-    output_mode: str,
-    max_cost: float | None,
-    retry_rejects: bool,
     on_progress: Callable[[RunProgress], None] | None,
 ) -> None:
+    concurrency, max_cost = spec.concurrency, spec.max_cost
+    gate = _BatchGate(engine, concurrency) if engine.collects_batches else None
     written = run_dir.written()
-    finished = written.finished(retry_rejects)
+    finished = written.finished(spec.retry_rejects)
     queue: asyncio.Queue[Unit | None] = asyncio.Queue(maxsize=2 * concurrency)
     failures: list[BaseException] = []
 
@@ -284,13 +334,20 @@ async def _run_units(
         return max_cost is not None and progress.cost is not None and progress.cost >= max_cost
 
     async def worker() -> None:
+        try:
+            await work()
+        finally:
+            if gate is not None:
+                await gate.worker_done()
+
+    async def work() -> None:
         while (unit := await queue.get()) is not None:
             if failures or over_budget():
                 continue  # keep draining so the producer never blocks on a full queue
             try:
-                record = await inject_one(taxonomy, unit.category, unit.trajectory, engine, sample=unit.sample,
-                                          seed=seed, max_attempts=max_attempts, output_mode=output_mode,
-                                          read_cache=unit.id not in written.rejected)
+                record = await inject_one(spec.taxonomy, unit.category, unit.trajectory, gate or engine,
+                                          sample=unit.sample, seed=spec.seed, max_attempts=spec.max_attempts,
+                                          output_mode=spec.output_mode, read_cache=unit.id not in written.rejected)
                 run_dir.append(record)
             except WriteFailed as exc:  # nothing more can be written: stop now, not after the requests in flight
                 failures.append(exc)
@@ -353,51 +410,37 @@ class DryRunReport:
     """Categories PRMBench has no answers for: estimated with the pooled fit."""
 
 
-def dry_run(
-    trajectories: Iterable[Trajectory],
-    *,
-    taxonomy: Taxonomy,
-    categories: list[Category],
-    engine: Engine,
-    out: str | Path | None = None,
-    samples: int = 1,
-    limit: int | None = None,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-    output_mode: str = DEFAULT_OUTPUT_MODE,
-    retry_rejects: bool = False,
-) -> DryRunReport:
-    """Count the requests and prompt tokens of a run (skipping what `out` already holds), and estimate its cost.
+def dry_run(trajectories: TrajectoryInput | Iterable[Trajectory], spec: RunSpec, engine: Engine) -> DryRunReport:
+    """Count the requests and prompt tokens of `run(trajectories, spec, engine)` (skipping what `spec.out` already
+    holds), and estimate its cost.
 
     Completion tokens are estimated per unit from measured figures (`injector.estimates`: fitted per category and
     output mode on PRMBench's GPT-4o answers, from the length of the source solution).
     """
-    categories, _ = split_by_support(engine, categories)
-    finished: set[str] = set()
-    if out is not None and RunDirectory(out).read_manifest() is not None:
-        finished = RunDirectory(out).written().finished(retry_rejects)
-    count_tokens = getattr(engine, "count_tokens", lambda messages: sum(len(m["content"]) for m in messages) // 4)
-    count_text_tokens = getattr(engine, "count_text_tokens", lambda text: len(text) // 4)
-    report = DryRunReport(max_attempts=max_attempts if getattr(engine, "takes_feedback", False) else 1)
+    categories, _ = split_by_support(engine, spec.categories)
+    finished = spec.finished_units(RunDirectory(spec.out)) if spec.out is not None else set()
+    report = DryRunReport(max_attempts=spec.max_attempts if engine.takes_feedback else 1)
     completion_tokens = 0.0
     pooled: set[str] = set()
     solution_tokens: tuple[Trajectory | None, int] = (None, 0)  # units come per trajectory: count it once
-    for unit in iter_units(trajectories, categories, samples, limit):
+    for unit in spec.units(as_input(trajectories), categories):
         if unit.id in finished:
             report.skipped_existing += 1
             continue
-        mode = answer_mode(unit.category, output_mode)
-        messages = render_messages(taxonomy, unit.category, unit.trajectory, output_mode=mode, attach_images=False)
+        mode = answer_mode(unit.category, spec.output_mode)
+        messages = render_messages(spec.taxonomy, unit.category, unit.trajectory, output_mode=mode,
+                                   attach_images=False)
         report.units += 1
-        report.prompt_tokens += count_tokens(messages)
+        report.prompt_tokens += engine.count_tokens(messages)
         if solution_tokens[0] is not unit.trajectory:
-            solution_tokens = (unit.trajectory, count_text_tokens(solution_text(unit.trajectory.steps)))
+            solution_tokens = (unit.trajectory, engine.count_text_tokens(solution_text(unit.trajectory.steps)))
         estimate, measured = completion_tokens_estimate(unit.category.classification, mode, solution_tokens[1])
         completion_tokens += estimate
         if not measured:
             pooled.add(unit.category.id)
     report.completion_tokens_estimate = round(completion_tokens)
     report.pooled_categories = sorted(pooled)
-    prices = engine_prices(engine)
+    prices = engine.prices()
     if prices is not None:
         report.cost_estimate = report.prompt_tokens * prices[0] + report.completion_tokens_estimate * prices[1]
     return report

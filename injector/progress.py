@@ -5,8 +5,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from .codes import ReasonCode
 from .pipeline import DryRunReport, RunProgress
-from .records import TRANSIENT_FAILURE
 
 PLAIN_INTERVAL_SECONDS = 10.0
 
@@ -79,7 +79,7 @@ def summary_table(progress: RunProgress) -> str:
     lines.append(f"tokens: {progress.prompt_tokens} prompt + {progress.completion_tokens} completion; "
                  f"cost {_cost(progress.cost)}; {progress.retries()} transient retries")
     if progress.provider_unreachable():
-        lines.append(f"no candidates: {progress.codes[TRANSIENT_FAILURE]} of {progress.done} units failed "
+        lines.append(f"no candidates: {progress.codes[ReasonCode.TRANSIENT_FAILURE]} of {progress.done} units failed "
                      f"transiently after every retry (last: {progress.transient_message}); the provider looks "
                      "unreachable: check --api-base and the network, then run the same command again")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from typing import Any
 from jinja2 import FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
+from .contract import answer_mode
 from .errors import UserError
 from .examples import rendered_examples
 from .images import ImageRefused, checked_url, read_image
@@ -121,10 +122,8 @@ def render_messages(
     `output_mode` is the answer the prompt asks for: "edits" (only the model's edits to the original steps) or
     "full" (the whole modified solution). `multi_solution` categories always ask for the full solution.
     """
-    if output_mode not in ("edits", "full"):
-        raise UserError(f"unknown output mode {output_mode!r}: expected 'edits' or 'full'")
+    mode = answer_mode(category, output_mode)
     trajectory, _ = without_labels(trajectory)  # labelled steps are shown bare (see step_labels.py)
-    mode = "full" if category.rules.multi_solution else output_mode
     template_path = taxonomy.template_path(category)
     template_name = template_path.name if template_path else f"<template_text of {category.id}>"
     try:

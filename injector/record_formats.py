@@ -14,7 +14,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from .answers import answers_equivalent, extract_final_answer
-from .errors import UserError
+from .errors import InjectorError, UserError
 from .images import ImageRefused, check_reference
 from .trajectory import Trajectory
 
@@ -27,7 +27,7 @@ _PRMBENCH_NEEDS = "PRMBench records need original_question and original_process"
 _MISSING = object()
 
 
-class BadRecord(Exception):
+class BadRecord(InjectorError):
     """A malformed record; the stream turns it into `InputError(path, line, message)`."""
 
 

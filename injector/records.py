@@ -26,6 +26,7 @@ from typing import Any, Iterator, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .codes import ReasonCode
 from .contract import FullAnswer, MultiSolutionAnswer
 from .errors import InputError, UserError, WriteFailed
 from .json_bounds import TooDeep, loads_bounded
@@ -34,7 +35,6 @@ from .trajectory import Trajectory
 CANDIDATES_FILE = "candidates.jsonl"
 REJECTS_FILE = "rejects.jsonl"
 MANIFEST_FILE = "manifest.json"
-TRANSIENT_FAILURE = "transient_failure"
 
 log = logging.getLogger("injector")
 
@@ -263,7 +263,7 @@ class WrittenUnits:
         """Units a rerun skips: candidates, and rejects other than transient failures (unless retry_rejects)."""
         if retry_rejects:
             return set(self.accepted)
-        final = {uid for uid, codes in self.rejected.items() if codes != [TRANSIENT_FAILURE]}
+        final = {uid for uid, codes in self.rejected.items() if codes != [ReasonCode.TRANSIENT_FAILURE]}
         return self.accepted | final
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator, Protocol, Sized, runtime_checkable
 
 from .errors import InputError, UserError
 from .json_bounds import TooDeep, loads_bounded
@@ -43,6 +43,55 @@ class SourceStats:
     def as_dict(self) -> dict:
         return {"read": self.read, "selected": self.selected, "invalid": self.invalid,
                 "skipped": dict(self.skipped)}
+
+
+@runtime_checkable
+class TrajectoryInput(Protocol):
+    """What a run reads: trajectories, and what identifies and describes them. `TrajectorySource` (what
+    `load_trajectories` returns) is one; `IterableInput` makes one of any iterable of `Trajectory`."""
+
+    image_base: Path | None
+    """The directory local images were checked to lie under (recorded in a run's manifest); None: none."""
+    stats: SourceStats
+    """Counts of what was read and selected (a run's manifest `source`), filled during iteration."""
+
+    def __iter__(self) -> Iterator[Trajectory]: ...
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies this input in a run configuration: a rerun on the same input continues the run."""
+        ...
+
+    def estimated_count(self) -> int | None:
+        """An upper bound on the trajectories, known cheaply (progress and ETA); None when unknown."""
+        ...
+
+
+class IterableInput:
+    """Trajectories from Python (a list, a generator) as a run's input; `identity` names them in the run's
+    configuration (default `{"input": "python"}`: give each input its own, or runs of two inputs collide)."""
+
+    def __init__(self, trajectories: Iterable[Trajectory], identity: dict[str, Any] | None = None):
+        self._trajectories = trajectories
+        self._identity = identity if identity is not None else {"input": "python"}
+        self.image_base: Path | None = None
+        self.stats = SourceStats()
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        for trajectory in self._trajectories:
+            self.stats.read += 1
+            self.stats.selected += 1
+            yield trajectory
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def estimated_count(self) -> int | None:
+        return len(self._trajectories) if isinstance(self._trajectories, Sized) else None
+
+
+def as_input(trajectories: Iterable[Trajectory]) -> TrajectoryInput:
+    """`trajectories` itself when it is a `TrajectoryInput`, else an `IterableInput` of it."""
+    return trajectories if isinstance(trajectories, TrajectoryInput) else IterableInput(trajectories)
 
 
 class TrajectorySource:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .align import align_steps, normalize_question, normalize_step
 from .answers import answers_equivalent, final_answer_of_steps
+from .codes import ReasonCode
 from .contract import EditAnswer, FullAnswer, MultiSolutionAnswer
 from .edits import apply_edits
 from .taxonomy import Category, Taxonomy
@@ -37,7 +38,9 @@ class Verdict:
     def accepted(self) -> bool:
         return not self.codes
 
-    def fail(self, code: str, message: str) -> None:
+    def fail(self, code: ReasonCode | str, message: str) -> None:
+        """Add a failed rule: a `ReasonCode`, or a hook's own code (a string); records keep the plain string."""
+        code = str(code)
         if code not in self.codes:
             self.codes.append(code)
         self.messages.append(message)
@@ -84,7 +87,7 @@ def _validate_full(
     original = list(trajectory.steps)
     modified = list(answer.modified_process)
     if not modified:
-        verdict.fail("schema", "modified_process is empty: return the full list of steps")
+        verdict.fail(ReasonCode.SCHEMA, "modified_process is empty: return the full list of steps")
         return verdict
 
     size = len(modified)
@@ -94,12 +97,12 @@ def _validate_full(
     out_of_range = sorted({i for i in [*declared_modified, *declared_errors] if not 1 <= i <= size})
     if out_of_range:
         verdict.fail(
-            "index_out_of_range",
+            ReasonCode.INDEX_OUT_OF_RANGE,
             f"index {_fmt(out_of_range)} is outside 1..{size}: indices are 1-based positions in modified_process",
         )
     empty = [k + 1 for k, step in enumerate(modified) if not normalize_step(step)]
     if empty:
-        verdict.fail("empty_step", f"step {_fmt(empty)} is empty: remove it or give it text")
+        verdict.fail(ReasonCode.EMPTY_STEP, f"step {_fmt(empty)} is empty: remove it or give it text")
 
     alignment = align_steps(original, modified)
     # Unchanged steps keep the source's exact text, whatever cosmetic drift the model introduced.
@@ -121,7 +124,7 @@ def _validate_full(
     undeclared = sorted(set(verdict.modified_steps) - set(declared_modified))
     if undeclared:
         verdict.fail(
-            "undeclared_change",
+            ReasonCode.UNDECLARED_CHANGE,
             f"you changed step {_fmt(undeclared)} but did not list it in modified_steps; "
             "either restore its original text exactly or declare it",
         )
@@ -144,14 +147,14 @@ def _validate_edits(taxonomy: Taxonomy, category: Category, trajectory: Trajecto
         verdict.fail(code, message)
     empty = [k for k in applied.modified_steps if not normalize_step(applied.modified_process[k - 1])]
     if empty:
-        verdict.fail("empty_step", f"step {_fmt(empty)} of the result is empty: give its edit a text")
+        verdict.fail(ReasonCode.EMPTY_STEP, f"step {_fmt(empty)} of the result is empty: give its edit a text")
     question = trajectory.question if answer.question is None else answer.question
     if applied.flagged_steps and not category.rules.allows_error_on_unchanged_step(
             normalize_question(question) != normalize_question(trajectory.question)):
         # Reported here, in the edits' own terms, so the shared rule below does not say it twice.
         when = " unless the question is changed" if category.rules.allow_error_on_unchanged_step else ""
         verdict.fail(
-            "error_on_unchanged_step",
+            ReasonCode.ERROR_ON_UNCHANGED_STEP,
             f"{category.id} does not allow flagging an unchanged step as an error{when}: an error step must be a "
             "replace or insert with \"error\": true",
         )
@@ -175,17 +178,17 @@ def _check_rules(
         verdict.warnings.append(f"deleted original steps: {_fmt(verdict.deleted_steps)}")
         if not rules.allow_deletions:
             verdict.fail(
-                "deletion_not_allowed",
+                ReasonCode.DELETION_NOT_ALLOWED,
                 f"original step {_fmt(verdict.deleted_steps)} was deleted: this category keeps every original step",
             )
     if not verdict.error_steps:
-        verdict.fail("no_error_steps", "there is no error step: mark every erroneous step")
+        verdict.fail(ReasonCode.NO_ERROR_STEPS, "there is no error step: mark every erroneous step")
     question_edited = normalize_question(modified_question) != normalize_question(trajectory.question)
     if check_unchanged_errors and not rules.allows_error_on_unchanged_step(question_edited):
         unchanged_errors = sorted(set(verdict.error_steps) - set(changed))
         if unchanged_errors:
             verdict.fail(
-                "error_on_unchanged_step",
+                ReasonCode.ERROR_ON_UNCHANGED_STEP,
                 f"error step {_fmt(unchanged_errors)} is unchanged from the original, which is correct; "
                 "an error step must be a step you changed or inserted",
             )
@@ -195,20 +198,20 @@ def _check_rules(
         verdict.modified_question = trajectory.question
     elif not rules.allow_question_edit:
         verdict.fail(
-            "question_edit_not_allowed",
+            ReasonCode.QUESTION_EDIT_NOT_ALLOWED,
             f"the question was changed, which {category.id} does not allow: return it exactly as given",
         )
 
     if len(changed) < rules.min_changes:
-        verdict.fail("too_few_changes", f"{len(changed)} step(s) changed; {category.id} needs at least "
+        verdict.fail(ReasonCode.TOO_FEW_CHANGES, f"{len(changed)} step(s) changed; {category.id} needs at least "
                      f"{rules.min_changes}")
     if rules.max_changes is not None and len(changed) > rules.max_changes:
-        verdict.fail("too_many_changes", f"{len(changed)} steps changed; {category.id} allows at most "
+        verdict.fail(ReasonCode.TOO_MANY_CHANGES, f"{len(changed)} steps changed; {category.id} allows at most "
                      f"{rules.max_changes}: change fewer steps")
     if rules.require_explanations:
         unexplained = [k for k in verdict.error_steps if not verdict.explanations.get(k)]
         if unexplained:
-            verdict.fail("missing_explanation", f"error step {_fmt(unexplained)} has no explanation: give each "
+            verdict.fail(ReasonCode.MISSING_EXPLANATION, f"error step {_fmt(unexplained)} has no explanation: give each "
                          "error step an explanation of what is wrong")
     if rules.final_answer != "any":
         _check_final_answer(verdict, trajectory, keep=rules.final_answer == "keep")
@@ -219,7 +222,7 @@ def _check_rules(
         leaks = [(k, m.group(0)) for k, m in found if m]
         if leaks:
             verdict.fail(
-                "label_leak",
+                ReasonCode.LABEL_LEAK,
                 "a changed step announces its own error ("
                 + "; ".join(f"step {k}: {word!r}" for k, word in leaks)
                 + "): the step must read as plausible work; explain the error only in `reason`",
@@ -234,10 +237,10 @@ def _check_final_answer(verdict: Verdict, trajectory: Trajectory, *, keep: bool)
         return
     same = answers_equivalent(original, new)
     if keep and not same:
-        verdict.fail("answer_changed", f"the final answer changed from {original!r} to {new!r}; this category "
+        verdict.fail(ReasonCode.ANSWER_CHANGED, f"the final answer changed from {original!r} to {new!r}; this category "
                      "keeps the original final answer")
     elif not keep and same:
-        verdict.fail("answer_unchanged", f"the final answer is still {new!r}; this category needs the error to "
+        verdict.fail(ReasonCode.ANSWER_UNCHANGED, f"the final answer is still {new!r}; this category needs the error to "
                      "change the final answer")
 
 
@@ -247,18 +250,18 @@ def _check_multi_solution(verdict: Verdict, trajectory: Trajectory, size: int) -
     if original_answer is None or new_answer is None:
         missing = "the new solution's" if new_answer is None else "the original solution's"
         verdict.fail(
-            "answer_unknown",
+            ReasonCode.ANSWER_UNKNOWN,
             f"{missing} final answer cannot be determined: end the last step with `# Answer` and the answer",
         )
     elif not answers_equivalent(original_answer, new_answer):
         verdict.fail(
-            "answer_mismatch",
+            ReasonCode.ANSWER_MISMATCH,
             f"the new solution's final answer {new_answer!r} is not equivalent to the original's {original_answer!r}",
         )
     original_steps = {normalize_step(step) for step in trajectory.steps}
     repeated = sum(normalize_step(step) in original_steps for step in verdict.modified_process)
     if repeated * 2 > size:
         verdict.fail(
-            "not_different",
+            ReasonCode.NOT_DIFFERENT,
             f"{repeated} of the {size} new steps repeat original steps: write a different solution",
         )

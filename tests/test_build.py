@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from injector import OfflineEngine, Taxonomy, load_trajectories, run
+from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
 from injector.cli import main
 from injector.review.store import Decision, ReviewStore
 from injector.sources import load_trajectories as load
@@ -24,9 +24,8 @@ def run_dir(tmp_path_factory) -> Path:
     its units are the run's not_applicable rejects)."""
     out = tmp_path_factory.mktemp("runs") / "run"
     taxonomy = Taxonomy.load()
-    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["counterfactual", "redundancy",
-                                                                            "missing_condition"]),
-        engine=OfflineEngine(), out=out, limit=6)
+    categories = taxonomy.select(["counterfactual", "redundancy", "missing_condition"])
+    run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=categories, out=out, limit=6), OfflineEngine())
     return out
 
 
@@ -95,8 +94,8 @@ def test_prmbench_files_have_exactly_prmbench_fields_and_unique_idx(reviewed, tm
 def test_several_candidates_of_one_source_get_suffixed_idx(run_dir, tmp_path):
     taxonomy = Taxonomy.load()
     out = tmp_path / "samples"
-    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]),
-        engine=OfflineEngine(), out=out, limit=1, samples=3)
+    run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]), out=out,
+                                     limit=1, samples=3), OfflineEngine())
     build(str(out), "--out", str(tmp_path / "split"), "--include-unreviewed")
     records = [json.loads(line) for line in (tmp_path / "split" / "prmbench" / "counterfactual.jsonl")
                .read_text().splitlines()]

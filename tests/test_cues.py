@@ -184,11 +184,11 @@ def test_the_dataset_card_reports_what_each_category_produces():
 
 
 def test_inject_build_writes_the_section_into_the_card(tmp_path):
-    from injector import OfflineEngine, Taxonomy, load_trajectories, run
+    from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
 
     taxonomy = Taxonomy.load()
-    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["redundancy"]),
-        engine=OfflineEngine(), out=tmp_path / "run", limit=8)
+    run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy"]),
+                                     out=tmp_path / "run", limit=8), OfflineEngine())
     result = CliRunner().invoke(main, ["build", str(tmp_path / "run"), "--out", str(tmp_path / "split"),
                                        "--include-unreviewed"])
     assert result.exit_code == 0, result.output

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from injector import LLMEngine, Taxonomy, dry_run, load_trajectories
+from injector import LLMEngine, RunSpec, Taxonomy, dry_run, load_trajectories
 from injector.cli import main
 from injector.engines.llm import import_litellm
 from injector.estimates import COMPLETION_TOKEN_FITS, prmbench_answers
@@ -41,8 +41,8 @@ def test_estimate_matches_prmbench_answers_replayed(taxonomy, mode):
     estimate = replayed = units = 0
     for path in CATEGORY_FILES:
         category = by_classification[path.stem.split("_4o_")[1]]
-        report = dry_run(load_trajectories(path, "prmbench"), taxonomy=taxonomy, categories=[category],
-                         engine=LLMEngine("gpt-4o"), output_mode=mode)
+        report = dry_run(load_trajectories(path, "prmbench"),
+                         RunSpec(taxonomy=taxonomy, categories=[category], output_mode=mode), LLMEngine("gpt-4o"))
         assert report.units == 25 and report.pooled_categories == []
         estimate += report.completion_tokens_estimate
         replayed += replayed_tokens(path, mode)

@@ -17,7 +17,7 @@ from injector import Taxonomy, Trajectory, load_trajectories
 from injector.contract import AnswerError, Edit, EditOp, parse_answer
 from injector.edits import apply_edits
 from injector.errors import InjectorError
-from injector.inject import answer_mode
+from injector.contract import answer_mode
 from injector.record_formats import RECORD_FORMATS
 from injector.validate import validate_answer
 

@@ -88,15 +88,15 @@ def test_render_lists_image_parts_without_inlining_them(image_input):
 
 def test_missing_explanations_are_reasons_and_exported_projudge_style(image_input, taxonomy, scripted_server,
                                                                       tmp_path):
-    from injector import run
+    from injector import RunSpec, run
 
     no_explanation = json.loads(json.dumps(ANSWER))
     del no_explanation["edits"][0]["explanation"]
     scripted_server.reply_in_order([json.dumps(no_explanation), json.dumps(ANSWER)])
     engine = LLMEngine("openai/vision", api_base=scripted_server.api_base, backoff_seconds=0)
     out = tmp_path / "run"
-    run(load_trajectories(image_input), taxonomy=taxonomy, categories=taxonomy.select(["figure_slip"]),
-        engine=engine, out=out)
+    run(load_trajectories(image_input), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["figure_slip"]),
+                                                out=out), engine)
     [candidate] = [json.loads(l) for l in (out / "candidates.jsonl").read_text().splitlines()]
     assert candidate["provenance"]["attempts"] == [{"codes": ["missing_explanation"]}, {"codes": []}]
     assert "has no explanation" in scripted_server.requests[1]["body"]["messages"][-1]["content"]

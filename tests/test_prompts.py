@@ -18,6 +18,7 @@ import pytest
 from snapshots import assert_snapshot
 
 from injector.answers import final_answer_of_steps
+from injector.engines.base import Engine
 from injector.errors import UserError
 from injector.examples import edit_form, example_problems, full_form
 from injector.prompts import render_messages
@@ -310,7 +311,7 @@ def test_fully_labelled_steps_are_shown_without_labels(steps, shown) -> None:
     assert parse_trajectory_block(user)[1] == (shown or steps)
 
 
-class _Scripted:
+class _Scripted(Engine):
     """An engine that answers one fixed text (what a model would)."""
 
     takes_feedback = False

@@ -107,7 +107,7 @@ def test_no_api_key_reaches_cache_manifest_or_outputs(scripted_server, input_fil
 def test_transient_failures_are_retried_on_resume_validation_rejects_are_not(scripted_server, input_file,
                                                                              tmp_path, monkeypatch):
     out = tmp_path / "run"
-    from injector import LLMEngine, Taxonomy, load_trajectories, run
+    from injector import LLMEngine, RunSpec, Taxonomy, load_trajectories, run
 
     def engine():
         return LLMEngine("openai/scripted", api_base=scripted_server.api_base, backoff_seconds=0,
@@ -116,17 +116,17 @@ def test_transient_failures_are_retried_on_resume_validation_rejects_are_not(scr
     taxonomy = Taxonomy.load()
     categories = taxonomy.select(["counterfactual"])
     scripted_server.script = lambda request: Reply(status=502)
-    run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out, limit=1)
+    run(load_trajectories(input_file), RunSpec(taxonomy=taxonomy, categories=categories, out=out, limit=1), engine())
     [reject] = read_jsonl(out / "rejects.jsonl")
     assert reject["codes"] == ["transient_failure"]
     scripted_server.script = lambda request: json.dumps(UNFLAGGED)
-    run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out, limit=2)
+    run(load_trajectories(input_file), RunSpec(taxonomy=taxonomy, categories=categories, out=out, limit=2), engine())
     rejects = read_jsonl(out / "rejects.jsonl")
     assert sorted(r["id"] for r in rejects) == ["t0::counterfactual::0", "t1::counterfactual::0"]  # one line each
     assert all(r["codes"] == ["no_error_steps"] for r in rejects)
     before = len(scripted_server.requests)
-    result = run(load_trajectories(input_file), taxonomy=taxonomy, categories=categories, engine=engine(), out=out,
-                 limit=2)
+    result = run(load_trajectories(input_file), RunSpec(taxonomy=taxonomy, categories=categories, out=out, limit=2),
+                 engine())
     assert len(scripted_server.requests) == before and result.progress.skipped_existing == 2
 
 

@@ -223,17 +223,16 @@ def test_python_example_runs_end_to_end(tmp_path):
 
 
 def test_a_taxonomy_changed_in_python_is_a_different_configuration(tmp_path):
-    from injector import OfflineEngine, load_trajectories, run
+    from injector import OfflineEngine, RunSpec, load_trajectories, run
 
     taxonomy = Taxonomy.load()
-    out = tmp_path / "run"
-    arguments = dict(categories=taxonomy.select(["redundancy"]), engine=OfflineEngine(), out=out, limit=1)
-    run(load_trajectories(), taxonomy=taxonomy, **arguments)
+    spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy"]), out=tmp_path / "run", limit=1)
+    run(load_trajectories(), spec, OfflineEngine())
     before = taxonomy.file_hash()
     taxonomy.category("redundancy").definition = "Something else."
     assert taxonomy.file_hash() != before
     with pytest.raises(UserError, match="holds a run with a different configuration"):
-        run(load_trajectories(), taxonomy=taxonomy, **arguments)
+        run(load_trajectories(), spec, OfflineEngine())
 
 
 @pytest.mark.parametrize(("question", "codes"), [

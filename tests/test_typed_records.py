@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from injector import OfflineEngine, Taxonomy, load_trajectories, run
+from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
 from injector.cli import main
 from injector.records import Candidate, Rejection, RunDirectory
 from injector.review.server import make_server
@@ -30,8 +30,8 @@ STEPS = ["The notebooks cost $4 \\cdot 2.75 = 11$ dollars.", "Her change is $20 
 
 def offline_run(out: Path, categories: list[str], limit: int = 4, source: Any = None) -> Path:
     taxonomy = Taxonomy.load()
-    run(source if source is not None else load_trajectories(), taxonomy=taxonomy,
-        categories=taxonomy.select(categories), engine=OfflineEngine(), out=out, limit=limit)
+    run(source if source is not None else load_trajectories(),
+        RunSpec(taxonomy=taxonomy, categories=taxonomy.select(categories), out=out, limit=limit), OfflineEngine())
     return out
 
 
@@ -411,8 +411,8 @@ def test_split_ids_are_unique_when_runs_over_one_input_are_combined(tmp_path: Pa
     runs = []
     for seed in (0, 1):
         out = tmp_path / f"seed{seed}"
-        run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]),
-            engine=OfflineEngine(), out=out, limit=3, seed=seed)
+        run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]), out=out,
+                                         limit=3, seed=seed), OfflineEngine())
         runs.append(out)
     hashes = [json.loads((out / "manifest.json").read_text())["config_hash"] for out in runs]
     assert hashes[0] != hashes[1]

@@ -1,9 +1,18 @@
-"""The engine interface: given the messages for one unit, return the model's answer text and its cost."""
+"""The engine contract: given the messages for one unit, return the model's answer text and its cost.
+
+`Engine` is a base class: an engine implements `describe` and `propose`, and overrides the defaults that do not fit
+it. The run loop and the dry run use only what is declared here (no probing for optional methods), so any client
+works (litellm, an in-house HTTP client, a batch API, rules): see `tests/test_contracts.py` for a batch engine
+without litellm.
+"""
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from ..codes import ReasonCode
+from ..errors import InjectorError
 from ..taxonomy import Category
 from ..trajectory import Trajectory
 
@@ -21,16 +30,16 @@ class Proposal:
     """Engine-specific provenance (e.g. the operator an offline engine used)."""
 
 
-class ProviderError(Exception):
+class ProviderError(InjectorError):
     """A request the provider refused for good (400, 404, context window exceeded): the unit is rejected."""
 
-    code = "provider_error"
+    code = ReasonCode.PROVIDER_ERROR
 
 
-class TransientProviderError(Exception):
+class TransientProviderError(InjectorError):
     """A fault worth retrying (429, 5xx, timeouts, connection resets)."""
 
-    code = "transient_failure"
+    code = ReasonCode.TRANSIENT_FAILURE
 
     def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
         super().__init__(message)
@@ -38,29 +47,68 @@ class TransientProviderError(Exception):
         self.status = status
 
 
-class NotApplicable(Exception):
+class NotApplicable(InjectorError):
     """The engine finds nothing to work on in this trajectory for this category (or no further sample)."""
 
-    code = "not_applicable"
+    code = ReasonCode.NOT_APPLICABLE
 
 
-class Engine(Protocol):
-    """Both engines (LLM and, later, offline) implement this."""
+CHARS_PER_TOKEN = 4
+"""The rough count an engine without a tokenizer uses (the dry run's prompt tokens, the rate limiter's estimate)."""
 
-    name: str
 
+class Engine(ABC):
+    """What the run loop, the dry run and `inject_one` need from an engine (the LLM and the offline one are two).
+
+    Required: `name`, `describe` and `propose`. Everything else has a default for an engine that answers each
+    request on its own, at no cost, in one attempt.
+
+    A batch engine (submit many, collect later) sets `collects_batches`: its `propose` files the request before it
+    first awaits anything, then waits for the answer; the run loop calls `flush` whenever every worker is waiting on
+    the engine (no further request can come until one is answered), so the engine sends what it has collected and
+    resolves the waiting proposals. `--concurrency` is then the most requests one batch holds.
+    """
+
+    name: str = "engine"
+    """Short engine name, recorded as `engine` in the run configuration and provenance."""
+    takes_feedback: bool = False
+    """Whether a failed answer is worth sending back with the validator's messages (re-asks, `--max-attempts`);
+    an engine that would answer the same again gets a single attempt."""
+    collects_batches: bool = False
+    """Whether `propose` waits for `flush` (a batch engine)."""
+    retries: int = 0
+    """Transient faults retried so far (shown in progress; not attempts); an engine that retries counts them."""
+
+    @abstractmethod
     def describe(self) -> dict[str, Any]:
-        """The settings that change outputs (part of the run configuration and of provenance)."""
-        ...
+        """The settings that change outputs (part of the run configuration and of provenance): at least `engine`
+        (its name), `model` and `api_base_host`."""
 
     def check_ready(self) -> None:
-        """Raise a UserError if the engine cannot run (e.g. a missing API key)."""
-        ...
+        """Raise a UserError if the engine cannot run (e.g. a missing API key). Default: always ready."""
 
     def unsupported_reason(self, category: Category) -> str | None:
-        """Why this engine cannot make `category`, or None when it can."""
-        ...
+        """Why this engine cannot make `category`, or None when it can (the default: it can make every one)."""
+        return None
 
+    def prices(self) -> tuple[float, float] | None:
+        """Dollars per prompt token and per completion token, or None when unknown (then `--max-cost` refuses to
+        start and costs show as unknown). Default: free."""
+        return 0.0, 0.0
+
+    def count_tokens(self, messages: list[dict[str, Any]]) -> int:
+        """Prompt tokens of `messages` (the dry run's count). Default: about four characters a token."""
+        return sum(len(str(message["content"])) for message in messages) // CHARS_PER_TOKEN
+
+    def count_text_tokens(self, text: str) -> int:
+        """Tokens of a bare text, without chat framing. Default: about four characters a token."""
+        return len(text) // CHARS_PER_TOKEN
+
+    async def flush(self) -> None:
+        """Send the requests collected so far (a batch engine); the run loop calls it when every worker waits on
+        this engine. Default: nothing to do (each request was sent when `propose` was called)."""
+
+    @abstractmethod
     async def propose(
         self,
         messages: list[dict[str, Any]],
@@ -74,5 +122,5 @@ class Engine(Protocol):
         read_cache: bool = True,
     ) -> Proposal:
         """The engine's answer to `messages` in `output_mode` ("edits" or "full"); `read_cache=False` asks for a
-        fresh one (a retried reject)."""
-        ...
+        fresh one (a retried reject). Raises `ProviderError`, `TransientProviderError` (after the engine's own
+        retries) or `NotApplicable` to reject the unit with that code."""

@@ -16,7 +16,7 @@ from ..limits import RateLimiter
 from ..redaction import RedactingFilter, public_host, redact
 from ..taxonomy import Category
 from ..trajectory import Trajectory
-from .base import Proposal, ProviderError, TransientProviderError
+from .base import Engine, Proposal, ProviderError, TransientProviderError
 
 # Providers that take a JSON-schema response_format although litellm's price list does not say so
 # (its support check only knows listed models; forwarding works for local servers).
@@ -51,7 +51,7 @@ def api_base_host(api_base: str | None) -> str | None:
     return public_host(api_base)
 
 
-class LLMEngine:
+class LLMEngine(Engine):
     """Sends a unit's messages through litellm and returns the text, usage and cost."""
 
     name = "llm"
@@ -120,9 +120,6 @@ class LLMEngine:
             f"no API key for model {self.model!r}: set {' and '.join(missing)} in the environment "
             "(or point --api-base at a local OpenAI-compatible server)"
         )
-
-    def unsupported_reason(self, category: Category) -> str | None:
-        return None  # a model can be asked for any category
 
     def prices(self) -> tuple[float, float] | None:
         """Dollars per prompt token and per completion token, or None when unknown."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..align import normalize_step
-from ..errors import UserError
+from ..errors import InjectorError, UserError
 from ..records import CANDIDATES_FILE, Candidate, RunDirectory, record_at
 from ..taxonomy import Category, Taxonomy, run_taxonomy
 from ..validate import validate_answer
@@ -20,7 +20,7 @@ STATUS_OF = {"accept": "accepted", "reject": "rejected"}
 QUICK_REASONS = ("not this category", "not an error", "error elsewhere", "leaks its label", "unreadable")
 
 
-class Refused(Exception):
+class Refused(InjectorError):
     """A decision the app will not save; the message is shown to the reviewer as is."""
 
 

@@ -10,7 +10,7 @@ from ...contract import Edit
 from ...edits import apply_edits
 from ...taxonomy import Category
 from ...trajectory import Trajectory
-from ..base import NotApplicable, Proposal
+from ..base import Engine, NotApplicable, Proposal
 from .circular_logic import circular_logic_options
 from .confidence import confidence_options
 from .counterfactual import counterfactual_options
@@ -41,7 +41,7 @@ NEEDS_A_MODEL = {
 }
 
 
-class OfflineEngine:
+class OfflineEngine(Engine):
     """Deterministic rule-based injection: the same trajectory, category, seed and sample give the same answer.
 
     `operators` adds (or replaces) operators by category id: a function from a trajectory to its options, each a
