@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from typing import Callable
 
 from aiolimiter import AsyncLimiter
 
 TOKEN_WINDOW_SECONDS = 10  # tokens are metered in 10 s slices of the per-minute budget, so bursts stay small
-# A provider that does not say its window is spent shows it by 429s in a row: this many, within this many seconds,
-# with no answer between them, pause the run. Fewer, or 429s between answers, are sporadic (a burst limit, a busy
-# replica): only the request that got one backs off, the rest of the run goes on.
+# A provider that does not say its window is spent shows it by a burst of 429s: at least this many within this many
+# seconds, and at least as many as the answers in those seconds, pause the run. Fewer, or 429s among more answers,
+# are sporadic (a burst limit, a busy replica, 10% random 429s): only the request that got one backs off, and the
+# run goes on. (Counting answers matters: after a pause every held request leaves at once, and 429s come back
+# before answers do, so a 10% rate alone would make a burst of three and pause the run again and again.)
 BURST_429S = 3
 BURST_SECONDS = 10.0
 
@@ -27,8 +30,10 @@ class RateLimiter:
         self._tokens = AsyncLimiter(self._token_capacity, TOKEN_WINDOW_SECONDS) if tpm else None
         self._resume_at = 0.0
         self._clock = clock
-        self._recent_429s: list[float] = []
-        """When the 429s since the last answer (or the last pause) came."""
+        self._recent_429s: deque[float] = deque()
+        """When the 429s of the last BURST_SECONDS came (since the last pause)."""
+        self._recent_answers: deque[float] = deque()
+        """When the answers of the last BURST_SECONDS came."""
         self.pauses = 0
         """Run-wide pauses so far."""
 
@@ -45,7 +50,7 @@ class RateLimiter:
 
     async def after_response(self, completion_tokens: int) -> None:
         """Charge the answer's tokens to the budget (known only afterwards)."""
-        self._recent_429s.clear()  # an answer came through, so the window was not spent
+        self._recent_answers.append(self._clock())
         await self._spend_tokens(completion_tokens)
 
     async def _spend_tokens(self, tokens: int) -> None:
@@ -56,8 +61,12 @@ class RateLimiter:
         """A 429 that asks to wait `seconds`: pause the whole run when the provider says its window is spent
         (`window_spent`) or 429s come in a burst, and say so; otherwise only the request that got it waits."""
         now = self._clock()
-        self._recent_429s = [at for at in self._recent_429s if now - at < BURST_SECONDS] + [now]
-        if not window_spent and len(self._recent_429s) < BURST_429S:
+        self._recent_429s.append(now)
+        for times in (self._recent_429s, self._recent_answers):
+            while times and now - times[0] >= BURST_SECONDS:
+                times.popleft()
+        burst = len(self._recent_429s) >= max(BURST_429S, len(self._recent_answers))
+        if not (window_spent or burst):
             return False
         self._recent_429s.clear()  # the next pause needs a burst of its own
         self.pause(seconds)

@@ -95,12 +95,12 @@ def test_three_429s_in_a_row_pause_the_run_once(taxonomy, scripted_server):
     assert [paused for _, _, paused in limiter.told] == [False, False, True, False] and limiter.pauses == 1
 
 
-def test_429s_between_answers_never_pause(taxonomy, scripted_server):
+def test_429s_among_more_answers_never_pause(taxonomy, scripted_server):
     too_many = Reply(status=429, headers={"Retry-After": "0"})
-    scripted_server.reply_in_order([too_many, ANSWER] * 4)
-    _, limiter, records = run_units(taxonomy, scripted_server, 4, concurrent=False)
+    scripted_server.reply_in_order([ANSWER, ANSWER, too_many, ANSWER] * 3)  # 3 429s and 9 answers in a few seconds
+    _, limiter, records = run_units(taxonomy, scripted_server, 9, concurrent=False)
     assert all(isinstance(record, Candidate) for record in records)
-    assert [paused for _, _, paused in limiter.told] == [False] * 4 and limiter.pauses == 0
+    assert [paused for _, _, paused in limiter.told] == [False] * 3 and limiter.pauses == 0
 
 
 def test_a_burst_counts_only_429s_within_its_window():
@@ -112,3 +112,18 @@ def test_a_burst_counts_only_429s_within_its_window():
         now[0] = at
         decisions.append(limiter.rate_limited(1.0, window_spent=False))
     assert (BURST_429S, BURST_SECONDS) == (3, 10.0) and decisions == [False, False, False, True] and limiter.pauses == 1
+
+
+def test_a_burst_needs_as_many_429s_as_answers():
+    now = [0.0]
+    limiter = RateLimiter(clock=lambda: now[0])
+
+    async def answers(count: int) -> None:
+        for _ in range(count):
+            await limiter.after_response(10)
+
+    asyncio.run(answers(4))
+    decisions = [limiter.rate_limited(1.0, window_spent=False) for _ in range(5)]
+    assert decisions == [False, False, False, True, False]  # the 4th 429 matches the 4 answers; then a new count
+    now[0] = BURST_SECONDS  # the answers (and the 5th 429) have left the window: three 429s make a burst again
+    assert [limiter.rate_limited(1.0, window_spent=False) for _ in range(3)] == [False, False, True]
