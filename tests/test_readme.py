@@ -25,3 +25,16 @@ def test_setup_commands_come_first_and_ci_runs_the_test_command():
     assert "pip install -e ." in main_job and "inject " in main_job
     assert tests.endswith("python -m pytest -q")
     assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_docs_and_code_point_only_inside_the_repository():
+    # A user has the checkout, not the machine it was written on (a path like /work/shared/formats.md or
+    # /work/venv/bin/python is a dead end for them).
+    outside = re.compile(r"/work/|\.\./shared\b")
+    files = [ROOT / "README.md", ROOT / "SECURITY.md", ROOT / "pyproject.toml", ROOT / "taxonomy.yaml",
+             *(path for folder in ("bench", "data", "docs", "examples", "injector", "prompts", "taxonomies")
+               for path in sorted((ROOT / folder).rglob("*"))
+               if path.suffix in {".md", ".py", ".j2", ".yaml", ".toml", ".txt"})]
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}" for path in files if path.is_file()
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if outside.search(line)]
+    assert found == []
