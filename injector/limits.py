@@ -50,7 +50,10 @@ class RateLimiter:
 
     async def after_response(self, completion_tokens: int) -> None:
         """Charge the answer's tokens to the budget (known only afterwards)."""
-        self._recent_answers.append(self._clock())
+        now = self._clock()
+        self._recent_answers.append(now)
+        while now - self._recent_answers[0] >= BURST_SECONDS:  # bounded: only the last BURST_SECONDS are kept
+            self._recent_answers.popleft()
         await self._spend_tokens(completion_tokens)
 
     async def _spend_tokens(self, tokens: int) -> None:
