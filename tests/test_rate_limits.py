@@ -127,3 +127,24 @@ def test_a_burst_needs_as_many_429s_as_answers():
     assert decisions == [False, False, False, True, False]  # the 4th 429 matches the 4 answers; then a new count
     now[0] = BURST_SECONDS  # the answers (and the 5th 429) have left the window: three 429s make a burst again
     assert [limiter.rate_limited(1.0, window_spent=False) for _ in range(3)] == [False, False, True]
+
+
+def test_a_pause_holds_every_request_of_the_run(monkeypatch):
+    now, slept = [0.0], []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:  # a clock that jumps instead of waiting
+        slept.append(delay)
+        until = now[0] + delay
+        await real_sleep(0)  # let the other request reach the pause too
+        now[0] = max(now[0], until)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    limiter = RateLimiter(clock=lambda: now[0])
+    limiter.pause(30.0)
+
+    async def two_requests() -> None:
+        await asyncio.gather(limiter.before_request(10), limiter.before_request(10))
+
+    asyncio.run(two_requests())
+    assert slept == [30.0, 30.0] and now[0] == 30.0 and limiter.pauses == 1  # both waited out the same pause
