@@ -34,9 +34,10 @@ def main() -> None:
         original(self, seconds)
 
     limits.RateLimiter.pause = pause  # type: ignore[method-assign]
-    work = Path(tempfile.mkdtemp(prefix="scenario4-"))
-    input_path = run_loop.make_input(work / "s4.jsonl", 1000)
-    with ProviderProcess(latency=0.2, seed=4, **FAULTS) as provider:
+    with tempfile.TemporaryDirectory(prefix="scenario4-") as temporary, \
+            ProviderProcess(latency=0.2, seed=4, **FAULTS) as provider:
+        work = Path(temporary)
+        input_path = run_loop.make_input(work / "s4.jsonl", 1000)
         args = run_loop.inject_command(input_path, work / "run", provider.api_base, "--no-cache", "--timeout", "2",
                                        "--concurrency", "32")[1:]
         start = time.monotonic()
