@@ -1,0 +1,202 @@
+"""Equations in steps, evaluated: the arithmetic the circular_logic, redundancy and confidence operators rewrite.
+
+Two kinds of result a step can derive:
+- a computation `E = V` with E made only of numbers (`$11 + 3.60 = 14.60$`, `60 * 7 = 420` outside math);
+- a variable's value `x = V` (`$x = 37.5$`), together with an equation in `x` that the value solves.
+Every equation is evaluated with sympy (through latex2sympy, which math-verify installs); one that does not
+parse, or does not hold, is not offered, so an operator never builds on arithmetic it could not check.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from .text import NUMBER, split_answer
+
+# A value an operator can take as a result: a number, a negative number or a plain fraction.
+VALUE = r"-?\s*(?:\\[dt]?frac\{\d+\}\{\d+\}|" + NUMBER.pattern + ")"
+MATH = re.compile(r"\$([^$]+)\$")
+# A bare computation outside math: "60 * 7 = 420", "10+5+1=16".
+BARE = re.compile(r"(?<![\w.\\{^$])(\d[\d.\s+\-*/()]*?[+\-*/][\d.\s+\-*/()]*?)\s*=\s*(" + NUMBER.pattern + ")")
+# What makes a math segment something other than plain equalities between numbers.
+NOT_AN_EQUALITY = re.compile(r"\\(?:equiv|pmod|bmod|mod|approx|neq|ne|le|ge|leq|geq|lt|gt|pm|mp|in|cdots|ldots|dots|"
+                             r"text|mathrm|circ|angle|triangle|infty|sum|prod|int|lim|log|ln|sin|cos|tan|%)|[<>%!,;:]|"
+                             r"\^\\circ|_")
+VARIABLE = r"[a-zA-Z]"
+
+
+@dataclass(frozen=True)
+class Computation:
+    """`lhs = value` in a step's body, with `lhs` numeric; spans index the body."""
+
+    step: int
+    lhs: str
+    value: str
+    start: int  # where the written chain `A0 = ... = lhs = value` begins
+    end: int  # just past `value`
+    value_start: int
+    in_math: bool
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A step's `var = value`, and an equation `left = right` in `var` (from this step or an earlier one) that
+    the value satisfies."""
+
+    step: int
+    var: str
+    value: str
+    start: int
+    end: int
+    left: str
+    right: str
+
+
+@functools.lru_cache(maxsize=4096)
+def evaluate(latex: str):
+    """The exact sympy value of a numeric LaTeX expression, or None (not numeric, unparsable, not finite)."""
+    import sympy
+    from latex2sympy2_extended import latex2sympy
+
+    latex = latex.replace("\\left", "").replace("\\right", "").replace("\\$", "").strip()
+    if not latex or re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", latex)):
+        return None
+    try:
+        value = sympy.nsimplify(latex2sympy(latex.replace("*", " \\cdot ")).doit(), rational=True)
+    except Exception:  # latex2sympy raises many kinds; an unparsable expression is simply not offered
+        return None
+    return value if value.is_number and value.is_finite and value.is_real else None
+
+
+def holds(lhs: str, rhs: str) -> bool:
+    """Do two numeric LaTeX expressions have the same value (to the decimals `rhs` is written with)?"""
+    left, right = evaluate(lhs), evaluate(rhs)
+    if left is None or right is None:
+        return False
+    decimals = re.search(r"\.(\d+)", rhs)
+    tolerance = 0.5 * 10 ** -len(decimals.group(1)) if decimals else 0
+    return abs(float(left - right)) <= tolerance + 1e-12 if tolerance else left == right
+
+
+def introduced(value: str, earlier: str) -> bool:
+    """Is `value` new here, i.e. not written as a number in `earlier` text (the question and earlier steps)?"""
+    # Loose on purpose: a number anywhere, even inside LaTeX braces ("\\frac{1}{2}"), counts as written.
+    value = value.strip()
+    if not re.fullmatch(NUMBER.pattern, value):
+        return value.replace(" ", "") not in numbers_in(earlier)
+    return re.search(r"(?<![\d.])" + re.escape(value) + r"(?!\d|\.\d)", earlier) is None
+
+
+def numbers_in(text: str) -> set[str]:
+    return {m.group(0).replace(" ", "") for m in re.finditer(VALUE, text)} | {m.group(0) for m in NUMBER.finditer(text)}
+
+
+def computations(body: str, step: int) -> list[Computation]:
+    """The numeric computations `E = V` written in a step body (V a number), each one checked to hold."""
+    found: list[Computation] = []
+    for math in MATH.finditer(body):
+        segment = math.group(1)
+        if NOT_AN_EQUALITY.search(segment):
+            continue
+        parts = segment.split("=")
+        if len(parts) < 2:
+            continue
+        offset = math.start(1)
+        position = offset + len(parts[0]) + 1
+        for left, right in zip(parts, parts[1:]):
+            value = right.strip()
+            value_start = position + (len(right) - len(right.lstrip()))
+            if NUMBER.fullmatch(value) and evaluate(left) is not None and holds(left, value) and \
+                    not NUMBER.fullmatch(left.strip()):
+                found.append(Computation(step, left.strip(), value, offset + len(segment) - len(segment.lstrip()),
+                                         value_start + len(value), value_start, True))
+            position += len(right) + 1
+    for bare in BARE.finditer(_outside_math(body)):
+        lhs, value = bare.group(1).strip(), bare.group(2)
+        if holds(lhs, value):
+            found.append(Computation(step, lhs, value, bare.start(1), bare.end(2), bare.start(2), False))
+    return found
+
+
+def solved_values(steps: list[str], question: str, step: int) -> list[Solved]:
+    """`var = V` results of step `step` (V new there), each with an equation in `var` it satisfies: the last such
+    equation before it in the step, else in the step before."""
+    body = split_answer(steps[step])[0]
+    found: list[Solved] = []
+    for math in MATH.finditer(body):
+        match = re.fullmatch(r"\s*(" + VARIABLE + r")\s*=\s*(" + VALUE + r")\s*", math.group(1))
+        if not match:
+            continue
+        var, value = match.group(1), match.group(2).replace(" ", "")
+        earlier = question + " " + " ".join(steps[:step]) + body[: math.start()]
+        if not introduced(value, earlier) or len(re.findall(r"(?<![\w\\])" + var + r"\s*=", body)) > 1:
+            continue
+        # The equation an unchanged earlier step wrote comes first: a loop on it reads as a loop on the solution.
+        for source in (split_answer(steps[step - 1])[0] if step else "", body[: math.start()]):
+            equation = _equation_in(source, var, value)
+            if equation:
+                found.append(Solved(step, var, value, math.start(), math.end(), *equation))
+                break
+    return found
+
+
+def _equation_in(text: str, var: str, value: str) -> tuple[str, str] | None:
+    """The last equation `left = right` in `text`'s math that contains `var`, is more than `var = ...`, and holds
+    when `var` is `value`."""
+    for math in reversed(list(MATH.finditer(text))):
+        segment = math.group(1)
+        if segment.count("=") != 1 or NOT_AN_EQUALITY.search(segment):
+            continue
+        left, right = (side.strip() for side in segment.split("="))
+        if not re.search(r"(?<![A-Za-z\\])" + var + r"(?![A-Za-z])", segment) or left == var or right == var:
+            continue
+        if re.search(r"(?<![A-Za-z\\])(?!" + var + r")[A-Za-z](?![A-Za-z])", re.sub(r"\\[a-zA-Z]+", "", segment)):
+            continue  # another unknown
+        if holds(substitute(left, var, value), substitute(right, var, value)):
+            return left, right
+    return None
+
+
+def substitute(latex: str, var: str, value: str) -> str:
+    """`latex` with `var` replaced by `value`, written as a person would: `4x` -> `4 \\cdot 37.5`,
+    `x^2` with a negative or a fraction -> `(-3)^2`."""
+    plain = NUMBER.fullmatch(value) is not None
+
+    def put(match: re.Match) -> str:
+        before, after = latex[: match.start()], latex[match.end():]
+        written = value if plain or not after.lstrip().startswith("^") else f"({value})"
+        if not plain and value.startswith("-") and re.search(r"[\d)}+\-]\s*$", before):
+            written = f"({value})"
+        if re.search(r"[\d)}]\s*$", before):
+            written = " \\cdot " + written
+        if re.match(r"\s*[\d(\\]", after) and not re.match(r"\s*\\(?:cdot|times|div|right|frac)", after):
+            written += " \\cdot "
+        return written
+
+    return re.sub(r"(?<![A-Za-z\\])" + var + r"(?![A-Za-z])", put, latex)
+
+
+def latex_number(value) -> str | None:
+    """A sympy rational as a person writes it: `12`, `-3`, `\\frac{25}{3}`; None when it is not rational."""
+    import sympy
+
+    value = sympy.nsimplify(value, rational=True)
+    if not value.is_rational:
+        return None
+    if value.is_integer:
+        return str(int(value))
+    sign = "-" if value < 0 else ""
+    return f"{sign}\\frac{{{abs(value.p)}}}{{{value.q}}}"
+
+
+def decimal_like(value, like: str) -> str | None:
+    """`value` written with the decimals of `like` (`3.60` -> two), None when that would round it."""
+    decimals = len(like.split(".")[1]) if "." in like else 0
+    written = f"{float(value):.{decimals}f}"
+    return written if abs(float(value) - float(written)) < 1e-9 else None
+
+
+def _outside_math(body: str) -> str:
+    """`body` with its `$...$` math blanked out (same length, so spans still index the body)."""
+    return MATH.sub(lambda m: " " * len(m.group(0)), body)
