@@ -24,6 +24,11 @@ NOT_AN_EQUALITY = re.compile(r"\\(?:equiv|pmod|bmod|mod|approx|neq|ne|le|ge|leq|
                              r"text|mathrm|circ|angle|triangle|infty|sum|prod|int|lim|log|ln|sin|cos|tan|%)|[<>%!,;:]|"
                              r"\^\\circ|_")
 VARIABLE = r"[a-zA-Z]"
+# Leading connectives a clause can shed before it is framed as an assumption ("So the total cost is ...").
+CONNECTIVE = re.compile(r"^(?:(?:so|then|thus|hence|and|now|next|finally|first|similarly|therefore|right)\b,?\s*)+",
+                        re.IGNORECASE)
+# A clause that states a quantity: "the total cost is", "her speed is", "she travels" (not "That gives").
+STATES = re.compile(r"^(?:the|her|his|its|their|our|each|one|angle|there|she|he|they|we)\b[^$]*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -200,3 +205,86 @@ def decimal_like(value, like: str) -> str | None:
 def _outside_math(body: str) -> str:
     """`body` with its `$...$` math blanked out (same length, so spans still index the body)."""
     return MATH.sub(lambda m: " " * len(m.group(0)), body)
+
+
+def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
+    """Equations that recover a known operand of `lhs` from `value`: `a + b` -> `value - b = a`, `a \\cdot b` ->
+    `\\frac{value}{b} = a`, `\\frac{a}{b}` -> `value \\cdot b = a`; only operands written earlier count as known."""
+    lhs = lhs.strip()
+    fraction = re.fullmatch(r"\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}", lhs)
+    if fraction:
+        terms = [("/", [fraction.group(1).strip(), fraction.group(2).strip()])]
+    else:
+        terms = []
+        for op, pattern in (("+", r"\+"), ("-", r"(?<=\s)-(?=\s)"), ("*", r"\\cdot|\\times|\*")):
+            parts = [p.strip() for p in top_level_split(lhs, pattern)]
+            if len(parts) >= 2 and all(parts) and (op != "-" or len(parts) == 2):
+                terms.append((op, parts))
+    # An operand is known when it is a number (or a computation of numbers) that the solution had already written.
+    known = lambda operand: evaluate(operand) is not None and NUMBER.search(operand) and \
+        not any(introduced(n.group(0), earlier) for n in NUMBER.finditer(operand))
+    inverses = []
+    for op, parts in terms:
+        if len(terms) > 1 or not all(known(p) for p in parts):
+            continue  # mixed operators: undoing one of them is not a plain inverse
+        for k, kept in enumerate(parts):
+            others = parts[:k] + parts[k + 1:]
+            product = " \\cdot ".join(others)
+            bare = kept[1:-1] if re.fullmatch(r"\(-?[\d.]+\)", kept) else kept
+            if op == "+":
+                inverse = f"{value} - {' - '.join(others)} = {bare}"
+            elif op == "-":
+                inverse = f"{value} + {parts[1]} = {bare}" if k == 0 else \
+                    f"{parts[0]} - {value} = {bare}"
+            elif op == "*":
+                inverse = f"\\frac{{{value}}}{{{product}}} = {bare}"
+            else:
+                inverse = f"{value} \\cdot {parts[1]} = {parts[0]}" if k == 0 else \
+                    f"\\frac{{{parts[0]}}}{{{value}}} = {parts[1]}"
+            if re.fullmatch(r"-?\d+(?:\.\d+)?", bare) and holds(*inverse.rsplit(" = ", 1)):
+                inverses.append(inverse)
+    return inverses
+
+
+def top_level_split(text: str, pattern: str) -> list[str]:
+    """`text` split at the matches of `pattern` outside braces and parentheses."""
+    parts, depth, start = [], 0, 0
+    for match in re.finditer(r"[{(]|[})]|" + pattern, text):
+        token = match.group(0)
+        if token in "{(":
+            depth += 1
+        elif token in "})":
+            depth -= 1
+        elif depth == 0:
+            parts.append(text[start: match.start()])
+            start = match.end()
+    return parts + [text[start:]]
+
+
+def stated_quantity(body: str, computation: Computation) -> tuple[str, str] | None:
+    """The clause around a computation that is the whole of its math, as (words before, words after):
+    "So the total cost is $11 + 3.60 = 14.60$ dollars." -> ("the total cost is", " dollars"); None when the words
+    before do not state a quantity or the math holds more than the computation."""
+    if not computation.in_math or " or " in body:
+        return None
+    math_start = body.rfind("$", 0, computation.start)
+    math_end = body.find("$", computation.end)
+    if math_start < 0 or math_end < 0 or body[math_start + 1: computation.start].strip() or \
+            body[computation.end: math_end].strip():
+        return None  # the math holds more than the computation ("$b = \\frac{9-3}{3} = 2$")
+    # Of "A, so B is $...$", only the clause that states the quantity counts.
+    prefix = CONNECTIVE.sub("", re.split(r",\s*(?:so|and|then)\s+", body[:math_start])[-1]).strip()
+    suffix = body[math_end + 1:].rstrip().rstrip(".")
+    if not STATES.match(prefix) or "$" in suffix:
+        return None
+    return prefix, suffix
+
+
+def substituted(solved: Solved) -> str:
+    """The equation a solved value satisfies, with the value put in: `2 \\cdot 5 + 2 = 12 = 3 \\cdot 5 - 3`."""
+    left = substitute(solved.left, solved.var, solved.value)
+    right = substitute(solved.right, solved.var, solved.value)
+    middle = latex_number(evaluate(left)) if evaluate(left) is not None else None
+    if right != solved.right and middle is not None and middle not in (left, right):
+        return f"{left} = {middle} = {right}"  # both sides had the variable: show the common value
+    return f"{left} = {right}"
