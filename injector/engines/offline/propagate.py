@@ -120,9 +120,8 @@ def render(value: Fraction, like: str, in_math: bool) -> str:
                 return f"{sign}{scaled.numerator}"
             whole, part = divmod(scaled.numerator, 10**digits)
             return f"{sign}{whole}.{part:0{digits}d}"
-    if in_math:
-        return f"{sign}\\frac{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
-    raise NotRecomputable(f"{value} cannot be written exactly like {like!r}")
+    fraction = f"{sign}\\frac{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
+    return fraction if in_math else f"${fraction}$"  # prose gets the fraction as math
 
 
 def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool) -> tuple[str, bool]:
@@ -300,7 +299,7 @@ class Recomputer:
             return
         self.old_env[name], self.new_env[name] = old, new
 
-    def step(self, index: int, old: str, new: str, given: int = 0) -> str:
+    def step(self, index: int, old: str, new: str, given: int = 0, names_left: bool = False) -> str:
         """The recomputed text of step `index` (old text `old`, substituted text `new`). The first `given` chains
         are the operator's own (read for symbol values, not rewritten)."""
         old_chains, new_chains = chains(old, math_spans(old)), chains(new, math_spans(new))
@@ -309,7 +308,7 @@ class Recomputer:
             raise NotRecomputable(f"step {index + 1} changed shape")
         edits: list[tuple[int, int, str]] = []
         for k, (o, n) in enumerate(zip(old_chains, new_chains)):
-            edits += self.chain(index, old, new, o, n, given=k < given)
+            edits += self.chain(index, old, new, o, n, given=k < given, names_left=names_left)
         for start, end, text in sorted(edits, reverse=True):
             new = new[:start] + text + new[end:]
         self._plain_text_guard(old, new)
@@ -321,7 +320,8 @@ class Recomputer:
         if re.search(r"\d\s*[-+*/=x×]\s*\d", plain) and MATH.sub(" ", split_answer(old)[0]) != plain:
             raise NotRecomputable("changed arithmetic outside math")
 
-    def chain(self, index: int, old: str, new: str, o: Chain, n: Chain, given: bool) -> list[tuple[int, int, str]]:
+    def chain(self, index: int, old: str, new: str, o: Chain, n: Chain, given: bool,
+              names_left: bool = False) -> list[tuple[int, int, str]]:
         old_exprs = [old[a:b] for a, b in o.exprs]
         new_exprs = [new[a:b] for a, b in n.exprs]
         touched = [a != b or self._uses_changed_symbol(a) for a, b in zip(old_exprs, new_exprs)]
@@ -338,7 +338,7 @@ class Recomputer:
             if any(touched) and not given:
                 self._same_truth(index, old_exprs, new_exprs, relations)
             return []
-        return self._equation(index, old_exprs, new_exprs, n, touched, given)
+        return self._equation(index, old_exprs, new_exprs, n, touched, given, names_left)
 
     def _uses_changed_symbol(self, latex: str) -> bool:
         expr = parse(latex)
@@ -363,7 +363,7 @@ class Recomputer:
             raise NotRecomputable(f"step {index + 1}: an inequality would flip")
 
     def _equation(self, index: int, old_exprs: list[str], new_exprs: list[str], n: Chain, touched: list[bool],
-                  given: bool) -> list[tuple[int, int, str]]:
+                  given: bool, names_left: bool = False) -> list[tuple[int, int, str]]:
         import sympy
 
         # "x = ..." with x not yet known: the rest is a numeric chain, and x takes its value.
@@ -401,6 +401,8 @@ class Recomputer:
         for k in range(start, len(new_exprs)):
             if k == first or equal(new_vals[k], target):
                 continue
+            if k < first and names_left:
+                continue  # the operator's step: what stands left of its changed formula is the quantity's name
             if k < first or not literal(new_exprs[k]):
                 raise NotRecomputable(f"step {index + 1}: {new_exprs[k].strip()!r} cannot be recomputed")
             old_value, new_value = as_fraction(old_vals[k]), as_fraction(sympy.nsimplify(target))
@@ -471,50 +473,77 @@ def _given_chains(old: str, new: str) -> int:
     return last
 
 
-def propagate(steps: list[str], index: int, new_text: str, *, question: str = "") -> list[dict[str, Any]] | None:
+def propagate(steps: list[str], index: int, new_text: str, *, question: str = "", recompute: bool = False,
+              carry: bool = True) -> list[dict[str, Any]] | None:
     """Replace edits for `steps[index] -> new_text` and every later step recomputed from it; None when the change
-    cannot be carried through exactly (see the module docstring)."""
+    cannot be carried through exactly (see the module docstring).
+
+    By default `new_text` is the operator's finished step (its results are its own, e.g. an arithmetic slip) and
+    the numbers it replaced are carried to the later steps. `recompute=True`: the operator only replaced inputs
+    (a constant, a formula, a value) and the step's own equations are recomputed from them, as a later step's
+    would be; an expression left of the changed one names the quantity (`\\binom{5}{2} = 5 \\cdot 4 = ...`).
+    `carry=False`: the replaced numbers stay local to this step (a step that misuses a quantity another step
+    established); only the results recomputed in it are carried on.
+    """
     try:
-        return _propagate(list(steps), index, new_text, question)
+        return _propagate(list(steps), index, new_text, question, recompute, carry)
     except NotRecomputable:
         return None
 
 
-def why_not(steps: list[str], index: int, new_text: str, *, question: str = "") -> str | None:
+def why_not(steps: list[str], index: int, new_text: str, *, question: str = "", recompute: bool = False,
+            carry: bool = True) -> str | None:
     """Why `propagate` returns None for this change (None when it does not)."""
     try:
-        _propagate(list(steps), index, new_text, question)
+        _propagate(list(steps), index, new_text, question, recompute, carry)
     except NotRecomputable as exc:
         return str(exc)
     return None
 
 
-def _propagate(steps: list[str], index: int, new_text: str, question: str) -> list[dict[str, Any]]:
+def final_answer_changed(steps: list[str], edits: list[dict[str, Any]]) -> bool:
+    """Does the last step's `# Answer` differ after these edits?"""
+    last = next((e["text"] for e in edits if e["op"] == "replace" and e["step"] == len(steps)), steps[-1])
+    return split_answer(last)[1].strip() != split_answer(steps[-1])[1].strip()
+
+
+def _propagate(steps: list[str], index: int, new_text: str, question: str, recompute: bool,
+               carry: bool) -> list[dict[str, Any]]:
     walker = Recomputer(question, steps)
     for k in range(index):  # symbols set before the change keep their values
         walker.step(k, steps[k], steps[k])
     old_text = steps[index]
-    for old_value, new_value in _changed_values(old_text, new_text):
-        walker.add_change(old_value, new_value, index)
-    walker.step(index, old_text, new_text, given=_given_chains(old_text, new_text))
+    if carry:
+        for old_value, new_value in _changed_values(old_text, new_text):
+            walker.add_change(old_value, new_value, index)
+    if recompute:
+        new_text = _recompute(walker, index, old_text, new_text, names_left=True)
+    else:
+        walker.step(index, old_text, new_text, given=_given_chains(old_text, new_text))
     edits = [replace(index + 1, new_text)]
     for k in range(index + 1, len(steps)):
         body, tail = split_answer(steps[k])
-        spans = math_spans(body)
-        new_body = _substitute_outside_and_inside(body, spans, walker.changes)
+        new_body = _substitute_outside_and_inside(body, math_spans(body), walker.changes)
         new_tail = _substitute_answer(tail, walker.changes)
         if new_body == body and new_tail == tail and not _uses_changed_symbols(walker, body):
             walker.step(k, body, body)
             continue
-        known = dict(walker.changes)
-        recomputed = walker.step(k, body, new_body)
-        fresh = {old: new for old, new in walker.changes.items() if old not in known}
-        if fresh:  # a result recomputed here and restated later in the same step ("... = 250, so 250 minutes")
-            recomputed = _substitute_outside_and_inside(recomputed, math_spans(recomputed), fresh)
-        new_tail = _substitute_answer(tail, walker.changes)  # results of this step may reach its own answer
-        if recomputed + new_tail != steps[k]:
-            edits.append(replace(k + 1, recomputed + new_tail))
+        text = _recompute(walker, k, steps[k], new_body + new_tail)
+        if text != steps[k]:
+            edits.append(replace(k + 1, text))
     return edits
+
+
+def _recompute(walker: Recomputer, index: int, old: str, new: str, names_left: bool = False) -> str:
+    """Step `index` recomputed from its substituted text `new`, its answer tail included."""
+    old_body, tail = split_answer(old)
+    body = split_answer(new)[0]
+    known = dict(walker.changes)
+    recomputed = walker.step(index, old_body, body, names_left=names_left)
+    fresh = {a: b for a, b in walker.changes.items() if a not in known}
+    if fresh:  # a result recomputed here and restated later in the same step ("... = 250, so 250 minutes")
+        recomputed = _substitute_outside_and_inside(recomputed, math_spans(recomputed), fresh)
+    return recomputed + _substitute_answer(split_answer(new)[1] or tail, walker.changes)
 
 
 def _uses_changed_symbols(walker: Recomputer, body: str) -> bool:
@@ -545,3 +574,13 @@ def _substitute_answer(tail: str, changes: dict) -> str:
     if hit and not literal(new):
         raise NotRecomputable("the final answer is an expression with a changed value in it")
     return tail[: match.start(2)] + new + tail[match.end(2):]
+
+
+def carried_on(edits: list[dict[str, Any]]) -> str:
+    """" Steps 5 and 6 carry the wrong value to the final answer." for a reason (empty when nothing was carried)."""
+    later = [e["step"] for e in edits[1:]]
+    if not later:
+        return ""
+    if len(later) == 1:
+        return f" Step {later[0]} carries it forward."
+    return f" Steps {', '.join(map(str, later[:-1]))} and {later[-1]} carry it forward."
