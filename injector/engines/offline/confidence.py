@@ -4,14 +4,16 @@ from __future__ import annotations
 import random
 
 from ...trajectory import Trajectory
-from .counterfactual import counterfactual_options
+from .numerical_calculation import numerical_calculation_options
 from .text import CERTAINTY, Option, Perturbation, lower_first
 
 def confidence_options(trajectory: Trajectory) -> list[Option]:
     def certain(option: Option) -> Option:
-        def wrapped(rng: random.Random) -> Perturbation:
+        def wrapped(rng: random.Random) -> Perturbation | None:
             perturbation = option(rng)
-            [edit] = perturbation.edits
+            if perturbation is None:
+                return None
+            edit = perturbation.edits[0]
             phrase = rng.choice(CERTAINTY)
             edit["text"] = phrase + lower_first(edit["text"])
             perturbation.operator = "confident_false_result"
@@ -19,4 +21,4 @@ def confidence_options(trajectory: Trajectory) -> list[Option]:
             return perturbation
         return wrapped
 
-    return [certain(option) for option in counterfactual_options(trajectory)]
+    return [certain(option) for option in numerical_calculation_options(trajectory)]
