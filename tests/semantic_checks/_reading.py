@@ -8,7 +8,8 @@ import sympy
 from latex2sympy2_extended import latex2sympy
 
 DOLLARS = re.compile(r"\$(.+?)\$", re.DOTALL)
-A_NUMBER = re.compile(r"-?\d+(?:\.\d+)?|-?\\d?frac\{\d+\}\{\d+\}")
+# A minus is a sign only where no operand ends right before it ("11-8" holds 8, "=-8" holds -8).
+A_NUMBER = re.compile(r"(?:(?<![\w)}.])-)?(?:\d+(?:\.\d+)?|\\d?frac\{\d+\}\{\d+\})")
 ANSWER = re.compile(r"#+\s*answer", re.IGNORECASE)
 
 

@@ -17,7 +17,7 @@ import re
 from fractions import Fraction
 
 from ...trajectory import Trajectory
-from .equations import CONNECTIVE, STATES, Computation, computations, evaluate, stated_quantity
+from .equations import STATES, Computation, computations, evaluate, solved_values, stated_quantity
 from .numerical_calculation import slip_decimal, slipped
 from .propagate import carried_on, final_answer_changed, propagate, render
 from .text import Option, Perturbation, lower_first, replace_span, split_answer
@@ -26,9 +26,10 @@ ADVERBS = ("clearly", "certainly", "of course", "obviously", "surely")
 # Said after a statement: ", without a doubt." (grammatical after any declarative sentence).
 AFTERWARDS = ("without a doubt", "no question about it", "as anyone can see", "beyond any doubt", "for sure")
 OPENERS = ("It is certain that {clause}", "We know for sure that {clause}", "There is no doubt that {clause}")
-CORRECTIONS = ("That is not right: {adverb} {clause}, not ${old}$.", "No, {clause}, not ${old}$; that much is certain.",
-               "That value is wrong. {Adverb}, {clause}, not ${old}$.",
-               "Actually, {clause}, not ${old}$, without a doubt.", "We know for sure that {clause}, not ${old}$.")
+CORRECTIONS = ("That is not right: {adverb} {clause}.", "No, {clause}, not ${old}$; that much is certain.",
+               "That value is wrong. {Adverb}, {clause}.", "Correction: {clause}, {afterwards}.",
+               "Rather, {clause}, {afterwards}.", "On second thought, {clause}, {afterwards}.",
+               "We know for sure that {clause} instead.")
 
 
 def with_certainty(text: str, rng: random.Random) -> str | None:
@@ -63,6 +64,13 @@ def confidence_options(trajectory: Trajectory) -> list[Option]:
             options.append(_option(trajectory, index, computation, bare, correction=False))
             if stated_quantity(body, computation) and not tail and index < len(steps) - 1:
                 options.append(_option(trajectory, index, computation, bare, correction=True))
+        for solved in solved_values(steps, trajectory.question, index):
+            value_start = body.rfind(solved.value, solved.start, solved.end)
+            # The solved value as a computation of nothing: the whole step gives way to the bare assertion.
+            as_computation = Computation(index, solved.var, solved.value, solved.start, value_start + len(solved.value),
+                                         value_start, True)
+            options.append(_option(trajectory, index, as_computation, (0, len(body), f"${solved.var} = "),
+                                   correction=False, solved=True))
     return options
 
 
@@ -80,7 +88,7 @@ def _bare(body: str, computation: Computation) -> tuple[int, int, str] | None:
 
 
 def _option(trajectory: Trajectory, index: int, computation: Computation, bare: tuple[int, int, str],
-            correction: bool) -> Option:
+            correction: bool, solved: bool = False) -> Option:
     steps = list(trajectory.steps)
     body, tail = split_answer(steps[index])
 
@@ -103,12 +111,17 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
             prefix, suffix = stated_quantity(body, computation)
             clause = f"{lower_first(prefix)} ${new}${suffix}"
             adverb = rng.choice(ADVERBS)
-            said = rng.choice(CORRECTIONS).format(clause=clause, old=old, adverb=adverb, Adverb=adverb.capitalize())
+            said = rng.choice(CORRECTIONS).format(clause=clause, old=old, adverb=adverb, Adverb=adverb.capitalize(),
+                                                  afterwards=rng.choice(AFTERWARDS))
             edits[0] = {"op": "insert", "after": index + 1, "text": said, "error": True}
             what = (f"The step inserted after step {index + 1} \"corrects\" its true result {old} to {new} with "
                     "certainty and no reason.")
         else:
-            asserted = with_certainty(body[:start] + kept + new + body[end:] + new_tail, rng)
+            if solved:  # "So $4x = 150$ and $x = 37.5$." -> "So clearly $x = 38$."
+                asserted = with_certainty(rng.choice(("So ", "Then ", "This gives ")) + kept + new + "$." + new_tail,
+                                          rng)
+            else:
+                asserted = with_certainty(body[:start] + kept + new + body[end:] + new_tail, rng)
             if asserted is None:
                 return None
             edits[0]["text"] = asserted

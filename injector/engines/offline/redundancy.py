@@ -18,12 +18,13 @@ from .equations import Computation, Solved, computations, evaluate, holds, inver
 from .text import Option, Perturbation, insert, lower_first, split_answer
 
 # Lead-ins for a re-derivation that restates the step's own clause.
-SAME_CLAUSE = ("{Clause}.", "So {clause}.", "That is, {clause}.", "Put another way, {clause}.",
-               "Computed another way, {clause}.", "Equivalently, {clause}.")
-# Lead-ins for a side equation that follows from the step's result.
-SIDE_EQUATION = ("We also have ${equation}$.", "This gives ${equation}$.", "So ${equation}$ as well.",
-                 "It follows that ${equation}$.", "Then ${equation}$.", "And ${equation}$.",
-                 "From this, ${equation}$.", "That means ${equation}$.")
+SAME_CLAUSE = ("{Clause}.", "So {clause}.", "That is, {clause}.", "Also, {clause}.", "We can also say {clause}.")
+# A side equation that follows from the step's result, alone or with the step's own clause after it.
+SIDE_EQUATION = ("We also have ${equation}$.", "Then ${equation}$.", "So ${equation}$.", "This gives ${equation}$.",
+                 "And ${equation}$.", "From this, ${equation}$.")
+SIDE_WITH_CLAUSE = ("Since ${equation}$, {clause}.", "Then ${equation}$, so {clause}.",
+                    "We have ${equation}$, and so {clause}.", "As ${equation}$, {clause}.",
+                    "So ${equation}$, which gives that {clause}.")
 # A value put back into the equation it solves.
 PUT_BACK = ("With ${var} = {value}$, ${filled}$.", "Then ${filled}$.", "So ${filled}$.",
             "For ${var} = {value}$ we get ${filled}$.", "Putting ${var} = {value}$ into ${equation}$ gives ${filled}$.",
@@ -46,7 +47,8 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
                 options.append(_same_clause(index, computation, stated, routes))
             inverses = inverse_equations(computation.lhs, computation.value, earlier)
             if inverses:
-                options.append(_side_equation(index, inverses))
+                clause = f"{lower_first(stated[0])} ${computation.value}${stated[1]}" if stated else None
+                options.append(_side_equation(index, inverses, clause))
         for solved in solved_values(steps, trajectory.question, index):
             options.append(_put_back(index, solved))
     return options
@@ -64,11 +66,11 @@ def _same_clause(index: int, computation: Computation, stated: tuple[str, str], 
     return option
 
 
-def _side_equation(index: int, inverses: list[str]) -> Option:
+def _side_equation(index: int, inverses: list[str], clause: str | None) -> Option:
     def option(rng: random.Random) -> Perturbation:
         equation = rng.choice(inverses)
-        return Perturbation("recover_an_operand", [insert(index + 1, rng.choice(SIDE_EQUATION).format(
-            equation=equation))], f"The step inserted after step {index + 1} works back from the result of step "
+        lead = rng.choice(SIDE_WITH_CLAUSE + SIDE_EQUATION if clause else SIDE_EQUATION)
+        return Perturbation("recover_an_operand", [insert(index + 1, lead.format(equation=equation, clause=clause))], f"The step inserted after step {index + 1} works back from the result of step "
                                   f"{index + 1} to a number the solution already had (${equation}$); it is true, and "
                                   "nothing later needs it.")
     return option
