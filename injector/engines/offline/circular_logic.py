@@ -28,7 +28,7 @@ DERIVE_VALUE = ("Then ${filled}$, so ${var} = {value}$.",
                 "Plugging in, ${filled}$, so ${var} = {value}$.",
                 "Then ${equation}$ reads ${filled}$, which means ${var} = {value}$.")
 ASSUME_CLAUSE = ("Suppose {clause}.", "Let's say {clause}.", "{Clause}.", "So {clause}.", "We have that {clause}.",
-                 "Then {clause}.")
+                 "Then {clause}.", "We take it that {clause}.", "Here {clause}.")
 DERIVE_CLAUSE = ("Then ${inverse}$, so {clause}.", "This gives ${inverse}$, so {clause}.",
                  "Since ${inverse}$, {clause}.", "So ${inverse}$, which means {clause}.",
                  "With this, ${inverse}$, and so {clause}.", "From this we get ${inverse}$, so {clause}.")

@@ -24,8 +24,10 @@ from .text import Option, Perturbation, lower_first, replace_span, split_answer
 
 ADVERBS = ("clearly", "certainly", "of course", "obviously", "surely")
 # Said after a statement: ", without a doubt." (grammatical after any declarative sentence).
-AFTERWARDS = ("without a doubt", "no question about it", "as anyone can see", "beyond any doubt", "for sure")
-OPENERS = ("It is certain that {clause}", "We know for sure that {clause}", "There is no doubt that {clause}")
+AFTERWARDS = ("without a doubt", "no question about it", "as anyone can see", "beyond any doubt", "for sure",
+              "that much is certain", "plainly", "with certainty", "there is no doubt", "as is certain")
+OPENERS = ("It is certain that {clause}", "We know for sure that {clause}", "There is no doubt that {clause}",
+           "Certainly {clause}", "Without a doubt, {clause}")
 CORRECTIONS = ("That is not right: {adverb} {clause}.", "No, {clause}, not ${old}$; that much is certain.",
                "That value is wrong. {Adverb}, {clause}.", "Correction: {clause}, {afterwards}.",
                "Rather, {clause}, {afterwards}.", "On second thought, {clause}, {afterwards}.",
