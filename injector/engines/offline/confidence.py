@@ -29,7 +29,7 @@ AFTERWARDS = ("without a doubt", "no question about it", "as anyone can see", "b
 OPENERS = ("It is certain that {clause}", "We know for sure that {clause}", "There is no doubt that {clause}",
            "Certainly {clause}", "Without a doubt, {clause}")
 CORRECTIONS = ("That is not right: {adverb} {clause}.", "No, {clause}, not ${old}$; that much is certain.",
-               "That value is wrong. {Adverb}, {clause}.", "Correction: {clause}, {afterwards}.",
+               "That value does not hold up. {Adverb}, {clause}.", "Correction: {clause}, {afterwards}.",
                "Rather, {clause}, {afterwards}.", "On second thought, {clause}, {afterwards}.",
                "We know for sure that {clause} instead.")
 
