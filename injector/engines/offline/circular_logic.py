@@ -12,8 +12,8 @@ import random
 import re
 
 from ...trajectory import Trajectory
-from .equations import Computation, Solved, computations, evaluate, holds, introduced, inverse_equations, \
-    latex_number, solved_values, stated_quantity, substitute, substituted
+from .equations import Computation, Solved, computations, determines, introduced, inverse_equations, \
+    solved_values, stated_quantity, substituted
 from .text import Option, Perturbation, insert, lower_first, replace, split_answer
 
 # The assumption: a framed one, or the bare value with nothing before it (the next step then "derives" it).
@@ -44,7 +44,7 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
         if tail or index == len(steps) - 1:
             continue
         for solved in solved_values(steps, trajectory.question, index):
-            if _determines(solved):
+            if determines(solved):
                 options.append(_loop_on_value(index, solved))
         earlier = trajectory.question + " " + " ".join(steps[:index])
         for computation in computations(body, index):
@@ -52,16 +52,6 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
             if loop is not None:
                 options.append(loop)
     return options
-
-
-def _determines(solved: Solved) -> bool:
-    """The equation pins the variable down: it fails for a different value (an identity proves nothing)."""
-    other = evaluate(solved.value)
-    if other is None:
-        return False
-    other = latex_number(other + 1)
-    return other is not None and not holds(substitute(solved.left, solved.var, other),
-                                           substitute(solved.right, solved.var, other))
 
 
 def _loop_on_value(index: int, solved: Solved) -> Option:

@@ -28,7 +28,7 @@ VARIABLE = r"[a-zA-Z]"
 CONNECTIVE = re.compile(r"^(?:(?:so|then|thus|hence|and|now|next|finally|first|similarly|therefore|right)\b,?\s*)+",
                         re.IGNORECASE)
 # A clause that states a quantity: "the total cost is", "her speed is", "she travels" (not "That gives").
-STATES = re.compile(r"^(?:the|her|his|its|their|our|each|one|angle|there|she|he|they|we)\b[^$]*$", re.IGNORECASE)
+STATES = re.compile(r"^(?:the|her|his|their|our|each|one|angle|there|she|he|they|we)\b[^$]*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -239,6 +239,8 @@ def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
             elif op == "*":
                 inverse = f"\\frac{{{value}}}{{{product}}} = {bare}"
             else:
+                if k == 1 and not re.fullmatch(r"\d+(?:\.\d+)?", parts[0]):
+                    continue  # "\\frac{3+5}{4} = 2" reads as a puzzle, not as a step
                 inverse = f"{value} \\cdot {parts[1]} = {parts[0]}" if k == 0 else \
                     f"\\frac{{{parts[0]}}}{{{value}}} = {parts[1]}"
             if re.fullmatch(r"-?\d+(?:\.\d+)?", bare) and holds(*inverse.rsplit(" = ", 1)):
@@ -288,3 +290,13 @@ def substituted(solved: Solved) -> str:
     if right != solved.right and middle is not None and middle not in (left, right):
         return f"{left} = {middle} = {right}"  # both sides had the variable: show the common value
     return f"{left} = {right}"
+
+
+def determines(solved: Solved) -> bool:
+    """The equation pins the variable down: it fails for a different value (an identity proves nothing)."""
+    other = evaluate(solved.value)
+    if other is None:
+        return False
+    other = latex_number(other + 1)
+    return other is not None and not holds(substitute(solved.left, solved.var, other),
+                                           substitute(solved.right, solved.var, other))

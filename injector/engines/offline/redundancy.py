@@ -13,8 +13,8 @@ import random
 import re
 
 from ...trajectory import Trajectory
-from .equations import Computation, Solved, computations, evaluate, holds, inverse_equations, latex_number, \
-    solved_values, stated_quantity, substituted, top_level_split
+from .equations import Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
+    latex_number, solved_values, stated_quantity, substituted, top_level_split
 from .text import Option, Perturbation, insert, lower_first, split_answer
 
 # Lead-ins for a re-derivation that restates the step's own clause.
@@ -50,7 +50,8 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
                 clause = f"{lower_first(stated[0])} ${computation.value}${stated[1]}" if stated else None
                 options.append(_side_equation(index, inverses, clause))
         for solved in solved_values(steps, trajectory.question, index):
-            options.append(_put_back(index, solved))
+            if determines(solved):  # putting a value into an identity shows nothing
+                options.append(_put_back(index, solved))
     return options
 
 
