@@ -25,7 +25,7 @@ from .text import Option, Perturbation, lower_first, replace_span, split_answer
 ADVERBS = ("clearly", "certainly", "of course", "obviously", "surely")
 # Said after a statement: ", without a doubt." (grammatical after any declarative sentence).
 AFTERWARDS = ("without a doubt", "no question about it", "as anyone can see", "beyond any doubt", "for sure",
-              "that much is certain", "plainly", "with certainty", "there is no doubt", "as is certain")
+              "that much is certain", "plainly", "with certainty", "as is certain")
 OPENERS = ("It is certain that {clause}", "We know for sure that {clause}", "There is no doubt that {clause}",
            "Certainly {clause}", "Without a doubt, {clause}")
 CORRECTIONS = ("That is not right: {adverb} {clause}.", "No, {clause}, not ${old}$; that much is certain.",
@@ -132,12 +132,12 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
         touched = {e.get("step") for e in edits if e["op"] == "replace"}
         candidates = [k for k in range(len(steps)) if k + 1 not in touched and k != index]
         rng.shuffle(candidates)
-        declared = []
+        declared, wanted = [], rng.choice((1, 2))
         for k in candidates:
             said = with_certainty(steps[k], rng)
             if said is not None:
                 declared.append({"op": "replace", "step": k + 1, "text": said, "error": False})
-            if len(declared) == rng.choice((1, 2)):
+            if len(declared) == wanted:
                 break
         if not declared:
             return None  # certainty on the error step alone would give it away
