@@ -22,12 +22,14 @@ from .numerical_calculation import slip_decimal, slipped
 from .propagate import carried_on, final_answer_changed, propagate, render
 from .text import Option, Perturbation, lower_first, replace_span, split_answer
 
-ADVERBS = ("clearly", "certainly", "of course", "obviously", "surely")
+ADVERBS = ("clearly", "certainly", "of course", "obviously", "surely", "undoubtedly", "plainly", "evidently")
 # Said after a statement: ", without a doubt." (grammatical after any declarative sentence).
 AFTERWARDS = ("without a doubt", "no question about it", "as anyone can see", "beyond any doubt", "for sure",
-              "that much is certain", "plainly", "with certainty", "as is certain")
+              "that much is certain", "plainly", "with certainty", "as is certain", "undoubtedly", "of course",
+              "as is well known", "no doubt")
 OPENERS = ("It is certain that {clause}", "We know for sure that {clause}", "There is no doubt that {clause}",
-           "Certainly {clause}", "Without a doubt, {clause}")
+           "Without a doubt, {clause}", "It is plain that {clause}", "We can be sure that {clause}",
+           "It is evident that {clause}", "Everyone can see that {clause}")
 CORRECTIONS = ("That is not right: {adverb} {clause}.", "No, {clause}, not ${old}$; that much is certain.",
                "That value does not hold up. {Adverb}, {clause}.", "Correction: {clause}, {afterwards}.",
                "Rather, {clause}, {afterwards}.", "On second thought, {clause}, {afterwards}.",
@@ -132,7 +134,7 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
         touched = {e.get("step") for e in edits if e["op"] == "replace"}
         candidates = [k for k in range(len(steps)) if k + 1 not in touched and k != index]
         rng.shuffle(candidates)
-        declared, wanted = [], rng.choice((1, 2))
+        declared, wanted = [], rng.choice((1, 1, 2))
         for k in candidates:
             said = with_certainty(steps[k], rng)
             if said is not None:
