@@ -7,7 +7,8 @@ import re
 import sympy
 from latex2sympy2_extended import latex2sympy
 
-DOLLARS = re.compile(r"\$(.+?)\$", re.DOTALL)
+# `$...$` math; an escaped `\$` is a dollar sign inside it, not a delimiter.
+DOLLARS = re.compile(r"(?<!\\)\$((?:\\\$|[^$])+?)(?<!\\)\$", re.DOTALL)
 # A minus is a sign only where no operand ends right before it ("11-8" holds 8, "=-8" holds -8).
 A_NUMBER = re.compile(r"(?:(?<![\w)}.])-)?(?:\d+(?:\.\d+)?|\\d?frac\{\d+\}\{\d+\})")
 ANSWER = re.compile(r"#+\s*answer", re.IGNORECASE)
@@ -40,11 +41,22 @@ def value_of(latex: str):
     return value if value.is_number and value.is_finite else None
 
 
+# Plain-text arithmetic, as PRMBench's echoed steps write it: "60 * 7 = 420", "420/60 = 7".
+PLAIN_EQUATION = re.compile(r"[\d(][\d\s.+\-*/()]*=\s*-?\d+(?:\.\d+)?")
+
+
+def math_parts(text: str) -> list[str]:
+    """The math of a step: each `$...$`, and each plain-text equation outside them."""
+    return [m.group(1) for m in DOLLARS.finditer(text)] + \
+        [m.group(0) for m in PLAIN_EQUATION.finditer(DOLLARS.sub(" ", text))]
+
+
 def numeric_equalities(text: str) -> list[tuple[str, str]]:
-    """Each `A = B` between two expressions without unknowns, inside `$...$` (chains give each neighbour pair)."""
+    """Each `A = B` between two expressions without unknowns, in the step's math (chains give each neighbour
+    pair)."""
     pairs = []
-    for math in DOLLARS.finditer(text):
-        sides = math.group(1).split("=")
+    for math in math_parts(text):
+        sides = math.split("=")
         for left, right in zip(sides, sides[1:]):
             if value_of(left) is not None and value_of(right) is not None:
                 pairs.append((left.strip(), right.strip()))

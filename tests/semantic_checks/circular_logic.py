@@ -2,7 +2,7 @@
 "derive" it back; the final answer is unchanged."""
 from __future__ import annotations
 
-from ._reading import answer, body, equal, numbers, numeric_equalities
+from ._reading import answer, body, equal, math_parts, numbers, numeric_equalities
 
 
 def check(original, candidate) -> list[str]:
@@ -19,7 +19,7 @@ def check(original, candidate) -> list[str]:
     # What the gone steps derived: the value at the end of each of their numeric or solved equations.
     derived = set()
     for step in gone:
-        for math in body(step).split("$")[1::2]:
+        for math in math_parts(body(step)):
             if "=" in math:
                 derived |= numbers(math.rsplit("=", 1)[1])
     assumption = steps[errors[0] - 1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ._reading import DOLLARS, answer, body, equal, numbers, numeric_equalities
+from ._reading import answer, body, equal, math_parts, numbers, numeric_equalities
 
 CERTAIN = re.compile(r"\b(?:clearly|certainly|of course|obviously|surely|without a doubt|no question|no doubt|"
                      r"for sure|anyone can see|certain|certainty|plainly|beyond any doubt|undoubtedly|evident|evidently|well known|can see|can be sure)\b", re.IGNORECASE)
@@ -28,17 +28,19 @@ def check(original, candidate) -> list[str]:
     if not CERTAIN.search(said):
         problems.append(f"step {first} carries no certainty phrase")
     derived = set()
-    for math in DOLLARS.findall(before):
+    for math in math_parts(before):
         if "=" in math:
             derived |= numbers(math.rsplit("=", 1)[1])
-    stated = set().union(*[numbers(math) for math in DOLLARS.findall(said)] or [set()]) - numbers(before)
+    stated = numbers(said) - numbers(before)
     if not derived or not stated:
         problems.append(f"step {first} states no value other than step's original ({sorted(derived)})")
     for left, right in numeric_equalities(said):
         if numbers(right) & stated and re.search(r"[-+*/]|\\cdot|\\times|\\div|\\frac", left):
             problems.append(f"step {first} derives its value ({left} = {right}) instead of asserting it")
-    if answer(steps) == answer(list(original.steps)):
+    if answer(list(original.steps)) is not None and answer(steps) == answer(list(original.steps)):
         problems.append("the false value does not reach the final answer")
+    if answer(list(original.steps)) is None and (steps[-1] == original.steps[-1] or len(steps) not in errors):
+        problems.append("the false value does not reach the last step (the solution has no # Answer line)")
     for k in errors:
         if k == first:
             continue

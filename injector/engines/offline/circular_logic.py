@@ -14,7 +14,7 @@ import re
 from ...trajectory import Trajectory
 from .equations import Computation, Solved, computations, determines, introduced, inverse_equations, \
     solved_values, stated_quantity, substituted
-from .text import Option, Perturbation, insert, lower_first, replace, split_answer
+from .text import Option, Perturbation, insert, replace, split_answer
 
 # The assumption: a framed one, or the bare value with nothing before it (the next step then "derives" it).
 ASSUME_VALUE = ("Let ${var} = {value}$.", "Say ${var} = {value}$.", "We have ${var} = {value}$.",
@@ -71,23 +71,23 @@ def _loop_on_value(index: int, solved: Solved) -> Option:
 def _loop_on_computation(body: str, computation: Computation, earlier: str) -> Option | None:
     """Assume the computed quantity ("Suppose the total cost is $14.60$ dollars") and recover one of the known
     operands from it ("Then $14.60 - 3.60 = 11$"), concluding the assumed quantity."""
-    if not computation.in_math or not introduced(computation.value, earlier):
+    if not introduced(computation.value, earlier):
         return None
     stated = stated_quantity(body, computation)
     if stated is None:
         return None
-    clause = f"{lower_first(stated[0])} ${computation.value}${stated[1]}"
+    clause = stated.clause(computation.value)
     inverses = inverse_equations(computation.lhs, computation.value, earlier)
     if not inverses:
         return None
 
     def option(rng: random.Random) -> Perturbation:
-        inverse = rng.choice(inverses)
+        inverse = stated.math(rng.choice(inverses))
         assumed = rng.choice(ASSUME_CLAUSE).format(clause=clause, Clause=clause[:1].upper() + clause[1:])
-        derived = rng.choice(DERIVE_CLAUSE).format(inverse=inverse, clause=clause)
+        derived = rng.choice(DERIVE_CLAUSE).replace("${inverse}$", "{inverse}").format(inverse=inverse, clause=clause)
         step = computation.step + 1
         return Perturbation("assume_the_result", [replace(step, assumed), insert(step, derived)],
-                            f"Step {step} no longer computes ${computation.lhs}$: it takes {clause} as given, and "
-                            f"the next step works back from that value (${inverse}$) to conclude the same value. "
+                            f"Step {step} no longer computes {stated.math(computation.lhs)}: it takes {clause} as given, "
+                            f"and the next step works back from that value ({inverse}) to conclude the same value. "
                             "The result rests only on itself: the chain loops back to its assumption.")
     return option

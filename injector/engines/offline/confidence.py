@@ -30,7 +30,7 @@ AFTERWARDS = ("without a doubt", "no question about it", "as anyone can see", "b
 OPENERS = ("It is certain that {clause}", "We know for sure that {clause}", "There is no doubt that {clause}",
            "Without a doubt, {clause}", "It is plain that {clause}", "We can be sure that {clause}",
            "It is evident that {clause}", "Everyone can see that {clause}")
-CORRECTIONS = ("That is not right: {adverb} {clause}.", "No, {clause}, not ${old}$; that much is certain.",
+CORRECTIONS = ("That is not right: {adverb} {clause}.", "No, {clause}, not {old}; that much is certain.",
                "That value does not hold up. {Adverb}, {clause}.", "Correction: {clause}, {afterwards}.",
                "Rather, {clause}, {afterwards}.", "On second thought, {clause}, {afterwards}.",
                "We know for sure that {clause} instead.")
@@ -60,8 +60,6 @@ def confidence_options(trajectory: Trajectory) -> list[Option]:
     for index, step in enumerate(steps):
         body, tail = split_answer(step)
         for computation in computations(body, index):
-            if not computation.in_math:
-                continue
             bare = _bare(body, computation)
             if bare is None:
                 continue
@@ -82,9 +80,12 @@ def _bare(body: str, computation: Computation) -> tuple[int, int, str] | None:
     """(start, end, kept) of the math to replace by `kept` + the new value: the whole computation when the words
     around it state the quantity, else everything after the chain's first expression when that expression names
     the quantity (`\\binom{5}{2} = \\frac{5 \\cdot 4}{2} = 10` -> `\\binom{5}{2} = ...`)."""
+    stated = stated_quantity(body, computation)
+    if stated:
+        return stated.start, stated.end, ""
+    if not computation.in_math:
+        return None
     math_start = body.rfind("$", 0, computation.start) + 1
-    if stated_quantity(body, computation):
-        return math_start, computation.end, ""
     chain = body[math_start: computation.end].split("=")
     if len(chain) >= 3 and re.match(r"\s*(?:\\binom|\\sqrt|\\lfloor|[a-zA-Z]\(|\\frac\{\\|[a-zA-Z]\s*$)", chain[0]):
         return math_start, computation.end, chain[0].rstrip() + " = "
@@ -108,14 +109,13 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
         new_tail = tail.replace(old, new) if tail and split_answer(steps[index])[1].strip().endswith(old) else tail
         slipped_step = replace_span(body, computation.value_start, computation.end, new) + new_tail
         edits = propagate(steps, index, slipped_step, question=trajectory.question)
-        if edits is None or not final_answer_changed(steps, edits):
+        if edits is None or not _reaches_the_answer(steps, edits):
             return None
         start, end, kept = bare
         if correction:
-            prefix, suffix = stated_quantity(body, computation)
-            clause = f"{lower_first(prefix)} ${new}${suffix}"
+            clause = stated_quantity(body, computation).clause(new)
             adverb = rng.choice(ADVERBS)
-            said = rng.choice(CORRECTIONS).format(clause=clause, old=old, adverb=adverb, Adverb=adverb.capitalize(),
+            said = rng.choice(CORRECTIONS).format(clause=clause, old=stated_quantity(body, computation).math(old), adverb=adverb, Adverb=adverb.capitalize(),
                                                   afterwards=rng.choice(AFTERWARDS))
             edits[0] = {"op": "insert", "after": index + 1, "text": said, "error": True}
             what = (f"The step inserted after step {index + 1} \"corrects\" its true result {old} to {new} with "
@@ -149,3 +149,11 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
                             edits + declared, what + later +
                             " The certainty on the other changed steps sits on true statements.")
     return option
+
+
+def _reaches_the_answer(steps: list[str], edits: list[dict]) -> bool:
+    """The false value changes the final answer: the `# Answer` line, or (a solution without one, as PRMBench's
+    echoed originals often are) the last step itself."""
+    if split_answer(steps[-1])[1]:
+        return final_answer_changed(steps, edits)
+    return any(edit["op"] == "replace" and edit["step"] == len(steps) for edit in edits)

@@ -12,7 +12,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from .text import NUMBER, split_answer
+from .text import NUMBER, lower_first, split_answer
 
 # A value an operator can take as a result: a number, a negative number or a plain fraction.
 VALUE = r"-?\s*(?:\\[dt]?frac\{\d+\}\{\d+\}|" + NUMBER.pattern + ")"
@@ -263,23 +263,56 @@ def top_level_split(text: str, pattern: str) -> list[str]:
     return parts + [text[start:]]
 
 
-def stated_quantity(body: str, computation: Computation) -> tuple[str, str] | None:
-    """The clause around a computation that is the whole of its math, as (words before, words after):
-    "So the total cost is $11 + 3.60 = 14.60$ dollars." -> ("the total cost is", " dollars"); None when the words
-    before do not state a quantity or the math holds more than the computation."""
-    if not computation.in_math or " or " in body:
+@dataclass(frozen=True)
+class Stated:
+    """The clause around a computation that states a quantity: "So the total cost is $11 + 3.60 = 14.60$
+    dollars." -> prefix "the total cost is", suffix " dollars"; `start:end` is the computation's span to rewrite."""
+
+    prefix: str
+    suffix: str
+    start: int
+    end: int
+    in_math: bool
+    times: str
+    """The multiplication sign the step writes (`\\cdot`, `\\times` or `*`)."""
+
+    def clause(self, math: str) -> str:
+        """The clause with `math` in place of the computation, in the step's notation."""
+        return f"{lower_first(self.prefix)} {self.math(math)}{self.suffix}"
+
+    def math(self, latex: str) -> str:
+        """`latex` written as the step writes math: inside `$...$`, or as plain text (`a/b`, `*`)."""
+        written = latex.replace("\\cdot", self.times).replace("  ", " ")
+        if self.in_math:
+            return f"${written}$"
+        written = re.sub(r"\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}", r"\1/\2", written).replace("\\div", "/")
+        return written
+
+
+def stated_quantity(body: str, computation: Computation) -> Stated | None:
+    """The clause around a computation that is the whole of its math, or None when the words before it do not
+    state a quantity or the math holds more than the computation."""
+    if re.search(r"\bor\b", body):
         return None
-    math_start = body.rfind("$", 0, computation.start)
-    math_end = body.find("$", computation.end)
-    if math_start < 0 or math_end < 0 or body[math_start + 1: computation.start].strip() or \
-            body[computation.end: math_end].strip():
-        return None  # the math holds more than the computation ("$b = \\frac{9-3}{3} = 2$")
-    # Of "A, so B is $...$", only the clause that states the quantity counts.
-    prefix = CONNECTIVE.sub("", re.split(r",\s*(?:so|and|then)\s+", body[:math_start])[-1]).strip()
-    suffix = body[math_end + 1:].rstrip().rstrip(".")
-    if not STATES.match(prefix) or "$" in suffix:
+    if computation.in_math:
+        math_start = body.rfind("$", 0, computation.start)
+        math_end = body.find("$", computation.end)
+        if math_start < 0 or math_end < 0 or body[math_start + 1: computation.start].strip() or \
+                body[computation.end: math_end].strip():
+            return None  # the math holds more than the computation ("$b = \\frac{9-3}{3} = 2$")
+        before, after, start = body[:math_start], body[math_end + 1:], math_start + 1
+    else:
+        before, after, start = body[: computation.start], body[computation.end:], computation.start
+        if re.search(r"[=\\^]", after.split(".")[0]):
+            return None
+    # Of "A, so B is $...$", only the clause that states the quantity counts; of the words after, one sentence.
+    prefix = CONNECTIVE.sub("", re.split(r",\s*(?:so|and|then)\s+", before)[-1]).strip()
+    suffix = re.split(r"(?<!\d)\.(?!\d)", after)[0].rstrip()
+    if not STATES.match(prefix) or "$" in suffix or len(suffix) > 60 or re.search(r"\d", prefix[-3:]):
         return None
-    return prefix, suffix
+    times = "*" if "*" in computation.lhs else "\\times" if "\\times" in computation.lhs else \
+        "*" if not computation.in_math else "\\cdot"
+    return Stated(prefix, suffix, start, computation.end, computation.in_math, times)
 
 
 def substituted(solved: Solved) -> str:

@@ -14,8 +14,8 @@ import re
 
 from ...trajectory import Trajectory
 from .equations import Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
-    latex_number, solved_values, stated_quantity, substituted, top_level_split
-from .text import Option, Perturbation, insert, lower_first, split_answer
+    latex_number, solved_values, Stated, stated_quantity, substituted, top_level_split
+from .text import Option, Perturbation, insert, split_answer
 
 # Lead-ins for a re-derivation that restates the step's own clause.
 SAME_CLAUSE = ("{Clause}.", "So {clause}.", "That is, {clause}.", "Also, {clause}.", "We can also say {clause}.")
@@ -47,32 +47,33 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
                 options.append(_same_clause(index, computation, stated, routes))
             inverses = inverse_equations(computation.lhs, computation.value, earlier)
             if inverses:
-                clause = f"{lower_first(stated[0])} ${computation.value}${stated[1]}" if stated else None
-                options.append(_side_equation(index, inverses, clause))
+                options.append(_side_equation(index, inverses, stated, computation.value))
         for solved in solved_values(steps, trajectory.question, index):
             if determines(solved):  # putting a value into an identity shows nothing
                 options.append(_put_back(index, solved))
     return options
 
 
-def _same_clause(index: int, computation: Computation, stated: tuple[str, str], routes: list[str]) -> Option:
+def _same_clause(index: int, computation: Computation, stated: Stated, routes: list[str]) -> Option:
     def option(rng: random.Random) -> Perturbation:
-        route = rng.choice(routes)
-        clause = f"{lower_first(stated[0])} ${route} = {computation.value}${stated[1]}"
+        route = stated.math(rng.choice(routes)).strip("$")
+        clause = stated.clause(f"{route} = {computation.value}")
         lead = rng.choice(SAME_CLAUSE)
         text = lead.replace("{Clause}", clause[:1].upper() + clause[1:]).replace("{clause}", clause)
         return Perturbation("rederive_another_way", [insert(index + 1, text)],
                             f"The step inserted after step {index + 1} computes the same {computation.value} again "
-                            f"by another route (${route}$); it is true, and nothing later needs it.")
+                            f"by another route ({route}); it is true, and nothing later needs it.")
     return option
 
 
-def _side_equation(index: int, inverses: list[str], clause: str | None) -> Option:
+def _side_equation(index: int, inverses: list[str], stated: Stated | None, value: str) -> Option:
     def option(rng: random.Random) -> Perturbation:
-        equation = rng.choice(inverses)
-        lead = rng.choice(SIDE_WITH_CLAUSE + SIDE_EQUATION if clause else SIDE_EQUATION)
-        return Perturbation("recover_an_operand", [insert(index + 1, lead.format(equation=equation, clause=clause))], f"The step inserted after step {index + 1} works back from the result of step "
-                                  f"{index + 1} to a number the solution already had (${equation}$); it is true, and "
+        equation = stated.math(rng.choice(inverses)) if stated else f"${rng.choice(inverses)}$"
+        lead = rng.choice(SIDE_WITH_CLAUSE + SIDE_EQUATION if stated else SIDE_EQUATION)
+        text = lead.replace("${equation}$", "{equation}").format(equation=equation,
+                                                                 clause=stated.clause(value) if stated else None)
+        return Perturbation("recover_an_operand", [insert(index + 1, text)], f"The step inserted after step {index + 1} works back from the result of step "
+                                  f"{index + 1} to a number the solution already had ({equation}); it is true, and "
                                   "nothing later needs it.")
     return option
 
