@@ -307,6 +307,9 @@ def stated_quantity(body: str, computation: Computation) -> Stated | None:
             return None
     # Of "A, so B is $...$", only the clause that states the quantity counts; of the words after, one sentence.
     prefix = CONNECTIVE.sub("", re.split(r",\s*(?:so|and|then)\s+", before)[-1]).strip()
+    if not STATES.match(prefix):  # "After buying 1 more he has": the clause starts at its subject
+        subject = re.search(r"(?<![\w$])(?:the|her|his|their|our|there|she|he|they|we)\b[^$,;:]*$", prefix)
+        prefix = subject.group(0) if subject else prefix
     suffix = re.split(r"(?<!\d)\.(?!\d)", after)[0].rstrip()
     if not STATES.match(prefix) or "$" in suffix or len(suffix) > 60 or re.search(r"\d", prefix[-3:]):
         return None
