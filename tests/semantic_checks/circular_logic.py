@@ -47,3 +47,25 @@ def check(original, candidate) -> list[str]:
     if not all(step in position for step in kept):
         problems.append("the unchanged steps are not the original steps in order")
     return problems
+
+
+def check_all(pairs) -> list[str]:
+    """Varied wording: the loop's own words (those not in the original solution) are not one sentence pair
+    repeated across the candidates."""
+    import collections
+    import re
+
+    def own_words(text: str, original_words: set[str]) -> tuple[str, ...]:
+        return tuple(w for w in re.findall(r"[a-z']+", body(text).lower()) if w not in original_words)
+
+    skeletons = collections.Counter()
+    for original, candidate in pairs:
+        words = set(re.findall(r"[a-z']+", " ".join(original.steps).lower()))
+        steps = candidate["modified_process"]
+        skeletons[tuple(own_words(steps[k - 1], words) for k in candidate["error_steps"])] += 1
+    if not skeletons:
+        return []
+    skeleton, count = skeletons.most_common(1)[0]
+    if len(pairs) >= 8 and count > 0.25 * len(pairs):
+        return [f"{count} of {len(pairs)} loops share the wording {skeleton}"]
+    return []
