@@ -12,14 +12,14 @@ import random
 import re
 
 from ...trajectory import Trajectory
-from .equations import Computation, Solved, computations, determines, introduced, inverse_equations, \
+from .equations import styled, Computation, Solved, computations, determines, introduced, inverse_equations, \
     solved_values, stated_quantity, substituted
 from .text import Option, Perturbation, insert, replace, split_answer
 
 # The assumption: a framed one, or the bare value with nothing before it (the next step then "derives" it).
-ASSUME_VALUE = ("Let ${var} = {value}$.", "Say ${var} = {value}$.", "We have ${var} = {value}$.",
-                "So ${var} = {value}$.", "Then ${var} = {value}$.", "We can use ${var} = {value}$ here.",
-                "Let ${var}$ be ${value}$.")
+ASSUME_VALUE = ("Let ${var} = {value}$.", "We have ${var} = {value}$.", "So ${var} = {value}$.",
+                "Then ${var} = {value}$.", "We can use ${var} = {value}$ here.", "That means ${var} = {value}$.",
+                "This gives ${var} = {value}$.", "Here ${var} = {value}$.")
 DERIVE_VALUE = ("Then ${filled}$, so ${var} = {value}$.",
                 "This gives ${filled}$, so ${var} = {value}$ is the solution.",
                 "With this, ${equation}$ becomes ${filled}$, which is true, so ${var} = {value}$.",
@@ -51,7 +51,7 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
             loop = _loop_on_computation(body, computation, earlier)
             if loop is not None:
                 options.append(loop)
-    return options
+    return styled(options, steps)
 
 
 def _loop_on_value(index: int, solved: Solved) -> Option:

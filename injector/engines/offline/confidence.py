@@ -30,6 +30,10 @@ AFTERWARDS = ("without a doubt", "no question about it", "as anyone can see", "b
 OPENERS = ("It is certain that {clause}", "We know for sure that {clause}", "There is no doubt that {clause}",
            "Without a doubt, {clause}", "It is plain that {clause}", "We can be sure that {clause}",
            "It is evident that {clause}", "Everyone can see that {clause}")
+# A step that claims something: an equation or a stating verb; not a plan, an instruction or a question.
+STATEMENT = re.compile(r"=|\b(?:is|are|was|were|has|have|equals|gives|get|gets|got|costs?|makes|means)\b")
+NOT_A_STATEMENT = re.compile(r"(?:\w+,?\s+)?(?:let's|let|we need|we want|we can|we should|consider|suppose|if|"
+                             r"i think|ok|okay|now let's|first let's|how|what|why)\b|.*\?\s*$", re.IGNORECASE)
 CORRECTIONS = ("That is not right: {adverb} {clause}.", "No, {clause}, not {old}; that much is certain.",
                "That value does not hold up. {Adverb}, {clause}.", "Correction: {clause}, {afterwards}.",
                "Rather, {clause}, {afterwards}.", "On second thought, {clause}, {afterwards}.",
@@ -40,8 +44,11 @@ def with_certainty(text: str, rng: random.Random) -> str | None:
     """`text` said with certainty, grammatically, its `# Answer` tail untouched; None when no form fits."""
     body, tail = split_answer(text)
     stripped = body.rstrip()
+    if not STATEMENT.search(stripped) or NOT_A_STATEMENT.match(stripped):
+        return None  # certainty fits a claim, not a plan ("Let's start at the beginning") or a question
     forms = []
-    connective = re.match(r"(So|Then|Thus|Hence|And)\b,?\s+(?=[a-z$])", stripped)
+    connective = re.match(r"(So|Then|Thus|Hence|And)\b,?\s+(?=(?:the|her|his|their|our|there|she|he|they|we|it|"
+                          r"this|that|each|\$)\b|\$)", stripped)
     if connective:
         forms.append(lambda adverb: f"{connective.group(1)} {adverb} {stripped[connective.end():]}")
     elif STATES.match(re.split(r"\$", stripped)[0].strip() or "$") and stripped[:1].isupper():

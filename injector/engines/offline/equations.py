@@ -308,9 +308,11 @@ def stated_quantity(body: str, computation: Computation) -> Stated | None:
     # Of "A, so B is $...$", only the clause that states the quantity counts; of the words after, one sentence.
     prefix = CONNECTIVE.sub("", re.split(r",\s*(?:so|and|then)\s+", before)[-1]).strip()
     if not STATES.match(prefix):  # "After buying 1 more he has": the clause starts at its subject
-        subject = re.search(r"(?<![\w$])(?:the|her|his|their|our|there|she|he|they|we)\b[^$,;:]*$", prefix)
-        prefix = subject.group(0) if subject else prefix
-    suffix = re.split(r"(?<!\d)\.(?!\d)", after)[0].rstrip()
+        # The last subject: "if we simplify it we get" -> "we get".
+        subjects = list(re.finditer(r"(?<![\w$])(?:the|her|his|their|our|there|she|he|they|we)\b(?=[^$,;:]*$)",
+                                    prefix))
+        prefix = prefix[subjects[-1].start():] if subjects else prefix
+    suffix = re.split(r"(?<!\d)\.(?!\d)", after)[0].rstrip().rstrip(".")
     if not STATES.match(prefix) or "$" in suffix or len(suffix) > 60 or re.search(r"\d", prefix[-3:]):
         return None
     times = "*" if "*" in computation.lhs else "\\times" if "\\times" in computation.lhs else \
@@ -336,3 +338,49 @@ def determines(solved: Solved) -> bool:
     other = latex_number(other + 1)
     return other is not None and not holds(substitute(solved.left, solved.var, other),
                                            substitute(solved.right, solved.var, other))
+
+
+# Leading connectives a solution's own steps use ("Right, ", "So ", "Next, "), to open an inserted step the same way.
+OPENER = re.compile(r"^(?:Right|So|Then|Now|And|Next|Similarly|Likewise|Finally|Also|Thus|Hence|OK|Ok|Okay|Yes|"
+                    r"That's right|Great|First|Second|Alright)\b,?\s+(?=\S)")
+
+
+def house_style(steps: list[str]) -> tuple[list[str], str]:
+    """How a solution writes: the connectives its steps open with, and its multiplication sign (`\\cdot` unless it
+    writes `\\times` or `*` more often)."""
+    openers = [m.group(0) for step in steps if (m := OPENER.match(step))]
+    text = " ".join(steps)
+    signs = {"\\cdot": text.count("\\cdot"), "\\times": text.count("\\times"),
+             "*": len(re.findall(r"\d\s*\*\s*\d", text))}
+    times = max(signs, key=lambda sign: (signs[sign], sign == "\\cdot"))
+    return openers, times
+
+
+def in_house_style(text: str, style: tuple[list[str], str], rng) -> str:
+    """A generated step opened, now and then, like the solution's own steps, with its multiplication sign."""
+    openers, times = style
+    if times != "\\cdot":
+        text = text.replace("\\cdot", times if times == "\\times" else "*")
+    if openers and rng.random() < 0.5 and not OPENER.match(text) and not CONNECTIVE.match(text) and \
+            not re.match(r"(?:We|Since|As|With|From|Putting|Plugging|This|That|It|Here|For|Suppose|Let|Say|Assume)\b",
+                         text):
+        opener = rng.choice(openers)
+        text = opener + (text[0].lower() + text[1:] if text[:2].istitle() or text[:1].isupper() and
+                         text[1:2].islower() else text)
+    return text
+
+
+def styled(options: list, steps: list[str]) -> list:
+    """`options` whose generated steps are written in the solution's house style (see `in_house_style`)."""
+    style = house_style(steps)
+
+    def wrap(option):
+        def restyled(rng):
+            perturbation = option(rng)
+            if perturbation is not None:
+                for edit in perturbation.edits:
+                    if edit.get("error") and "text" in edit:
+                        edit["text"] = in_house_style(edit["text"], style, rng)
+            return perturbation
+        return restyled
+    return [wrap(option) for option in options]

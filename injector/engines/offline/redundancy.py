@@ -13,7 +13,7 @@ import random
 import re
 
 from ...trajectory import Trajectory
-from .equations import Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
+from .equations import styled, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
     latex_number, solved_values, Stated, stated_quantity, substituted, top_level_split
 from .text import Option, Perturbation, insert, split_answer
 
@@ -51,7 +51,7 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
         for solved in solved_values(steps, trajectory.question, index):
             if determines(solved):  # putting a value into an identity shows nothing
                 options.append(_put_back(index, solved))
-    return options
+    return styled(options, steps)
 
 
 def _same_clause(index: int, computation: Computation, stated: Stated, routes: list[str]) -> Option:
