@@ -243,7 +243,11 @@ def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
                     continue  # "\\frac{3+5}{4} = 2" reads as a puzzle, not as a step
                 inverse = f"{value} \\cdot {parts[1]} = {parts[0]}" if k == 0 else \
                     f"\\frac{{{parts[0]}}}{{{value}}} = {parts[1]}"
-            if re.fullmatch(r"-?\d+(?:\.\d+)?", bare) and holds(*inverse.rsplit(" = ", 1)):
+            # The recovered operand is a number or a product of numbers ("10 \\cdot 2 = 5 \\cdot 4"), never a
+            # difference that reads as a puzzle ("67 - 1 = 100-34").
+            plain = r"-?\d+(?:\.\d+)?"
+            if re.fullmatch(plain + r"(?:\s*(?:\\cdot|\\times|\*)\s*" + plain + ")*", bare) and \
+                    holds(*inverse.rsplit(" = ", 1)):
                 inverses.append(inverse)
     return inverses
 
