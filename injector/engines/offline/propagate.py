@@ -59,6 +59,8 @@ class Token:
     """The token's own text, minus sign included when it is unary."""
     raised: bool
     """In an exponent, a subscript or a base-n numeral: not a quantity of the problem."""
+    parts: tuple[tuple[int, int, int], ...] = ()
+    """For \\frac{p}{q}: (start, end, value) of p and of q, which may be quantities in their own right."""
 
 
 def _unary_minus_before(text: str, start: int) -> int | None:
@@ -81,8 +83,10 @@ def tokens(text: str, signed: bool = True) -> list[Token]:
     found = []
     for match in VALUE.finditer(text):
         start, end = match.start(), match.end()
+        parts: tuple[tuple[int, int, int], ...] = ()
         if match.group(1) is not None:
             value = Fraction(int(match.group(1)), int(match.group(2)))
+            parts = tuple((match.start(g), match.end(g), int(match.group(g))) for g in (1, 2))
         else:
             value = Fraction(match.group(0))
         before = text[:start].rstrip()
@@ -91,7 +95,7 @@ def tokens(text: str, signed: bool = True) -> list[Token]:
         minus = _unary_minus_before(text, start) if signed else None
         if minus is not None:
             start, value = minus, -value
-        found.append(Token(start, end, value, text[start:end], raised))
+        found.append(Token(start, end, value, text[start:end], raised, parts))
     return found
 
 
@@ -99,7 +103,8 @@ def tokens(text: str, signed: bool = True) -> list[Token]:
 def values(text: str) -> frozenset[Fraction]:
     """Every value a text mentions, with and without its sign (a "-12" also shows a 12)."""
     found = tokens(text)
-    return frozenset({abs(t.value) for t in found} | {t.value for t in found})
+    parts = {Fraction(value) for t in found for _, _, value in t.parts}
+    return frozenset({abs(t.value) for t in found} | {t.value for t in found} | parts)
 
 
 def render(value: Fraction, like: str, in_math: bool) -> str:
@@ -129,6 +134,13 @@ def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool) -> t
     out, last, hit = [], 0, False
     for token in tokens(text):
         if token.value not in changes:
+            for start, end, value in token.parts:  # \frac{6}{16} after 16 became 8: \frac{6}{8}
+                if value in changes:
+                    new_part = changes[Fraction(value)]
+                    if new_part.denominator != 1 or new_part <= 0:
+                        raise NotRecomputable(f"{value} in {token.text} would not be a whole number")
+                    out.append(text[last:start] + str(new_part.numerator))
+                    last, hit = end, True
             continue
         if token.raised:
             raise NotRecomputable(f"{token.text} occurs in an exponent or a subscript")
@@ -143,13 +155,30 @@ def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool) -> t
     return "".join(out), hit
 
 
-def math_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each math segment's content."""
+_NUM = r"\(?-?\d+(?:\.\d+)?\)?"
+# Arithmetic written in prose, without $ ("60 * 7 = 420"): at least one "=", numbers and operators only.
+PLAIN_ARITHMETIC = re.compile(rf"(?<![\w.$\\^_{{]){_NUM}(?:\s*[-+*/×]\s*{_NUM})*(?:\s*=\s*{_NUM}(?:\s*[-+*/×]\s*{_NUM})*)+"
+                              r"(?![\w.]\d|\d|\^)")
+
+
+def dollar_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each $-delimited (or \\( \\), \\[ \\]) math segment's content."""
     spans = []
     for match in MATH.finditer(text):
         group = next(g for g in range(1, 5) if match.group(g) is not None)
         spans.append((match.start(group), match.end(group)))
     return spans
+
+
+def plain_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of arithmetic written in prose, outside math segments."""
+    blanked = MATH.sub(lambda m: " " * len(m.group(0)), text)
+    return [(m.start(), m.end()) for m in PLAIN_ARITHMETIC.finditer(blanked)]
+
+
+def math_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each piece of mathematics: math segments and arithmetic written in prose, in order."""
+    return sorted(dollar_spans(text) + plain_spans(text))
 
 
 def _top_level_split(text: str, pattern: re.Pattern) -> list[tuple[int, int, str]]:
@@ -181,23 +210,25 @@ class Chain:
 
     exprs: list[tuple[int, int]]
     relations: list[str]
+    in_dollars: bool = True
+    """Inside $...$ (else arithmetic written in prose, where a fraction is written as $\\frac{p}{q}$)."""
 
 
 def chains(text: str, spans: list[tuple[int, int]]) -> list[Chain]:
-    found = []
+    found, dollars = [], set(dollar_spans(text))
     for seg_start, seg_end in spans:
         segment = text[seg_start:seg_end]
         for start, end, _ in _top_level_split(segment, SEPARATOR):
             piece = segment[start:end]
             parts = _top_level_split(piece, RELATION)
             exprs = [(seg_start + start + a, seg_start + start + b) for a, b, _ in parts]
-            found.append(Chain(exprs, [rel for _, _, rel in parts[1:]]))
+            found.append(Chain(exprs, [rel for _, _, rel in parts[1:]], (seg_start, seg_end) in dollars))
     return found
 
 
 def clean(latex: str) -> str:
     latex = DECORATION.sub(" ", latex)
-    latex = re.sub(r"\\[dt]frac", r"\\frac", latex)
+    latex = re.sub(r"\\[dt]frac", r"\\frac", latex).replace("×", "\\times ")
     # Decimals as exact fractions, so sympy never rounds.
     return re.sub(r"(?<![\w.])(\d+)\.(\d+)", lambda m: f"\\frac{{{m.group(1)}{m.group(2)}}}{{1{'0' * len(m.group(2))}}}",
                   latex)
@@ -266,14 +297,16 @@ class Recomputer:
 
     def __init__(self, question: str, steps: list[str]):
         self.question, self.steps = question, steps
+        self.current = list(steps)
         self.changes: dict[Fraction, Fraction] = {}
         self.old_env: dict[str, Any] = {}
         self.new_env: dict[str, Any] = {}
         self.ambiguous: set[str] = set()
 
     def seen_before(self, value: Fraction, index: int) -> bool:
-        """Does `value` occur in the question or in a step before `index`?"""
-        return any(value in values(text) for text in [self.question, *self.steps[:index]])
+        """Does `value` occur in the question or in a step before `index` (as it reads now: a step already
+        rewritten no longer shows its old values)?"""
+        return any(value in values(text) for text in [self.question, *self.current[:index]])
 
     def add_change(self, old: Fraction, new: Fraction, index: int) -> None:
         """Record that the value `old`, introduced in step `index`, is now `new`."""
@@ -303,9 +336,16 @@ class Recomputer:
         """The recomputed text of step `index` (old text `old`, substituted text `new`). The first `given` chains
         are the operator's own (read for symbol values, not rewritten)."""
         old_chains, new_chains = chains(old, math_spans(old)), chains(new, math_spans(new))
-        if len(old_chains) != len(new_chains) or any(len(a.exprs) != len(b.exprs)
-                                                     for a, b in zip(old_chains, new_chains)):
+        if len(old_chains) != len(new_chains):
             raise NotRecomputable(f"step {index + 1} changed shape")
+        for k, (o, n) in enumerate(zip(old_chains, new_chains)):
+            if len(o.exprs) != len(n.exprs):
+                if not names_left or len(o.exprs) < 2 or len(n.exprs) < 2 or o.relations[0] != "=":
+                    raise NotRecomputable(f"step {index + 1} changed shape")
+                # The operator rewrote the middle of an equation chain: its old middle expressions all had the
+                # chain's value, so any of them stands for each new middle one.
+                middle = [o.exprs[min(j, len(o.exprs) - 2)] for j in range(1, len(n.exprs) - 1)]
+                old_chains[k] = Chain([o.exprs[0], *middle, o.exprs[-1]], ["="] * (len(n.exprs) - 1), o.in_dollars)
         edits: list[tuple[int, int, str]] = []
         for k, (o, n) in enumerate(zip(old_chains, new_chains)):
             edits += self.chain(index, old, new, o, n, given=k < given, names_left=names_left)
@@ -316,8 +356,8 @@ class Recomputer:
 
     def _plain_text_guard(self, old: str, new: str) -> None:
         # A changed number in prose next to arithmetic ("5*6=30" without $) would leave the arithmetic stale.
-        plain = MATH.sub(" ", split_answer(new)[0])
-        if re.search(r"\d\s*[-+*/=x×]\s*\d", plain) and MATH.sub(" ", split_answer(old)[0]) != plain:
+        plain, plain_old = (PLAIN_ARITHMETIC.sub(" ", MATH.sub(" ", split_answer(t)[0])) for t in (new, old))
+        if re.search(r"\d\s*[-+*/=x×]\s*\d", plain) and plain_old != plain:
             raise NotRecomputable("changed arithmetic outside math")
 
     def chain(self, index: int, old: str, new: str, o: Chain, n: Chain, given: bool,
@@ -373,6 +413,10 @@ class Recomputer:
         start = 1 if name is not None else 0
         old_vals = [evaluate(e, self.old_env) for e in old_exprs]
         new_vals = [evaluate(e, self.new_env) for e in new_exprs]
+        # Leading names ("AB = \sqrt{...} = 10", "x_A y_B - x_B y_A = 1 \cdot 9 - 7 = 2") are not evaluated.
+        while (len(old_exprs) - start > 2 and old_vals[start] is None and new_vals[start] is None
+               and not touched[start]):
+            start += 1
         if given:
             # The operator's step: learn symbol values, rewrite nothing.
             if name is not None and old_vals[-1] is not None and new_vals[-1] is not None:
@@ -415,7 +459,7 @@ class Recomputer:
             body = text.strip()
             literal_text = LITERAL.fullmatch(DECORATION.sub(" ", body))
             core = re.search(r"-?\s*(?:\\[dt]?frac\{\d+\}\{\d+\}|\d+(?:\.\d+)?)", body)
-            rendered = render(new_value, core.group(0), in_math=True)
+            rendered = render(new_value, core.group(0), in_math=n.in_dollars)
             edits.append((a + lead + core.start(), a + lead + core.end(), rendered))
             assert literal_text is not None and trail >= 0
             self.add_change(old_value, new_value, index)
@@ -521,6 +565,7 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
     else:
         walker.step(index, old_text, new_text, given=_given_chains(old_text, new_text))
     edits = [replace(index + 1, new_text)]
+    walker.current[index] = new_text
     for k in range(index + 1, len(steps)):
         body, tail = split_answer(steps[k])
         new_body = _substitute_outside_and_inside(body, math_spans(body), walker.changes)
@@ -529,6 +574,7 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
             walker.step(k, body, body)
             continue
         text = _recompute(walker, k, steps[k], new_body + new_tail)
+        walker.current[k] = text
         if text != steps[k]:
             edits.append(replace(k + 1, text))
     return edits
@@ -552,9 +598,10 @@ def _uses_changed_symbols(walker: Recomputer, body: str) -> bool:
 
 def _substitute_outside_and_inside(body: str, spans: list[tuple[int, int]], changes: dict) -> str:
     out, last = [], 0
+    dollars = set(dollar_spans(body))
     for start, end in spans:
         out.append(substitute(body[last:start], changes, in_math=False)[0])
-        out.append(substitute(body[start:end], changes, in_math=True)[0])
+        out.append(substitute(body[start:end], changes, in_math=(start, end) in dollars)[0])
         last = end
     out.append(substitute(body[last:], changes, in_math=False)[0])
     return "".join(out)
