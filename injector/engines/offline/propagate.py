@@ -145,7 +145,7 @@ def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool) -> t
         if token.raised:
             raise NotRecomputable(f"{token.text} occurs in an exponent or a subscript")
         new = render(changes[token.value], token.text, in_math)
-        if new.startswith("-") and not token.text.startswith("-"):
+        if new.startswith("-") and not token.text.startswith("-") and in_math:
             before = text[: token.start].rstrip()
             if before and (before[-1] not in "=(,[{" or re.search(r"\\[A-Za-z]+$", before)):
                 new = f"({new})"  # "3 \cdot (-1)", "20 - (-1)"

@@ -39,7 +39,7 @@ def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
         body = split_answer(step)[0]
         earlier = values(trajectory.question) | frozenset().union(*(values(s) for s in steps[:i]))
         for value, source in established(body).items():
-            if value in earlier or value == 0:
+            if value in earlier or -value in earlier or value == 0:
                 continue  # not established here: a given, or a value an earlier step already had
             for j in range(i + 1, len(steps)):
                 later_body, tail = split_answer(steps[j])
