@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from math import isqrt
 
 from ...trajectory import Trajectory
-from .propagate import (DECORATION, LITERAL, carried_on, chains, final_answer_changed, math_spans, propagate,
-                        tokens)
+from .propagate import (DECORATION, LITERAL, carried_on, chains, evaluate, final_answer_changed, math_spans,
+                        propagate, tokens)
 from .text import Option, Perturbation, split_answer
 
 
@@ -136,8 +136,11 @@ def _constant_sites(row: Knowledge, body: str) -> list[str]:
     if not all(re.search(pattern, words, re.IGNORECASE) for pattern in row.context):
         return []
     found = [t for t in tokens(body) if t.text == row.right and not t.raised]
-    if not found:
-        return []
+    computed = [chain.exprs[-1] for chain in chains(body, math_spans(body))
+                if chain.relations and chain.relations[-1] == "="
+                and evaluate(body[chain.exprs[-2][0]:chain.exprs[-2][1]], {}) is not None]
+    if not found or any(a <= t.start < b for t in found for a, b in computed):
+        return []  # "60 \cdot 60 = 3600": a computed result, changing it would be an arithmetic slip
     text = body
     for token in reversed(found):
         text = text[: token.start] + row.wrong + text[token.end:]

@@ -125,8 +125,9 @@ def render(value: Fraction, like: str, in_math: bool) -> str:
                 return f"{sign}{scaled.numerator}"
             whole, part = divmod(scaled.numerator, 10**digits)
             return f"{sign}{whole}.{part:0{digits}d}"
-    fraction = f"{sign}\\frac{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
-    return fraction if in_math else f"${fraction}$"  # prose gets the fraction as math
+    if not in_math:  # prose: "1250/3 minutes" (a new $...$ segment would change the step's shape)
+        return f"{sign}{magnitude.numerator}/{magnitude.denominator}"
+    return f"{sign}\\frac{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
 
 
 def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool) -> tuple[str, bool]:
@@ -357,7 +358,7 @@ class Recomputer:
     def _plain_text_guard(self, old: str, new: str) -> None:
         # A changed number in prose next to arithmetic ("5*6=30" without $) would leave the arithmetic stale.
         plain, plain_old = (PLAIN_ARITHMETIC.sub(" ", MATH.sub(" ", split_answer(t)[0])) for t in (new, old))
-        if re.search(r"\d\s*[-+*/=x×]\s*\d", plain) and plain_old != plain:
+        if re.search(r"\d\s*[-+*=x×]\s*\d", plain) and plain_old != plain:  # (a/b is how prose gets a fraction)
             raise NotRecomputable("changed arithmetic outside math")
 
     def chain(self, index: int, old: str, new: str, o: Chain, n: Chain, given: bool,
@@ -434,7 +435,11 @@ class Recomputer:
             # One unknown, solved from this equation: a premise ("4x + 30 = 360"), nothing to rewrite.
             if self._solve(old_exprs, new_exprs):
                 return []
-            raise NotRecomputable(f"step {index + 1}: an equation with a changed value cannot be evaluated")
+            if (len(old_exprs) == 2 and not touched[0] and old_vals[0] is None and new_vals[0] is None
+                    and literal(new_exprs[1])):
+                return []  # "AB = 14": a name restated with its substituted value
+            raise NotRecomputable(f"step {index + 1}: an equation with a changed value cannot be evaluated: "
+                                  f"{'='.join(new_exprs)[:80]}")
         if not all(equal(v, old_vals[start]) for v in old_vals[start:]):
             raise NotRecomputable(f"step {index + 1}: the original equation does not hold exactly")
         first = next(k for k in range(start, len(touched)) if touched[k]) if any(touched[start:]) else None
@@ -564,6 +569,8 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
         new_text = _recompute(walker, index, old_text, new_text, names_left=True)
     else:
         walker.step(index, old_text, new_text, given=_given_chains(old_text, new_text))
+        new_body, new_tail = split_answer(new_text)
+        new_text = new_body + _substitute_answer(new_tail, walker.changes)  # a slip in the last step reaches its answer
     edits = [replace(index + 1, new_text)]
     walker.current[index] = new_text
     for k in range(index + 1, len(steps)):
