@@ -89,3 +89,17 @@ def test_seeded_operators_are_deterministic():
     first = [o(random.Random(5)) for o in numerical_calculation_options(trajectory)]
     again = [o(random.Random(5)) for o in numerical_calculation_options(trajectory)]
     assert [p and p.edits for p in first] == [p and p.edits for p in again] and any(first)
+
+
+def test_a_slip_in_the_last_step_reaches_its_own_answer_line():
+    steps = ["Each pen costs 2 dollars.", "So 3 pens cost $3 \\cdot 2 = 6$ dollars.\n\n# Answer\n\n6"]
+    [edit] = propagate(steps, 1, steps[1].replace("= 6$", "= 7$"), question="A pen costs 2 dollars.")
+    assert edit["text"] == "So 3 pens cost $3 \\cdot 2 = 7$ dollars.\n\n# Answer\n\n7"
+
+
+def test_a_solution_without_an_answer_line_ends_at_its_last_result():
+    steps = ["There are 60 seconds in a minute, so 60 * 7 = 420 seconds in 7 minutes.",
+             "And 60 * 0.8 = 48 seconds in 0.8 minutes.", "So in total 420 + 48 = 468 seconds.", "Exactly."]
+    edits = propagate(steps, 0, steps[0].replace("= 420", "= 430"), question="How many seconds are in 7.8 minutes?")
+    assert [e["step"] for e in edits] == [1, 3] and "430 + 48 = 478" in edits[1]["text"]
+    assert final_answer_changed(steps, edits)

@@ -106,8 +106,13 @@ def propagation_problems(original: list[str], candidate: dict, first_error: int)
         old_false = len(false_equations(original[k - 1])) if len(original) == len(process) else 0
         if new_false > old_false:
             problems.append(f"recomputed step {k} states a false equation: {false_equations(process[k - 1])}")
-    if len(process) in errors and answer(process[-1]) == answer(original[-1]):
-        problems.append("the error reaches the last step but the final answer did not change")
-    if len(process) not in errors:
-        problems.append("the error does not reach the final answer")
+    if ANSWER.search(original[-1]):
+        if len(process) in errors and answer(process[-1]) == answer(original[-1]):
+            problems.append("the error reaches the last step but the final answer did not change")
+        if len(process) not in errors:
+            problems.append("the error does not reach the final answer")
+    else:  # no `# Answer` line: the solution ends at its last step that states a number
+        last = max((k for k, step in enumerate(original, 1) if re.search(r"\d", step)), default=None)
+        if last is not None and last not in errors:
+            problems.append(f"the error does not reach step {last}, the last one with a result")
     return problems

@@ -260,6 +260,16 @@ def evaluate(latex: str, env: dict[str, Any]) -> Any:
     names = {s.name: s for s in expr.free_symbols}
     if any(name not in env for name in names):
         return None
+    return _evaluate(latex, tuple(sorted((name, env[name]) for name in names)))
+
+
+@lru_cache(maxsize=16384)
+def _evaluate(latex: str, bindings: tuple) -> Any:
+    import sympy
+
+    expr = parse(latex)
+    names = {s.name: s for s in expr.free_symbols}
+    env = dict(bindings)
     try:
         value = sympy.nsimplify(expr.subs({names[n]: env[n] for n in names}).doit())
     except Exception:
@@ -270,6 +280,8 @@ def evaluate(latex: str, env: dict[str, Any]) -> Any:
 def equal(a: Any, b: Any) -> bool:
     import sympy
 
+    if isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational):
+        return bool(a == b)
     try:
         return bool(sympy.simplify(a - b) == 0)
     except Exception:
@@ -551,7 +563,11 @@ def why_not(steps: list[str], index: int, new_text: str, *, question: str = "", 
 
 
 def final_answer_changed(steps: list[str], edits: list[dict[str, Any]]) -> bool:
-    """Does the last step's `# Answer` differ after these edits?"""
+    """Does the last step's `# Answer` differ after these edits? A solution without an `# Answer` line ends at its
+    last step that states a number: that step must have changed."""
+    if not split_answer(steps[-1])[1]:
+        last_result = max((k for k, step in enumerate(steps, 1) if tokens(step)), default=None)
+        return last_result is not None and any(e["step"] == last_result for e in edits)
     last = next((e["text"] for e in edits if e["op"] == "replace" and e["step"] == len(steps)), steps[-1])
     return split_answer(last)[1].strip() != split_answer(steps[-1])[1].strip()
 
@@ -563,7 +579,8 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
         walker.step(k, steps[k], steps[k])
     old_text = steps[index]
     if carry:
-        for old_value, new_value in _changed_values(old_text, new_text):
+        # Bodies only: the answer tail restates a result, and would pair the wrong occurrences.
+        for old_value, new_value in _changed_values(split_answer(old_text)[0], split_answer(new_text)[0]):
             walker.add_change(old_value, new_value, index)
     if recompute:
         new_text = _recompute(walker, index, old_text, new_text, names_left=True)

@@ -7,7 +7,7 @@ import random
 from fractions import Fraction
 
 from ...trajectory import Trajectory
-from .numerical_calculation import slipped
+from .numerical_calculation import slip_decimal, slipped
 from .propagate import (DECORATION, LITERAL, carried_on, chains, final_answer_changed, math_spans, propagate, render,
                         tokens, values)
 from .text import Option, Perturbation, split_answer
@@ -51,15 +51,20 @@ def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
 
                 def option(rng: random.Random, i=i, j=j, value=value, source=source, later_body=later_body,
                            tail=tail) -> Perturbation | None:
-                    wrong = slipped(value, rng)
+                    used = [t for t in tokens(later_body) if t.value == value and not t.raised]
+                    like = used[0].text
+                    if "." in like and "frac" not in like:  # 37.5 -> 37.4 or 38.5, in its own decimals
+                        wrong = Fraction(slip_decimal(like.lstrip("-"), rng)) * (-1 if value < 0 else 1)
+                    else:
+                        wrong = slipped(value, rng)
                     text = later_body
-                    for token in reversed([t for t in tokens(later_body) if t.value == value and not t.raised]):
+                    for token in reversed(used):
                         text = text[: token.start] + render(wrong, token.text, in_math=True) + text[token.end:]
                     edits = propagate(steps, j, text + tail, question=trajectory.question, recompute=True,
                                       carry=False)
                     if edits is None or not final_answer_changed(steps, edits):
                         return None
-                    old, new = render(value, "", True), render(wrong, "", True)
+                    old, new = render(value, like, True), render(wrong, like, True)
                     return Perturbation("conflicting_value", edits,
                                         f"Step {i + 1} establishes ${source} = {old}$, but step {j + 1} uses "
                                         f"${new}$ for the same quantity.{carried_on(edits)}")
