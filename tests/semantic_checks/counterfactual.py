@@ -46,6 +46,17 @@ def false_forms(old: str, new: str) -> list[str]:
     if (re.search(r"triangle", new, re.I) and re.search(r"\barea\b", new, re.I)
             and "\\frac{1}{2}" in old and old.count("\\frac{1}{2}") > new.count("\\frac{1}{2}")):
         found.append("triangle_area_without_half")
+    for n, terms in re.findall(r"(\d+)!\s*=\s*((?:\d+\s*\+\s*)+1)\b", text):
+        if [int(t) for t in re.findall(r"\d+", terms)] == list(range(int(n), 0, -1)):
+            found.append("factorial_as_sum")
+    if re.search(r"angle", new, re.I):
+        for n in re.findall(r"\(\s*(\d+)\s*-\s*1\s*\)\s*\\cdot\s*180", text):
+            if re.search(rf"\(\s*{n}\s*-\s*2\s*\)|180\s*(?:\\cdot)?\s*\(\s*{n}\s*-\s*2\s*\)", old):
+                found.append("polygon_angle_sum")
+    if re.search(r"diagonal", new, re.I):
+        for n, m in re.findall(r"\\frac\{\s*(\d+)\s*\(\s*(\d+)\s*-\s*1\s*\)\s*\}\{2\}", text):
+            if n == m:
+                found.append("polygon_diagonals")
     for n, m in re.findall(r"\\frac\{\s*(\d+)\s*\\cdot\s*(\d+)\s*\}\{2\}", text):
         if int(m) == int(n) - 1 and re.search(r"\bsum", new, re.I):
             found.append("gauss_sum")

@@ -53,6 +53,14 @@ TABLE: tuple[Knowledge, ...] = (
     Knowledge("power_as_product", r"a^n is a multiplied by itself n times", r"a^n = a \cdot n", "formula"),
     Knowledge("triangle_area_without_half", r"the area of a triangle is \frac{1}{2} \cdot base \cdot height",
               r"the area of a triangle is base \cdot height", "formula"),
+    Knowledge("quadrilateral_angle_sum", "the angles of a quadrilateral add up to 360 degrees",
+              "the angles of a quadrilateral add up to 180 degrees", "constant", "360", "180",
+              (r"quadrilateral|rectangle|trapezoid|parallelogram|rhombus", r"angle")),
+    Knowledge("factorial_as_sum", r"n! = n \cdot (n-1) \cdots 1", r"n! = n + (n-1) + \cdots + 1", "formula"),
+    Knowledge("polygon_angle_sum", r"the interior angles of an n-gon add up to (n-2) \cdot 180 degrees",
+              r"the interior angles of an n-gon add up to (n-1) \cdot 180 degrees", "formula"),
+    Knowledge("polygon_diagonals", r"an n-gon has \frac{n(n-3)}{2} diagonals", r"an n-gon has \frac{n(n-1)}{2} diagonals",
+              "formula"),
     Knowledge("gauss_sum", r"1 + 2 + \cdots + n = \frac{n(n+1)}{2}", r"1 + 2 + \cdots + n = \frac{n(n-1)}{2}",
               "formula"),
 )
@@ -93,6 +101,23 @@ def _false_form(row: Knowledge, expression: str) -> str | None:
     if row.id == "triangle_area_without_half":
         match = re.fullmatch(r"\\frac\{1\}\{2\}\s*(?:\\cdot|\\times)?\s*(.+)", expression)
         return match.group(1) if match else None
+    if row.id == "factorial_as_sum":
+        match = re.fullmatch(r"(\d+)!", expression)
+        if not match or not 3 <= int(match.group(1)) <= 10:
+            return None
+        return " + ".join(str(k) for k in range(int(match.group(1)), 0, -1))
+    if row.id == "polygon_angle_sum":
+        match = re.fullmatch(r"180\s*(?:\\cdot|\\times)?\s*\(\s*(\d+)\s*-\s*2\s*\)|\(\s*(\d+)\s*-\s*2\s*\)\s*"
+                             r"(?:\\cdot|\\times)?\s*180(?:\^\\circ|\^\{\\circ\})?", expression)
+        if not match:
+            return None
+        n = match.group(1) or match.group(2)
+        return f"({n} - 1) \\cdot 180"
+    if row.id == "polygon_diagonals":
+        match = re.fullmatch(r"\\frac\{\s*(\d+)\s*(?:\\cdot|\\times)?\s*\(\s*(\d+)\s*-\s*3\s*\)\s*\}\{2\}", expression)
+        if not match or match.group(1) != match.group(2):
+            return None
+        return f"\\frac{{{match.group(1)}({match.group(1)} - 1)}}{{2}}"
     if row.id == "gauss_sum":
         match = re.fullmatch(r"\\frac\{\s*(\d+)\s*(?:\\cdot|\\times)?\s*\(?\s*(\d+)\s*\)?\s*\}\{2\}", expression)
         if match and int(match.group(2)) == int(match.group(1)) + 1:
@@ -108,6 +133,10 @@ def _formula_sites(row: Knowledge, body: str) -> list[tuple[int, int, str]]:
                                                        and re.search(r"\barea\b", body, re.I)):
         return []
     if row.id == "gauss_sum" and not re.search(r"\bsum\b|\bsumm", body, re.I):
+        return []
+    if row.id == "polygon_angle_sum" and not re.search(r"angle", body, re.I):
+        return []
+    if row.id == "polygon_diagonals" and not re.search(r"diagonal", body, re.I):
         return []
     sites = []
     for chain in chains(body, math_spans(body)):
