@@ -7,7 +7,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-DOLLARS = re.compile(r"(?<!\\)\$((?:\\\$|[^$])+?)(?<!\\)\$")
+DOLLARS = re.compile(r"(?<!\\)\$((?:\\\$|[^$])+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+
+
+def math_segments(text: str) -> list[str]:
+    """The contents of $...$, \\(...\\) and \\[...\\] segments."""
+    return [next(g for g in m.groups() if g is not None) for m in DOLLARS.finditer(text)]
 PROSE = re.compile(r"(?<![\w.^_{])\(?-?\d[\d.\s()+\-*/×]*=[\d.\s()+\-*/×=]*\d\)?")
 OTHER_RELATIONS = re.compile(r"\\(?:approx|equiv|pmod|neq|le|ge|leq|geq|cong|sim)\b|[<>]")
 UNITS = re.compile(r"\\\$|\^\s*\{?\\circ\}?|\\%|\\text\{[^{}]*\}|\\[,;:! ]|\\left|\\right|\\displaystyle")
@@ -26,7 +31,7 @@ def answer(step: str) -> str:
 
 def pieces(step: str) -> list[str]:
     text = body(step)
-    found = DOLLARS.findall(text)
+    found = math_segments(text)
     found += PROSE.findall(DOLLARS.sub(" ", text))
     return found
 

@@ -8,7 +8,7 @@ import re
 
 from injector import Trajectory
 
-from ._arithmetic import DOLLARS, body, propagation_problems, split_top
+from ._arithmetic import body, math_segments, propagation_problems, split_top
 
 NUMBER = re.compile(r"\\frac\{\d+\}\{\d+\}|(?<![\w.^_{])\d+(?:\.\d+)?(?![\w.]\d|\d)")
 
@@ -26,7 +26,7 @@ def _values(text: str) -> set:
 
 def defined_in(step: str, v) -> bool:
     """Does the step state v as the result of an equation (the last side of an `=` chain)?"""
-    for piece in DOLLARS.findall(body(step)) + re.findall(r"\d[\d.\s+\-*/()]*=\s*\d+(?:\.\d+)?", body(step)):
+    for piece in math_segments(body(step)) + re.findall(r"\d[\d.\s+\-*/()]*=\s*\d+(?:\.\d+)?", body(step)):
         for clause in split_top(piece, ","):
             sides = split_top(clause, "=")
             last = sides[-1].strip().replace("\\$", "")

@@ -130,18 +130,26 @@ def render(value: Fraction, like: str, in_math: bool) -> str:
     return f"{sign}\\frac{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
 
 
-def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool) -> tuple[str, bool]:
-    """`text` with every token whose value changed rewritten; whether anything was."""
+def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool,
+               fractions: list[tuple[Fraction, Fraction]] | None = None) -> tuple[str, bool]:
+    """`text` with every token whose value changed rewritten; whether anything was. A fraction whose numerator or
+    denominator changed has a new value: (old, new) is appended to `fractions` when given."""
     out, last, hit = [], 0, False
     for token in tokens(text):
-        if token.value not in changes:
-            for start, end, value in token.parts:  # \frac{6}{16} after 16 became 8: \frac{6}{8}
+        # A fraction's own numerator or denominator changing wins over its value changing (6/16 -> 12/16, not 3/4).
+        if token.value not in changes or any(value in changes for _, _, value in token.parts):
+            parts = [Fraction(value) for _, _, value in token.parts]
+            for k, (start, end, value) in enumerate(token.parts):  # \frac{6}{16} after 16 became 8: \frac{6}{8}
                 if value in changes:
                     new_part = changes[Fraction(value)]
                     if new_part.denominator != 1 or new_part <= 0:
                         raise NotRecomputable(f"{value} in {token.text} would not be a whole number")
                     out.append(text[last:start] + str(new_part.numerator))
                     last, hit = end, True
+                    parts[k] = new_part
+            if parts and fractions is not None and parts[0] / parts[1] != abs(token.value):
+                sign = -1 if token.value < 0 else 1
+                fractions.append((token.value, sign * parts[0] / parts[1]))
             continue
         if token.raised:
             raise NotRecomputable(f"{token.text} occurs in an exponent or a subscript")
@@ -295,7 +303,12 @@ def as_fraction(value: Any) -> Fraction | None:
 
 
 def literal(latex: str) -> bool:
-    return LITERAL.fullmatch(DECORATION.sub(" ", latex)) is not None
+    return LITERAL.fullmatch(DECORATION.sub(" ", unbox(latex))) is not None
+
+
+def unbox(latex: str) -> str:
+    """`\\boxed{x}` -> `x`."""
+    return re.sub(r"^\s*\\boxed\{(.*)\}\s*$", r"\1", latex, flags=re.DOTALL)
 
 
 def lone_symbol(latex: str) -> str | None:
@@ -471,14 +484,8 @@ class Recomputer:
                 raise NotRecomputable(f"step {index + 1}: the new value is not rational")
             a, b = n.exprs[k]
             text = new_exprs[k]
-            lead = len(text) - len(text.lstrip())
-            trail = len(text) - len(text.rstrip())
-            body = text.strip()
-            literal_text = LITERAL.fullmatch(DECORATION.sub(" ", body))
-            core = re.search(r"-?\s*(?:\\[dt]?frac\{\d+\}\{\d+\}|\d+(?:\.\d+)?)", body)
-            rendered = render(new_value, core.group(0), in_math=n.in_dollars)
-            edits.append((a + lead + core.start(), a + lead + core.end(), rendered))
-            assert literal_text is not None and trail >= 0
+            core = re.search(r"(?:-\s*)?(?:\\[dt]?frac\{\d+\}\{\d+\}|\d+(?:\.\d+)?)", text)
+            edits.append((a + core.start(), a + core.end(), render(new_value, core.group(0), in_math=n.in_dollars)))
             self.add_change(old_value, new_value, index)
         if name is not None:
             self.assign(name, old_vals[-1], target)
@@ -592,7 +599,10 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
     walker.current[index] = new_text
     for k in range(index + 1, len(steps)):
         body, tail = split_answer(steps[k])
-        new_body = _substitute_outside_and_inside(body, math_spans(body), walker.changes)
+        fractions: list[tuple[Fraction, Fraction]] = []
+        new_body = _substitute_outside_and_inside(body, math_spans(body), walker.changes, fractions)
+        for old_value, new_value in fractions:  # "\frac{16}{32}" is now "\frac{66}{32}": a later "\frac{1}{2}" too
+            walker.add_change(old_value, new_value, k)
         new_tail = _substitute_answer(tail, walker.changes)
         if new_body == body and new_tail == tail and not _uses_changed_symbols(walker, body):
             walker.step(k, body, body)
@@ -620,14 +630,15 @@ def _uses_changed_symbols(walker: Recomputer, body: str) -> bool:
     return any(walker._uses_changed_symbol(body[a:b]) for a, b in math_spans(body))
 
 
-def _substitute_outside_and_inside(body: str, spans: list[tuple[int, int]], changes: dict) -> str:
+def _substitute_outside_and_inside(body: str, spans: list[tuple[int, int]], changes: dict,
+                                   fractions: list | None = None) -> str:
     out, last = [], 0
     dollars = set(dollar_spans(body))
     for start, end in spans:
-        out.append(substitute(body[last:start], changes, in_math=False)[0])
-        out.append(substitute(body[start:end], changes, in_math=(start, end) in dollars)[0])
+        out.append(substitute(body[last:start], changes, in_math=False, fractions=fractions)[0])
+        out.append(substitute(body[start:end], changes, in_math=(start, end) in dollars, fractions=fractions)[0])
         last = end
-    out.append(substitute(body[last:], changes, in_math=False)[0])
+    out.append(substitute(body[last:], changes, in_math=False, fractions=fractions)[0])
     return "".join(out)
 
 

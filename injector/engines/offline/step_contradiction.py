@@ -64,6 +64,8 @@ def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
                                       carry=False)
                     if edits is None or not final_answer_changed(steps, edits):
                         return None
+                    if value in values(split_answer(edits[0]["text"])[0]):
+                        return None  # the conflicting step would show the established value too: no clear conflict
                     old, new = render(value, like, True), render(wrong, like, True)
                     return Perturbation("conflicting_value", edits,
                                         f"Step {i + 1} establishes ${source} = {old}$, but step {j + 1} uses "
