@@ -103,3 +103,10 @@ def test_a_solution_without_an_answer_line_ends_at_its_last_result():
     edits = propagate(steps, 0, steps[0].replace("= 420", "= 430"), question="How many seconds are in 7.8 minutes?")
     assert [e["step"] for e in edits] == [1, 3] and "430 + 48 = 478" in edits[1]["text"]
     assert final_answer_changed(steps, edits)
+
+
+def test_a_simplification_never_becomes_x_equals_x():
+    steps = ["That gives $\\frac{15}{56} + \\frac{15}{56} = \\frac{30}{56}$.",
+             "Simplifying, $\\frac{30}{56} = \\frac{15}{28}$.\n\n# Answer\n\n\\frac{15}{28}"]
+    slipped = steps[0].replace("= \\frac{30}{56}", "= \\frac{29}{56}")
+    assert "would state" in why_not(steps, 0, slipped, question="q")

@@ -377,8 +377,22 @@ class Recomputer:
             edits += self.chain(index, old, new, o, n, given=k < given, names_left=names_left)
         for start, end, text in sorted(edits, reverse=True):
             new = new[:start] + text + new[end:]
+        self._no_empty_restatement(index, old, new)
         self._plain_text_guard(old, new)
         return new
+
+    def _no_empty_restatement(self, index: int, old: str, new: str) -> None:
+        """A chain must not become "X = X" where it was "\\frac{30}{56} = \\frac{15}{28}" (a simplification whose
+        point the new values erased)."""
+        old_chains, new_chains = chains(old, math_spans(old)), chains(new, math_spans(new))
+        for o, n in zip(old_chains, new_chains):
+            old_exprs = [old[a:b].strip() for a, b in o.exprs]
+            new_exprs = [new[a:b].strip() for a, b in n.exprs]
+            if len(old_exprs) != len(new_exprs):
+                continue
+            for k in range(1, len(new_exprs)):
+                if new_exprs[k] == new_exprs[k - 1] and old_exprs[k] != old_exprs[k - 1]:
+                    raise NotRecomputable(f"step {index + 1} would state {new_exprs[k]} = {new_exprs[k]}")
 
     def _plain_text_guard(self, old: str, new: str) -> None:
         # A changed number in prose next to arithmetic ("5*6=30" without $) would leave the arithmetic stale.
@@ -485,7 +499,10 @@ class Recomputer:
             a, b = n.exprs[k]
             text = new_exprs[k]
             core = re.search(r"(?:-\s*)?(?:\\[dt]?frac\{\d+\}\{\d+\}|\d+(?:\.\d+)?)", text)
-            edits.append((a + core.start(), a + core.end(), render(new_value, core.group(0), in_math=n.in_dollars)))
+            rendered = render(new_value, core.group(0), in_math=n.in_dollars)
+            if k > 0 and rendered == new_exprs[k - 1].strip() and old_exprs[k - 1].strip() != old_exprs[k].strip():
+                raise NotRecomputable(f"step {index + 1} would restate {rendered} as itself")
+            edits.append((a + core.start(), a + core.end(), rendered))
             self.add_change(old_value, new_value, index)
         if name is not None:
             self.assign(name, old_vals[-1], target)
