@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from injector import OfflineEngine, Taxonomy, load_trajectories, run
+from injector.engines.base import NotApplicable
 from injector.cli import main
 from injector.review.store import Decision, ReviewStore
 from injector.sources import load_trajectories as load
@@ -20,12 +21,24 @@ PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    """An offline run over 6 bundled trajectories and three categories."""
+    """An offline run over 7 bundled trajectories and three categories."""
     out = tmp_path_factory.mktemp("runs") / "run"
     taxonomy = Taxonomy.load()
-    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["counterfactual", "redundancy",
-                                                                            "domain_inconsistency"]),
-        engine=OfflineEngine(), out=out, limit=6)
+    # Bundled trajectories where the offline counterfactual operator applies (it needs a formula or constant from
+    # its table), and one with a ± (domain_inconsistency).
+    engine, counterfactual = OfflineEngine(), taxonomy.category("counterfactual")
+
+    def applies(trajectory) -> bool:
+        try:
+            return engine.perturb(trajectory, counterfactual, seed=0, sample=0) is not None
+        except NotApplicable:
+            return False
+
+    trajectories = [t for t in load_trajectories() if applies(t)][:6]
+    trajectories += [t for t in load_trajectories() if "\\pm" in " ".join(t.steps)][:1]
+    run(trajectories, taxonomy=taxonomy, categories=taxonomy.select(["counterfactual", "redundancy",
+                                                                     "domain_inconsistency"]),
+        engine=OfflineEngine(), out=out, limit=7)
     return out
 
 
@@ -94,10 +107,10 @@ def test_prmbench_files_have_exactly_prmbench_fields_and_unique_idx(reviewed, tm
 def test_several_candidates_of_one_source_get_suffixed_idx(run_dir, tmp_path):
     taxonomy = Taxonomy.load()
     out = tmp_path / "samples"
-    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]),
+    run(load_trajectories(), taxonomy=taxonomy, categories=taxonomy.select(["redundancy"]),
         engine=OfflineEngine(), out=out, limit=1, samples=3)
     build(str(out), "--out", str(tmp_path / "split"), "--include-unreviewed")
-    records = [json.loads(line) for line in (tmp_path / "split" / "prmbench" / "counterfactual.jsonl")
+    records = [json.loads(line) for line in (tmp_path / "split" / "prmbench" / "redundency.jsonl")
                .read_text().splitlines()]
     assert sorted(r["idx"] for r in records) == ["prm800k:sample:1", "prm800k:sample:1_2", "prm800k:sample:1_3"]
 
@@ -148,7 +161,7 @@ def test_sources_and_neighbouring_formats(run_dir, tmp_path):
     out = tmp_path / "split"
     build(str(run_dir), "--out", str(out), "--include-unreviewed", "--include-sources")
     correct = [json.loads(l) for l in (out / "processbench" / "correct.jsonl").read_text().splitlines()]
-    assert len(correct) == 6 and all(r["label"] == -1 and r["final_answer_correct"] for r in correct)
+    assert len(correct) == 7 and all(r["label"] == -1 and r["final_answer_correct"] for r in correct)
     flawed = [json.loads(l) for l in (out / "processbench" / "counterfactual.jsonl").read_text().splitlines()]
     rows = [json.loads(l) for l in (out / "jsonl" / "counterfactual.jsonl").read_text().splitlines()]
     assert [r["label"] for r in flawed] == [min(r["error_steps"]) - 1 for r in rows]

@@ -8,7 +8,7 @@ import re
 from ._reading import answer, body, equal, math_parts, numbers, numeric_equalities
 
 CERTAIN = re.compile(r"\b(?:clearly|certainly|of course|obviously|surely|without a doubt|no question|no doubt|"
-                     r"for sure|anyone can see|certain|certainty|plainly|beyond any doubt|undoubtedly|evident|evidently|well known|can see|can be sure)\b", re.IGNORECASE)
+                     r"for sure|anyone can see|certain|certainty|plainly|beyond any doubt|undoubtedly|evident|evidently|well known|can see|can be sure|it is plain)\b", re.IGNORECASE)
 
 
 def _counterpart(original, steps: list[str], k: int) -> str:

@@ -17,7 +17,7 @@ import re
 from fractions import Fraction
 
 from ...trajectory import Trajectory
-from .equations import STATES, Computation, computations, evaluate, solved_values, stated_quantity
+from .equations import STATES, Computation, computations, evaluate, introduced, solved_values, stated_quantity
 from .numerical_calculation import slip_decimal, slipped
 from .propagate import carried_on, final_answer_changed, propagate, render
 from .text import Option, Perturbation, lower_first, replace_span, split_answer
@@ -106,12 +106,16 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
 
     def option(rng: random.Random) -> Perturbation | None:
         old = computation.value
-        if "." in old:
-            new = slip_decimal(old, rng)
+        written = trajectory.question + " " + " ".join(steps[: index + 1])
+        for _ in range(5):  # a false value that is not some other quantity of the solution already
+            if "." in old:
+                new = slip_decimal(old, rng)
+            else:
+                value = evaluate(old)
+                new = render(slipped(Fraction(int(value.p), int(value.q)), rng), old, in_math=True)
+            if new != old and introduced(new, written):
+                break
         else:
-            value = evaluate(old)
-            new = render(slipped(Fraction(int(value.p), int(value.q)), rng), old, in_math=True)
-        if new == old:
             return None
         new_tail = tail.replace(old, new) if tail and split_answer(steps[index])[1].strip().endswith(old) else tail
         slipped_step = replace_span(body, computation.value_start, computation.end, new) + new_tail

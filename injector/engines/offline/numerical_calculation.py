@@ -3,6 +3,7 @@ every later step that uses it is recomputed from the wrong value, up to the fina
 from __future__ import annotations
 
 import random
+import re
 from fractions import Fraction
 
 from ...trajectory import Trajectory
@@ -19,7 +20,9 @@ def slipped(value: Fraction, rng: random.Random) -> Fraction:
         numerator = magnitude.numerator + rng.choice((1, -1, 2)) if magnitude.numerator > 2 else magnitude.numerator + 1
         return sign * Fraction(numerator, magnitude.denominator)
     digits = str(magnitude.numerator)
-    choices = [magnitude + 1, magnitude + 2, magnitude - 1, magnitude + 10, magnitude - 10]
+    choices = [magnitude + 1, magnitude + 2, magnitude - 1]
+    if magnitude >= 20:
+        choices += [magnitude + 10, magnitude - 10]
     if len(digits) >= 2 and digits[-1] != digits[-2] and digits[-1] != "0":
         choices.append(Fraction(int(digits[:-2] + digits[-1] + digits[-2])))  # 54 -> 45
     choices = [c for c in choices if c > 0 and c != magnitude]
@@ -68,8 +71,12 @@ def numerical_calculation_options(trajectory: Trajectory) -> list[Option]:
                 core = LITERAL.fullmatch(DECORATION.sub(" ", text))
                 lead = len(text) - len(text.lstrip())
                 old_text = text.strip()
+                fraction = re.fullmatch(r"(-?\\[dt]?frac\{)(\d+)(\}\{\d+\})", old_text)
                 if "." in old_text and "frac" not in old_text:
                     new_text = slip_decimal(old_text, rng)
+                elif fraction:  # \frac{30}{56} -> \frac{31}{56}: the slip in the numerator, in the step's own form
+                    numerator = int(fraction.group(2)) + rng.choice((1, -1, 2))
+                    new_text = f"{fraction.group(1)}{max(numerator, 1)}{fraction.group(3)}"
                 else:
                     old_value = Fraction(evaluate(old_text, {}).p, evaluate(old_text, {}).q)
                     new_text = render(slipped(old_value, rng), old_text, in_math=True)

@@ -59,6 +59,8 @@ class Token:
     """The token's own text, minus sign included when it is unary."""
     raised: bool
     """In an exponent, a subscript or a base-n numeral: not a quantity of the problem."""
+    parts: tuple[tuple[int, int, int], ...] = ()
+    """For \\frac{p}{q}: (start, end, value) of p and of q, which may be quantities in their own right."""
 
 
 def _unary_minus_before(text: str, start: int) -> int | None:
@@ -81,8 +83,10 @@ def tokens(text: str, signed: bool = True) -> list[Token]:
     found = []
     for match in VALUE.finditer(text):
         start, end = match.start(), match.end()
+        parts: tuple[tuple[int, int, int], ...] = ()
         if match.group(1) is not None:
             value = Fraction(int(match.group(1)), int(match.group(2)))
+            parts = tuple((match.start(g), match.end(g), int(match.group(g))) for g in (1, 2))
         else:
             value = Fraction(match.group(0))
         before = text[:start].rstrip()
@@ -91,7 +95,7 @@ def tokens(text: str, signed: bool = True) -> list[Token]:
         minus = _unary_minus_before(text, start) if signed else None
         if minus is not None:
             start, value = minus, -value
-        found.append(Token(start, end, value, text[start:end], raised))
+        found.append(Token(start, end, value, text[start:end], raised, parts))
     return found
 
 
@@ -99,7 +103,8 @@ def tokens(text: str, signed: bool = True) -> list[Token]:
 def values(text: str) -> frozenset[Fraction]:
     """Every value a text mentions, with and without its sign (a "-12" also shows a 12)."""
     found = tokens(text)
-    return frozenset({abs(t.value) for t in found} | {t.value for t in found})
+    parts = {Fraction(value) for t in found for _, _, value in t.parts}
+    return frozenset({abs(t.value) for t in found} | {t.value for t in found} | parts)
 
 
 def render(value: Fraction, like: str, in_math: bool) -> str:
@@ -120,20 +125,36 @@ def render(value: Fraction, like: str, in_math: bool) -> str:
                 return f"{sign}{scaled.numerator}"
             whole, part = divmod(scaled.numerator, 10**digits)
             return f"{sign}{whole}.{part:0{digits}d}"
-    fraction = f"{sign}\\frac{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
-    return fraction if in_math else f"${fraction}$"  # prose gets the fraction as math
+    if not in_math:  # prose: "1250/3 minutes" (a new $...$ segment would change the step's shape)
+        return f"{sign}{magnitude.numerator}/{magnitude.denominator}"
+    return f"{sign}\\frac{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
 
 
-def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool) -> tuple[str, bool]:
-    """`text` with every token whose value changed rewritten; whether anything was."""
+def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool,
+               fractions: list[tuple[Fraction, Fraction]] | None = None) -> tuple[str, bool]:
+    """`text` with every token whose value changed rewritten; whether anything was. A fraction whose numerator or
+    denominator changed has a new value: (old, new) is appended to `fractions` when given."""
     out, last, hit = [], 0, False
     for token in tokens(text):
-        if token.value not in changes:
+        # A fraction's own numerator or denominator changing wins over its value changing (6/16 -> 12/16, not 3/4).
+        if token.value not in changes or any(value in changes for _, _, value in token.parts):
+            parts = [Fraction(value) for _, _, value in token.parts]
+            for k, (start, end, value) in enumerate(token.parts):  # \frac{6}{16} after 16 became 8: \frac{6}{8}
+                if value in changes:
+                    new_part = changes[Fraction(value)]
+                    if new_part.denominator != 1 or new_part <= 0:
+                        raise NotRecomputable(f"{value} in {token.text} would not be a whole number")
+                    out.append(text[last:start] + str(new_part.numerator))
+                    last, hit = end, True
+                    parts[k] = new_part
+            if parts and fractions is not None and parts[0] / parts[1] != abs(token.value):
+                sign = -1 if token.value < 0 else 1
+                fractions.append((token.value, sign * parts[0] / parts[1]))
             continue
         if token.raised:
             raise NotRecomputable(f"{token.text} occurs in an exponent or a subscript")
         new = render(changes[token.value], token.text, in_math)
-        if new.startswith("-") and not token.text.startswith("-"):
+        if new.startswith("-") and not token.text.startswith("-") and in_math:
             before = text[: token.start].rstrip()
             if before and (before[-1] not in "=(,[{" or re.search(r"\\[A-Za-z]+$", before)):
                 new = f"({new})"  # "3 \cdot (-1)", "20 - (-1)"
@@ -143,13 +164,30 @@ def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool) -> t
     return "".join(out), hit
 
 
-def math_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each math segment's content."""
+_NUM = r"\(?-?\d+(?:\.\d+)?\)?"
+# Arithmetic written in prose, without $ ("60 * 7 = 420"): at least one "=", numbers and operators only.
+PLAIN_ARITHMETIC = re.compile(rf"(?<![\w.$\\^_{{]){_NUM}(?:\s*[-+*/×]\s*{_NUM})*(?:\s*=\s*{_NUM}(?:\s*[-+*/×]\s*{_NUM})*)+"
+                              r"(?![\w.]\d|\d|\^)")
+
+
+def dollar_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each $-delimited (or \\( \\), \\[ \\]) math segment's content."""
     spans = []
     for match in MATH.finditer(text):
         group = next(g for g in range(1, 5) if match.group(g) is not None)
         spans.append((match.start(group), match.end(group)))
     return spans
+
+
+def plain_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of arithmetic written in prose, outside math segments."""
+    blanked = MATH.sub(lambda m: " " * len(m.group(0)), text)
+    return [(m.start(), m.end()) for m in PLAIN_ARITHMETIC.finditer(blanked)]
+
+
+def math_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each piece of mathematics: math segments and arithmetic written in prose, in order."""
+    return sorted(dollar_spans(text) + plain_spans(text))
 
 
 def _top_level_split(text: str, pattern: re.Pattern) -> list[tuple[int, int, str]]:
@@ -181,23 +219,25 @@ class Chain:
 
     exprs: list[tuple[int, int]]
     relations: list[str]
+    in_dollars: bool = True
+    """Inside $...$ (else arithmetic written in prose, where a fraction is written as $\\frac{p}{q}$)."""
 
 
 def chains(text: str, spans: list[tuple[int, int]]) -> list[Chain]:
-    found = []
+    found, dollars = [], set(dollar_spans(text))
     for seg_start, seg_end in spans:
         segment = text[seg_start:seg_end]
         for start, end, _ in _top_level_split(segment, SEPARATOR):
             piece = segment[start:end]
             parts = _top_level_split(piece, RELATION)
             exprs = [(seg_start + start + a, seg_start + start + b) for a, b, _ in parts]
-            found.append(Chain(exprs, [rel for _, _, rel in parts[1:]]))
+            found.append(Chain(exprs, [rel for _, _, rel in parts[1:]], (seg_start, seg_end) in dollars))
     return found
 
 
 def clean(latex: str) -> str:
     latex = DECORATION.sub(" ", latex)
-    latex = re.sub(r"\\[dt]frac", r"\\frac", latex)
+    latex = re.sub(r"\\[dt]frac", r"\\frac", latex).replace("×", "\\times ")
     # Decimals as exact fractions, so sympy never rounds.
     return re.sub(r"(?<![\w.])(\d+)\.(\d+)", lambda m: f"\\frac{{{m.group(1)}{m.group(2)}}}{{1{'0' * len(m.group(2))}}}",
                   latex)
@@ -228,6 +268,16 @@ def evaluate(latex: str, env: dict[str, Any]) -> Any:
     names = {s.name: s for s in expr.free_symbols}
     if any(name not in env for name in names):
         return None
+    return _evaluate(latex, tuple(sorted((name, env[name]) for name in names)))
+
+
+@lru_cache(maxsize=16384)
+def _evaluate(latex: str, bindings: tuple) -> Any:
+    import sympy
+
+    expr = parse(latex)
+    names = {s.name: s for s in expr.free_symbols}
+    env = dict(bindings)
     try:
         value = sympy.nsimplify(expr.subs({names[n]: env[n] for n in names}).doit())
     except Exception:
@@ -238,6 +288,8 @@ def evaluate(latex: str, env: dict[str, Any]) -> Any:
 def equal(a: Any, b: Any) -> bool:
     import sympy
 
+    if isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational):
+        return bool(a == b)
     try:
         return bool(sympy.simplify(a - b) == 0)
     except Exception:
@@ -251,7 +303,12 @@ def as_fraction(value: Any) -> Fraction | None:
 
 
 def literal(latex: str) -> bool:
-    return LITERAL.fullmatch(DECORATION.sub(" ", latex)) is not None
+    return LITERAL.fullmatch(DECORATION.sub(" ", unbox(latex))) is not None
+
+
+def unbox(latex: str) -> str:
+    """`\\boxed{x}` -> `x`."""
+    return re.sub(r"^\s*\\boxed\{(.*)\}\s*$", r"\1", latex, flags=re.DOTALL)
 
 
 def lone_symbol(latex: str) -> str | None:
@@ -266,14 +323,16 @@ class Recomputer:
 
     def __init__(self, question: str, steps: list[str]):
         self.question, self.steps = question, steps
+        self.current = list(steps)
         self.changes: dict[Fraction, Fraction] = {}
         self.old_env: dict[str, Any] = {}
         self.new_env: dict[str, Any] = {}
         self.ambiguous: set[str] = set()
 
     def seen_before(self, value: Fraction, index: int) -> bool:
-        """Does `value` occur in the question or in a step before `index`?"""
-        return any(value in values(text) for text in [self.question, *self.steps[:index]])
+        """Does `value` occur in the question or in a step before `index` (as it reads now: a step already
+        rewritten no longer shows its old values)?"""
+        return any(value in values(text) for text in [self.question, *self.current[:index]])
 
     def add_change(self, old: Fraction, new: Fraction, index: int) -> None:
         """Record that the value `old`, introduced in step `index`, is now `new`."""
@@ -303,21 +362,42 @@ class Recomputer:
         """The recomputed text of step `index` (old text `old`, substituted text `new`). The first `given` chains
         are the operator's own (read for symbol values, not rewritten)."""
         old_chains, new_chains = chains(old, math_spans(old)), chains(new, math_spans(new))
-        if len(old_chains) != len(new_chains) or any(len(a.exprs) != len(b.exprs)
-                                                     for a, b in zip(old_chains, new_chains)):
+        if len(old_chains) != len(new_chains):
             raise NotRecomputable(f"step {index + 1} changed shape")
+        for k, (o, n) in enumerate(zip(old_chains, new_chains)):
+            if len(o.exprs) != len(n.exprs):
+                if not names_left or len(o.exprs) < 2 or len(n.exprs) < 2 or o.relations[0] != "=":
+                    raise NotRecomputable(f"step {index + 1} changed shape")
+                # The operator rewrote the middle of an equation chain: its old middle expressions all had the
+                # chain's value, so any of them stands for each new middle one.
+                middle = [o.exprs[min(j, len(o.exprs) - 2)] for j in range(1, len(n.exprs) - 1)]
+                old_chains[k] = Chain([o.exprs[0], *middle, o.exprs[-1]], ["="] * (len(n.exprs) - 1), o.in_dollars)
         edits: list[tuple[int, int, str]] = []
         for k, (o, n) in enumerate(zip(old_chains, new_chains)):
             edits += self.chain(index, old, new, o, n, given=k < given, names_left=names_left)
         for start, end, text in sorted(edits, reverse=True):
             new = new[:start] + text + new[end:]
+        self._no_empty_restatement(index, old, new)
         self._plain_text_guard(old, new)
         return new
 
+    def _no_empty_restatement(self, index: int, old: str, new: str) -> None:
+        """A chain must not become "X = X" where it was "\\frac{30}{56} = \\frac{15}{28}" (a simplification whose
+        point the new values erased)."""
+        old_chains, new_chains = chains(old, math_spans(old)), chains(new, math_spans(new))
+        for o, n in zip(old_chains, new_chains):
+            old_exprs = [old[a:b].strip() for a, b in o.exprs]
+            new_exprs = [new[a:b].strip() for a, b in n.exprs]
+            if len(old_exprs) != len(new_exprs):
+                continue
+            for k in range(1, len(new_exprs)):
+                if new_exprs[k] == new_exprs[k - 1] and old_exprs[k] != old_exprs[k - 1]:
+                    raise NotRecomputable(f"step {index + 1} would state {new_exprs[k]} = {new_exprs[k]}")
+
     def _plain_text_guard(self, old: str, new: str) -> None:
         # A changed number in prose next to arithmetic ("5*6=30" without $) would leave the arithmetic stale.
-        plain = MATH.sub(" ", split_answer(new)[0])
-        if re.search(r"\d\s*[-+*/=x×]\s*\d", plain) and MATH.sub(" ", split_answer(old)[0]) != plain:
+        plain, plain_old = (PLAIN_ARITHMETIC.sub(" ", MATH.sub(" ", split_answer(t)[0])) for t in (new, old))
+        if re.search(r"\d\s*[-+*=x×]\s*\d", plain) and plain_old != plain:  # (a/b is how prose gets a fraction)
             raise NotRecomputable("changed arithmetic outside math")
 
     def chain(self, index: int, old: str, new: str, o: Chain, n: Chain, given: bool,
@@ -373,6 +453,10 @@ class Recomputer:
         start = 1 if name is not None else 0
         old_vals = [evaluate(e, self.old_env) for e in old_exprs]
         new_vals = [evaluate(e, self.new_env) for e in new_exprs]
+        # Leading names ("AB = \sqrt{...} = 10", "x_A y_B - x_B y_A = 1 \cdot 9 - 7 = 2") are not evaluated.
+        while (len(old_exprs) - start > 2 and old_vals[start] is None and new_vals[start] is None
+               and not touched[start]):
+            start += 1
         if given:
             # The operator's step: learn symbol values, rewrite nothing.
             if name is not None and old_vals[-1] is not None and new_vals[-1] is not None:
@@ -390,7 +474,11 @@ class Recomputer:
             # One unknown, solved from this equation: a premise ("4x + 30 = 360"), nothing to rewrite.
             if self._solve(old_exprs, new_exprs):
                 return []
-            raise NotRecomputable(f"step {index + 1}: an equation with a changed value cannot be evaluated")
+            if (len(old_exprs) == 2 and not touched[0] and old_vals[0] is None and new_vals[0] is None
+                    and literal(new_exprs[1])):
+                return []  # "AB = 14": a name restated with its substituted value
+            raise NotRecomputable(f"step {index + 1}: an equation with a changed value cannot be evaluated: "
+                                  f"{'='.join(new_exprs)[:80]}")
         if not all(equal(v, old_vals[start]) for v in old_vals[start:]):
             raise NotRecomputable(f"step {index + 1}: the original equation does not hold exactly")
         first = next(k for k in range(start, len(touched)) if touched[k]) if any(touched[start:]) else None
@@ -410,14 +498,11 @@ class Recomputer:
                 raise NotRecomputable(f"step {index + 1}: the new value is not rational")
             a, b = n.exprs[k]
             text = new_exprs[k]
-            lead = len(text) - len(text.lstrip())
-            trail = len(text) - len(text.rstrip())
-            body = text.strip()
-            literal_text = LITERAL.fullmatch(DECORATION.sub(" ", body))
-            core = re.search(r"-?\s*(?:\\[dt]?frac\{\d+\}\{\d+\}|\d+(?:\.\d+)?)", body)
-            rendered = render(new_value, core.group(0), in_math=True)
-            edits.append((a + lead + core.start(), a + lead + core.end(), rendered))
-            assert literal_text is not None and trail >= 0
+            core = re.search(r"(?:-\s*)?(?:\\[dt]?frac\{\d+\}\{\d+\}|\d+(?:\.\d+)?)", text)
+            rendered = render(new_value, core.group(0), in_math=n.in_dollars)
+            if k > 0 and rendered == new_exprs[k - 1].strip() and old_exprs[k - 1].strip() != old_exprs[k].strip():
+                raise NotRecomputable(f"step {index + 1} would restate {rendered} as itself")
+            edits.append((a + core.start(), a + core.end(), rendered))
             self.add_change(old_value, new_value, index)
         if name is not None:
             self.assign(name, old_vals[-1], target)
@@ -502,7 +587,11 @@ def why_not(steps: list[str], index: int, new_text: str, *, question: str = "", 
 
 
 def final_answer_changed(steps: list[str], edits: list[dict[str, Any]]) -> bool:
-    """Does the last step's `# Answer` differ after these edits?"""
+    """Does the last step's `# Answer` differ after these edits? A solution without an `# Answer` line ends at its
+    last step that states a number: that step must have changed."""
+    if not split_answer(steps[-1])[1]:
+        last_result = max((k for k, step in enumerate(steps, 1) if tokens(step)), default=None)
+        return last_result is not None and any(e["step"] == last_result for e in edits)
     last = next((e["text"] for e in edits if e["op"] == "replace" and e["step"] == len(steps)), steps[-1])
     return split_answer(last)[1].strip() != split_answer(steps[-1])[1].strip()
 
@@ -514,21 +603,29 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
         walker.step(k, steps[k], steps[k])
     old_text = steps[index]
     if carry:
-        for old_value, new_value in _changed_values(old_text, new_text):
+        # Bodies only: the answer tail restates a result, and would pair the wrong occurrences.
+        for old_value, new_value in _changed_values(split_answer(old_text)[0], split_answer(new_text)[0]):
             walker.add_change(old_value, new_value, index)
     if recompute:
         new_text = _recompute(walker, index, old_text, new_text, names_left=True)
     else:
         walker.step(index, old_text, new_text, given=_given_chains(old_text, new_text))
+        new_body, new_tail = split_answer(new_text)
+        new_text = new_body + _substitute_answer(new_tail, walker.changes)  # a slip in the last step reaches its answer
     edits = [replace(index + 1, new_text)]
+    walker.current[index] = new_text
     for k in range(index + 1, len(steps)):
         body, tail = split_answer(steps[k])
-        new_body = _substitute_outside_and_inside(body, math_spans(body), walker.changes)
+        fractions: list[tuple[Fraction, Fraction]] = []
+        new_body = _substitute_outside_and_inside(body, math_spans(body), walker.changes, fractions)
+        for old_value, new_value in fractions:  # "\frac{16}{32}" is now "\frac{66}{32}": a later "\frac{1}{2}" too
+            walker.add_change(old_value, new_value, k)
         new_tail = _substitute_answer(tail, walker.changes)
         if new_body == body and new_tail == tail and not _uses_changed_symbols(walker, body):
             walker.step(k, body, body)
             continue
         text = _recompute(walker, k, steps[k], new_body + new_tail)
+        walker.current[k] = text
         if text != steps[k]:
             edits.append(replace(k + 1, text))
     return edits
@@ -550,13 +647,15 @@ def _uses_changed_symbols(walker: Recomputer, body: str) -> bool:
     return any(walker._uses_changed_symbol(body[a:b]) for a, b in math_spans(body))
 
 
-def _substitute_outside_and_inside(body: str, spans: list[tuple[int, int]], changes: dict) -> str:
+def _substitute_outside_and_inside(body: str, spans: list[tuple[int, int]], changes: dict,
+                                   fractions: list | None = None) -> str:
     out, last = [], 0
+    dollars = set(dollar_spans(body))
     for start, end in spans:
-        out.append(substitute(body[last:start], changes, in_math=False)[0])
-        out.append(substitute(body[start:end], changes, in_math=True)[0])
+        out.append(substitute(body[last:start], changes, in_math=False, fractions=fractions)[0])
+        out.append(substitute(body[start:end], changes, in_math=(start, end) in dollars, fractions=fractions)[0])
         last = end
-    out.append(substitute(body[last:], changes, in_math=False)[0])
+    out.append(substitute(body[last:], changes, in_math=False, fractions=fractions)[0])
     return "".join(out)
 
 
