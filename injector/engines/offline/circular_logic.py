@@ -18,8 +18,8 @@ from .text import Option, Perturbation, insert, replace, split_answer
 
 # The assumption: a framed one, or the bare value with nothing before it (the next step then "derives" it).
 ASSUME_VALUE = ("Let ${var} = {value}$.", "We have ${var} = {value}$.", "So ${var} = {value}$.",
-                "Then ${var} = {value}$.", "We can use ${var} = {value}$ here.", "That means ${var} = {value}$.",
-                "This gives ${var} = {value}$.", "Here ${var} = {value}$.")
+                "Then ${var} = {value}$.", "We can use ${var} = {value}$ here.", "So we get ${var} = {value}$.",
+                "${var} = {value}$.", "We get ${var} = {value}$.")
 DERIVE_VALUE = ("Then ${filled}$, so ${var} = {value}$.",
                 "This gives ${filled}$, so ${var} = {value}$ is the solution.",
                 "With this, ${equation}$ becomes ${filled}$, which is true, so ${var} = {value}$.",
@@ -27,8 +27,9 @@ DERIVE_VALUE = ("Then ${filled}$, so ${var} = {value}$.",
                 "So ${filled}$, and we have ${var} = {value}$.",
                 "Plugging in, ${filled}$, so ${var} = {value}$.",
                 "Then ${equation}$ reads ${filled}$, which means ${var} = {value}$.")
-ASSUME_CLAUSE = ("Suppose {clause}.", "Let's say {clause}.", "{Clause}.", "So {clause}.", "We have that {clause}.",
-                 "Then {clause}.", "We take it that {clause}.", "Here {clause}.")
+# The bare clause (no framing word at all) is the commonest form: it reads like any other step.
+ASSUME_CLAUSE = ("Suppose {clause}.", "{Clause}.", "{Clause}.", "So {clause}.", "{Clause}.", "We have that {clause}.",
+                 "Then {clause}.", "We take it that {clause}.")
 DERIVE_CLAUSE = ("Then ${inverse}$, so {clause}.", "This gives ${inverse}$, so {clause}.",
                  "Since ${inverse}$, {clause}.", "So ${inverse}$, which means {clause}.",
                  "With this, ${inverse}$, and so {clause}.", "From this we get ${inverse}$, so {clause}.")
