@@ -18,13 +18,13 @@ from .equations import styled, Computation, Solved, computations, determines, ev
 from .text import Option, Perturbation, insert, split_answer
 
 # Lead-ins for a re-derivation that restates the step's own clause.
-SAME_CLAUSE = ("{Clause}.", "So {clause}.", "That is, {clause}.", "Also, {clause}.", "We can also say {clause}.")
+SAME_CLAUSE = ("{Clause}.", "{Clause}.", "So {clause}.", "That is, {clause}.", "Also, {clause}.", "Then {clause}.")
 # A side equation that follows from the step's result, alone or with the step's own clause after it.
-SIDE_EQUATION = ("We also have ${equation}$.", "Then ${equation}$.", "So ${equation}$.", "This gives ${equation}$.",
-                 "And ${equation}$.", "From this, ${equation}$.")
+SIDE_EQUATION = ("We have ${equation}$.", "Then ${equation}$.", "So ${equation}$.", "This gives ${equation}$.",
+                 "${equation}$.", "Hence ${equation}$.")
 SIDE_WITH_CLAUSE = ("Since ${equation}$, {clause}.", "Then ${equation}$, so {clause}.",
                     "We have ${equation}$, and so {clause}.", "As ${equation}$, {clause}.",
-                    "So ${equation}$, which gives that {clause}.")
+                    "So ${equation}$, which gives that {clause}.", "${equation}$, so {clause}.")
 # A value put back into the equation it solves.
 PUT_BACK = ("With ${var} = {value}$, ${filled}$.", "Then ${filled}$.", "So ${filled}$.",
             "For ${var} = {value}$ we get ${filled}$.", "Putting ${var} = {value}$ into ${equation}$ gives ${filled}$.",
