@@ -27,7 +27,7 @@ def test_python_examples_run_as_written_from_any_directory(tmp_path, monkeypatch
     for number, example in enumerate(re.findall(r"```python\n(.*?)```", README, re.DOTALL), 1):
         exec(compile(example, f"README.md python block {number}", "exec"), {})
         outputs.append(capsys.readouterr().out.splitlines())
-    assert outputs == [["['undeclared_change'] [1]", "Candidate [4]", "3"], ["5 0"]]
+    assert outputs == [["['undeclared_change'] [1]", "Candidate [3, 4]", "3"], ["5 0"]]
     assert list(tmp_path.iterdir()) == []  # and they write nothing into the working directory
 
 

@@ -2,7 +2,6 @@
 key redaction, progress output, interruption."""
 from __future__ import annotations
 
-import asyncio
 import errno
 import io
 import json
