@@ -5,7 +5,7 @@ PRM800K or any other dataset. Each problem is data (problem, steps, answer) plus
 answer independently with Python/sympy. Before writing, the script also verifies every variable-free
 relation (`=`, `<`, `\\le`, `\\equiv ... \\pmod m`, ...) inside the `$...$` math of the trajectory steps.
 
-Run from anywhere:  /work/venv/bin/python data/make_sample.py
+Run from anywhere, with the project installed:  python data/make_sample.py
 The output is deterministic: running it again regenerates the identical file.
 """
 from __future__ import annotations

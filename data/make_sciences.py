@@ -6,7 +6,7 @@ plus a `check` that recomputes the answer independently with exact fractions, sy
 the intermediate numbers each step must state. Before writing, the script also verifies every relation
 (`=`, `\\approx`, `<`, `>`) it can parse inside the `$...$` math of the steps.
 
-Run from anywhere:  /work/venv/bin/python data/make_sciences.py
+Run from anywhere, with the project installed:  python data/make_sciences.py
 The output is deterministic: running it again regenerates the identical file.
 """
 from __future__ import annotations

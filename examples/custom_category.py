@@ -25,8 +25,6 @@ TEMPLATE = """{% extends "_base.j2" %}
 How to make this error: state a computed quantity in the wrong unit (dollars for cents, minutes for seconds), keeping
 the number, so the step reads naturally but is false.
 {% endblock %}
-{% block examples_edits %}(no worked examples for this category){% endblock %}
-{% block examples %}(no worked examples for this category){% endblock %}
 """
 
 

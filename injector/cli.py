@@ -179,6 +179,11 @@ def input_options(function):
     return command
 
 
+def _examples(*commands: str) -> str:
+    """A --help epilog of example commands, kept as written (click's \\b stops it re-wrapping them)."""
+    return "Examples:\n\n\b\n" + "\n".join(commands)
+
+
 @click.group(cls=InjectGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="inject")
 def main() -> None:
@@ -191,7 +196,8 @@ def main() -> None:
             handler.addFilter(RedactingFilter())
 
 
-@main.command()
+@main.command(epilog=_examples("inject categories", "inject categories --taxonomy projudge",
+                              "inject categories --taxonomy my/taxonomy.yaml"))
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
               help="A bundled taxonomy (prmbench, the default) or a taxonomy YAML file.")
 def categories(taxonomy_path: str | None) -> None:
@@ -211,7 +217,10 @@ output_mode_option = click.option(
          "(multi_solution always writes a whole new solution).")
 
 
-@main.command()
+@main.command(epilog=_examples(
+    "inject render --category deception --limit 1",
+    "inject render --category all --input data/sciences.jsonl --output-mode full --limit 2",
+    "inject render --category counterfactual --input PRM800K/prm800k/data/phase2_train.jsonl --limit 1"))
 @input_options
 @output_mode_option
 def render(inputs: InputOptions, output_mode: str) -> None:
@@ -230,7 +239,11 @@ def render(inputs: InputOptions, output_mode: str) -> None:
     click.echo(source.describe(), err=True)
 
 
-@main.command()
+@main.command(epilog=_examples(
+    "inject run --category circular_logic                  # offline engine, bundled sample, no key",
+    "inject run --category all --model gpt-4o --dry-run    # units, tokens, estimated cost; sends nothing",
+    "inject run --category all --model gpt-4o --max-cost 20 --rpm 450 --out runs/gpt4o",
+    "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1"))
 @input_options
 @output_mode_option
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
@@ -238,8 +251,11 @@ def render(inputs: InputOptions, output_mode: str) -> None:
               help="`offline` (the default: rule-based, no LLM) or any litellm model string: gpt-4o, anthropic/..., "
                    "hosted_vllm/..., ollama_chat/..., openai/NAME.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1.")
-@click.option("--temperature", type=float, default=1.0, show_default=True)
-@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True)
+@click.option("--temperature", type=float, default=1.0, show_default=True,
+              help="Sampling temperature sent to the model (0: most repeatable; higher: more varied injections). "
+                   "Part of the run's configuration and the cache key; the offline engine ignores it.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Most completion tokens per answer (max_tokens sent to the model).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Sample k of a unit is sent seed+k.")
 @click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
               help="Candidates to ask for per (trajectory, category).")
@@ -315,7 +331,10 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
                                   "see the summary); exit 5, run the same command again to retry them")
 
 
-@main.command()
+@main.command(epilog=_examples(
+    "inject build runs/a runs/b --out splits/v1",
+    "inject build runs/a --out splits/v1 --by train-test --test-size 0.2 --seed 0 --license mit",
+    "inject build runs/a --out splits/draft --include-unreviewed --overwrite"))
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="The split directory to write.")
 @click.option("--by", type=click.Choice(["category", "train-test"]), default="category", show_default=True,
@@ -344,7 +363,9 @@ def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_source
                f"reviewers, {report.unreviewed_left_out} unreviewed left out")
 
 
-@main.command()
+@main.command(epilog=_examples(
+    "inject stats runs/a", "inject stats splits/v1 --json", "inject stats runs/a --cues --plots plots/",
+    "inject stats --cues PRMBench/data/"))
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 @click.option("--plots", type=click.Path(file_okay=False), help="Write PNG plots into this directory.")
@@ -365,9 +386,12 @@ def stats(path, as_json, plots, cues, taxonomy_path) -> None:
             click.echo(f"wrote {written}", err=True)
 
 
-@main.command()
+@main.command(epilog=_examples(
+    "inject audit PRMBench/data/circular.jsonl", "inject audit splits/v1/prmbench/circular.jsonl --json --report-only",
+    "inject audit mine.jsonl --taxonomy my/taxonomy.yaml && publish mine.jsonl"))
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True)
+@click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True,
+              help="The file's record format (PRMBench's JSONL, the one format audited so far).")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH", help="A bundled taxonomy or a YAML file.")
 @click.option("--json", "as_json", is_flag=True, help="Print every record's verdict as JSON lines.")
 @click.option("--report-only", is_flag=True, help="Exit 0 even when records fail the audit (default: exit 4).")
@@ -417,12 +441,14 @@ def _register_review() -> None:
 _register_review()
 
 
-@main.group()
+@main.group(epilog=_examples("inject taxonomy validate prmbench projudge",
+                            "inject taxonomy validate my/taxonomy.yaml"))
 def taxonomy() -> None:
     """Work with taxonomies."""
 
 
-@taxonomy.command("validate")
+@taxonomy.command("validate", epilog=_examples("inject taxonomy validate prmbench projudge",
+                                               "inject taxonomy validate my/taxonomy.yaml"))
 @click.argument("sources", nargs=-1, required=True, metavar="NAME|PATH...")
 def taxonomy_validate(sources) -> None:
     """Check taxonomies: YAML, rules, templates rendered in both modes, hooks imported and called."""

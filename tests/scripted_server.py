@@ -20,6 +20,8 @@ class Reply:
     completion_tokens: int = 50
 
 
+POLL_INTERVAL = 0.01  # seconds between serve_forever's shutdown checks (the stdlib default, 0.5, is test teardown)
+
 Script = Callable[[dict[str, Any]], "Reply | str"]
 
 
@@ -70,7 +72,9 @@ class ScriptedServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.api_base = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # A short poll so that stop() (httpd.shutdown waits for the loop's next poll) takes ~10 ms, not 0.5 s.
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": POLL_INTERVAL},
+                                        daemon=True)
 
     def start(self) -> "ScriptedServer":
         self._thread.start()
@@ -79,6 +83,7 @@ class ScriptedServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        self._thread.join(5)
 
     def reply_in_order(self, replies: list["Reply | str"]) -> None:
         """Serve these replies one per request, in order (then fail with 500)."""

@@ -66,7 +66,8 @@ def test_run_writes_a_run_directory(scripted_server, trajectories_file, tmp_path
     assert result.exit_code == 0, result.output
     assert f"{out}: 3 candidates, 0 rejects (3 new, 0 already there)" in result.output
     candidates = read_jsonl(out / "candidates.jsonl")
-    assert [c["id"] for c in candidates] == [f"t{k}::circular_logic::0" for k in range(3)] or len(candidates) == 3
+    # Units finish in any order under concurrency; the set of ids is exact.
+    assert sorted(c["id"] for c in candidates) == [f"t{k}::circular_logic::0" for k in range(3)]
     first = next(c for c in candidates if c["trajectory_id"] == "t0")
     assert first["classification"] == "circular" and first["category"] == "circular_logic"
     assert first["modified_steps"] == [2] and first["error_steps"] == [2]
@@ -189,7 +190,8 @@ def test_render_prints_messages_without_a_model():
     result = invoke("render", "--category", "circular_logic", "--limit", "1")
     assert result.exit_code == 0
     assert "--- system ---" in result.output and "--- user ---" in result.output
-    assert "Non-Circular Logic" in result.output or "circular" in result.output.lower()
+    assert "# Category: circular logic (Non-Circular Logic)" in result.output
+    assert result.output.startswith("=== prm800k:sample:1 / circular_logic ===\n--- system ---\n")
 
 
 def test_categories_lists_the_nine():

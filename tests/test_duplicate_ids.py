@@ -34,7 +34,9 @@ def shared_id(tmp_path: Path) -> Path:
 
 
 def run_args(path: Path, out: Path, *extra: str) -> list[str]:
-    return ["run", "--category", "counterfactual", "--input", str(path), "--out", str(out), *extra]
+    # numerical_calculation (projudge): an arithmetic slip, which the offline engine finds in these two-step records
+    return ["run", "--taxonomy", "projudge", "--category", "numerical_calculation", "--input", str(path), "--out",
+            str(out), *extra]
 
 
 def test_two_records_with_one_id_are_a_file_line_error_naming_both(shared_id: Path, tmp_path: Path) -> None:
@@ -55,7 +57,7 @@ def test_first_keeps_the_first_and_counts_the_rest_as_skipped(shared_id: Path, t
     assert result.exit_code == 0, result.output
     assert "read 3, selected 2, skipped 1 (duplicate_id 1)" in result.output
     candidates = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]
-    assert sorted(c["id"] for c in candidates) == ["t1::counterfactual::0", "t2::counterfactual::0"]
+    assert sorted(c["id"] for c in candidates) == ["t1::numerical_calculation::0", "t2::numerical_calculation::0"]
     first = next(c for c in candidates if c["trajectory_id"] == "t1")
     assert first["original_process"] == record("t1", 2)["steps"]  # the first record, not the later one
     manifest = json.loads((out / "manifest.json").read_text())

@@ -45,22 +45,22 @@ def test_the_fixture_records_load_byte_identical_with_their_answers() -> None:
 
 
 @pytest.mark.parametrize("number", [0, 1, 2])
-def test_circular_logic_confirms_in_the_last_reasoning_step_and_keeps_the_answer_step(number: int) -> None:
+def test_circular_logic_keeps_the_answer_step_byte_identical(number: int) -> None:
+    """The loop replaces a reasoning step; an answer step (or a step carrying the `# Answer\\n` tail) stays as it
+    was, and no literal `\\n` leaks into the loop's math or reason."""
     taxonomy = Taxonomy.load()
     trajectory = list(load_trajectories(FIXTURE))[number]
     candidate = asyncio.run(inject_one(taxonomy, taxonomy.category("circular_logic"), trajectory, OfflineEngine()))
-    assert not hasattr(candidate, "codes"), candidate
+    if number == 0:  # "he has $2 + 1 = 3$ apples" can be assumed and worked back
+        assert not hasattr(candidate, "codes"), candidate
+    if hasattr(candidate, "codes"):
+        assert candidate.codes == ["not_applicable"]
+        return
     answer = final_answer_of_steps(trajectory.steps)
     modified = candidate.modified_process
-    assert f"${answer}$" in modified[1]  # the assumption, inserted after step 1
-    assert f"$\\n{answer}$" not in "".join(modified) and f"\\n{answer}" not in candidate.reason
-    last = trajectory.steps[-1]
-    if split_answer(last)[0].strip():  # an answer tail inside a reasoning step: the text goes before the tail
-        assert modified[-1].endswith(split_answer(last)[1]) and "This agrees" in modified[-1]
-        assert modified[-1].index("This agrees") < modified[-1].index("# Answer")
-    else:  # a step that is only the answer stays exactly as it was; the step before it confirms
-        assert modified[-1] == last
-        assert "This agrees with the value" in modified[-2]
+    assert modified[-1] == trajectory.steps[-1] and final_answer_of_steps(modified) == answer
+    assert all(split_answer(modified[k - 1])[1] == "" for k in candidate.error_steps)
+    assert f"\\n{answer}" not in "".join(modified[:-1]) and f"\\n{answer}" not in candidate.reason
 
 
 def test_an_offline_run_keeps_unchanged_steps_byte_identical(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_an_offline_run_keeps_unchanged_steps_byte_identical(tmp_path: Path) -> 
     result = CliRunner().invoke(main, ["run", "--category", "all", "--input", str(FIXTURE), "--out", str(out)])
     assert result.exit_code == 0, result.output
     candidates = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]
-    assert {c["category"] for c in candidates} >= {"circular_logic", "counterfactual", "redundancy"}
+    assert {c["category"] for c in candidates} >= {"circular_logic", "redundancy"}
     sources = {r["idx"]: r["original_process"] for r in RAW}
     for candidate in candidates:
         assert candidate["original_process"] == sources[candidate["idx"]]

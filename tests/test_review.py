@@ -29,6 +29,7 @@ from injector.resources import bundled_taxonomies
 from injector.review.command import review
 from injector.review.server import ReviewServer, make_server
 from injector.review.store import Decision, ReviewStore, apply_decision
+from scripted_server import POLL_INTERVAL
 
 HOSTILE_SCRIPT = "<script>alert(1)</script>"
 HOSTILE_IMG = '"><img src=x onerror=alert(2)>'
@@ -91,7 +92,8 @@ def make_run(directory: Path, records: list[dict[str, Any]] | None = None) -> Pa
 @contextmanager
 def running(run_dirs: list[Path], **options: Any) -> Iterator[ReviewServer]:
     server = make_server(run_dirs, **options)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for serve_forever's next check, 0.5 s with the stdlib default.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_INTERVAL}, daemon=True)
     thread.start()
     try:
         yield server

@@ -2,14 +2,12 @@
 key redaction, progress output, interruption."""
 from __future__ import annotations
 
-import asyncio
 import errno
 import io
 import json
 import os
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,6 @@ from scripted_server import Reply
 
 from injector import records
 from injector.cli import main
-from injector.limits import RateLimiter
 from injector.pipeline import RunProgress
 from injector.progress import ProgressDisplay, summary_table
 from injector.records import RunDirectory
@@ -219,19 +216,6 @@ def test_plain_progress_lines_and_summary(capsys):
     assert stream.getvalue().startswith("3/10 done, 2 accepted, 1 rejected, 0 retries")
     table = summary_table(progress)
     assert "confidence" in table and "label_leak" in table
-
-
-def test_a_429_pauses_every_request_of_the_run():
-    limiter = RateLimiter()
-
-    async def scenario() -> float:
-        limiter.pause(0.3)
-        start = time.monotonic()
-        await asyncio.gather(limiter.before_request(10), limiter.before_request(10))
-        return time.monotonic() - start
-
-    waited = asyncio.run(scenario())
-    assert waited >= 0.29 and limiter.pauses == 1  # both requests waited out the same pause
 
 
 def run_cli_guarded(*args, **kwargs):

@@ -37,7 +37,7 @@ def offline_run(out: Path, categories: list[str], limit: int = 4, source: Any = 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    return offline_run(tmp_path_factory.mktemp("typed") / "run", ["counterfactual", "missing_condition"])
+    return offline_run(tmp_path_factory.mktemp("typed") / "run", ["step_contradiction", "missing_condition"])
 
 
 def lines(path: Path) -> list[dict]:
@@ -104,7 +104,7 @@ def test_a_correction_of_a_candidate_with_explanations_keeps_them(tmp_path: Path
 def test_stats_of_a_split_counts_the_rows_reviewers_accepted(run_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
-    ids = [c["id"] for c in lines(copy / "candidates.jsonl") if c["category"] == "counterfactual"]
+    ids = [c["id"] for c in lines(copy / "candidates.jsonl") if c["category"] == "step_contradiction"]
     store = ReviewStore(copy)
     for cid in ids[:2]:
         store.record(Decision(id=cid, decision="accept", reviewer="ann"))
@@ -114,11 +114,11 @@ def test_stats_of_a_split_counts_the_rows_reviewers_accepted(run_dir: Path, tmp_
     result = CliRunner().invoke(main, ["stats", str(split), "--json"])
     assert result.exit_code == 0, result.output
     numbers = json.loads(result.output[: result.output.rindex("}") + 1])
-    row = numbers["categories"]["counterfactual"]
+    row = numbers["categories"]["step_contradiction"]
     assert (row["accepted"], row["unreviewed"], row["in_split"]) == (2, len(ids) - 2, len(ids))
     table = CliRunner().invoke(main, ["stats", str(split)]).output
-    counterfactual = next(line for line in table.splitlines() if line.startswith("counterfactual"))
-    assert counterfactual.split()[1:7] == [str(len(ids)), "2", "0", str(len(ids) - 2), "0", str(len(ids))]
+    line = next(line for line in table.splitlines() if line.startswith("step_contradiction"))
+    assert line.split()[1:7] == [str(len(ids)), "2", "0", str(len(ids) - 2), "0", str(len(ids))]
 
 
 # -- bug (c): ground truth of PRM800K sources ----------------------------------------------------------------------
@@ -127,11 +127,11 @@ def test_a_split_keeps_the_ground_truth_of_prm800k_sources(tmp_path: Path) -> No
     source = load_trajectories(str(PRM800K))
     truths = {t.id: t.answer for t in load_trajectories(str(PRM800K))}
     assert truths and all(truths.values())
-    run_dir = offline_run(tmp_path / "run", ["counterfactual"], limit=10, source=source)
+    run_dir = offline_run(tmp_path / "run", ["redundancy"], limit=10, source=source)
     split = tmp_path / "split"
     assert CliRunner().invoke(main, ["build", str(run_dir), "--out", str(split), "--include-unreviewed"]
                               ).exit_code == 0
-    rows = lines(split / "jsonl" / "counterfactual.jsonl")
+    rows = lines(split / "jsonl" / "redundancy.jsonl")
     assert rows and {row["trajectory_id"]: row["ground_truth"] for row in rows} == {
         row["trajectory_id"]: truths[row["trajectory_id"]] for row in rows}
 
@@ -225,7 +225,7 @@ CORRUPTIONS = {
 @pytest.fixture(scope="module")
 def received(tmp_path_factory) -> Path:
     """A run with candidates, rejects and one reviewer decision, as someone might send it."""
-    out = offline_run(tmp_path_factory.mktemp("received") / "run", ["counterfactual", "missing_condition"])
+    out = offline_run(tmp_path_factory.mktemp("received") / "run", ["step_contradiction", "missing_condition"])
     first = lines(out / "candidates.jsonl")[0]["id"]
     ReviewStore(out).record(Decision(id=first, decision="accept", reviewer="ann"))
     return out
@@ -411,7 +411,7 @@ def test_split_ids_are_unique_when_runs_over_one_input_are_combined(tmp_path: Pa
     runs = []
     for seed in (0, 1):
         out = tmp_path / f"seed{seed}"
-        run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]), out=out,
+        run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["step_contradiction"]), out=out,
                                          limit=3, seed=seed), OfflineEngine())
         runs.append(out)
     hashes = [json.loads((out / "manifest.json").read_text())["config_hash"] for out in runs]
@@ -421,7 +421,7 @@ def test_split_ids_are_unique_when_runs_over_one_input_are_combined(tmp_path: Pa
         split = tmp_path / f"split-{len(splits)}"
         result = CliRunner().invoke(main, ["build", *map(str, order), "--out", str(split), "--include-unreviewed"])
         assert result.exit_code == 0, result.output
-        splits.append(lines(split / "jsonl" / "counterfactual.jsonl"))
+        splits.append(lines(split / "jsonl" / "step_contradiction.jsonl"))
     ids = [row["id"] for row in splits[0]]
     unit_ids = [c["id"] for c in lines(runs[0] / "candidates.jsonl")]
     assert len(ids) == len(set(ids)) == 2 * len(unit_ids)
@@ -430,7 +430,7 @@ def test_split_ids_are_unique_when_runs_over_one_input_are_combined(tmp_path: Pa
     # one run alone keeps its ids as they are
     single = tmp_path / "single"
     assert CliRunner().invoke(main, ["build", str(runs[0]), "--out", str(single), "--include-unreviewed"]).exit_code == 0
-    assert sorted(row["id"] for row in lines(single / "jsonl" / "counterfactual.jsonl")) == sorted(unit_ids)
+    assert sorted(row["id"] for row in lines(single / "jsonl" / "step_contradiction.jsonl")) == sorted(unit_ids)
 
 
 def test_the_same_run_given_twice_is_refused(run_dir: Path, tmp_path: Path) -> None:

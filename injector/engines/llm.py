@@ -4,8 +4,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import os
 import random
+import re
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_after_delay
@@ -192,7 +194,7 @@ class LLMEngine(Engine):
         """Seconds before the next try: the provider's Retry-After, else exponential backoff with jitter."""
         retry_after = getattr(error, "retry_after", None)
         if retry_after is not None:
-            return retry_after
+            return min(retry_after, self.transient_seconds)  # never sleep past the retry budget on one header
         return min(60.0, self.backoff_seconds * 2 ** (failures - 1)) + random.uniform(0, self.backoff_seconds)
 
     async def _complete_with_retries(self, request: dict[str, Any]) -> Proposal:
@@ -234,8 +236,15 @@ class LLMEngine(Engine):
         except Exception as exc:
             error = classify_provider_error(litellm, exc)
             if isinstance(error, TransientProviderError) and error.status == 429:
-                # Slow the whole run down, not just this request.
-                self.limiter.pause(error.retry_after if error.retry_after is not None else self.backoff_seconds)
+                # The whole run waits only when the window is spent; a sporadic 429 delays just this request
+                # (its retry waits the Retry-After).
+                spent = _spent_window(exc)
+                wait = error.retry_after
+                if wait is None and spent:
+                    wait = _duration_seconds(_headers(exc).get(f"x-ratelimit-reset-{spent}"))
+                # Capped at the retry budget: a run never waits longer on one header than it retries.
+                self.limiter.rate_limited(min(self.backoff_seconds if wait is None else wait, self.transient_seconds),
+                                          window_spent=spent is not None)
             raise error from exc
         text = response.choices[0].message.content or ""
         usage = getattr(response, "usage", None)
@@ -288,11 +297,38 @@ def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
     return ProviderError(message)  # 400, 404, 422 and anything else we cannot fix by waiting
 
 
+def _headers(exc: Exception) -> Any:
+    """The provider's response headers carried by a litellm exception (httpx's, case-insensitive), or {}."""
+    return getattr(getattr(exc, "response", None), "headers", None) or {}
+
+
+def _spent_window(exc: Exception) -> str | None:
+    """The rate window a 429 says is spent: "requests" or "tokens" when its `x-ratelimit-remaining-*` is 0."""
+    headers = _headers(exc)
+    for window in ("requests", "tokens"):
+        if str(headers.get(f"x-ratelimit-remaining-{window}", "")).strip() == "0":
+            return window
+    return None
+
+
+def _duration_seconds(value: str | None) -> float | None:
+    """A reset time as providers write it (`6m0s`, `1.5s`, `20ms`, `1h2m`, or bare seconds) in seconds; None when
+    absent or unreadable."""
+    text = (value or "").strip()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return sum(float(number) * scale[unit] for number, unit in parts)
+
+
 def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
+    headers = _headers(exc)
     try:
         value = headers.get("retry-after") or headers.get("Retry-After")
-        return float(value) if value is not None else None
+        seconds = float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None  # not inf, nan

@@ -16,7 +16,10 @@ def _default_reviewer() -> str:
         return ""
 
 
-@click.command(name="review")
+@click.command(name="review", epilog="Examples:\n\n\b\n" + "\n".join([  # as cli._examples writes them
+    "inject review runs/a", "inject review runs/a runs/b --reviewer ann --no-browser --port 8765",
+    "inject review runs/a --export decisions.csv", "inject review runs/a --import decisions.csv",
+    "inject review runs/a --taxonomy my/taxonomy.yaml"]))
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path),
                 metavar="RUN_DIR [RUN_DIR...]")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: a free one).")

@@ -1,37 +1,93 @@
-"""Offline circular_logic operators."""
+"""Offline circular_logic operators: a result's derivation is replaced by a loop.
+
+The step that derives a result is replaced by a step that takes the result as given, followed by a step that
+"derives" it back from that assumption (substituting it into the equation it should solve, or undoing the
+computation that should have produced it), and concludes the value it started from. The final answer and every
+other step stay as they were. Wording is drawn from small pools of plain connectives that the original solutions
+also use, so that the loop is found by reading the mathematics, not the words.
+"""
 from __future__ import annotations
 
 import random
 
-from ...answers import final_answer_of_steps
 from ...trajectory import Trajectory
+from .equations import styled, Computation, Solved, computations, determines, introduced, inverse_equations, \
+    solved_values, stated_quantity, substituted
 from .text import Option, Perturbation, insert, replace, split_answer
 
-def last_reasoning_step(steps: list[str]) -> int | None:
-    """Index of the last step with text besides its `# Answer` tail (a step that is only `# Answer\n3` is not)."""
-    return next((index for index in range(len(steps) - 1, -1, -1) if split_answer(steps[index])[0].strip()), None)
+# The assumption: a framed one, or the bare value with nothing before it (the next step then "derives" it).
+ASSUME_VALUE = ("Let ${var} = {value}$.", "We have ${var} = {value}$.", "So ${var} = {value}$.",
+                "Then ${var} = {value}$.", "We can use ${var} = {value}$ here.", "So we get ${var} = {value}$.",
+                "${var} = {value}$.", "We get ${var} = {value}$.")
+DERIVE_VALUE = ("Then ${filled}$, so ${var} = {value}$.",
+                "This gives ${filled}$, so ${var} = {value}$ is the solution.",
+                "With this, ${equation}$ becomes ${filled}$, which is true, so ${var} = {value}$.",
+                "Since ${filled}$, we get ${var} = {value}$.",
+                "So ${filled}$, and we have ${var} = {value}$.",
+                "Plugging in, ${filled}$, so ${var} = {value}$.",
+                "Then ${equation}$ reads ${filled}$, which means ${var} = {value}$.")
+# The bare clause (no framing word at all) is the commonest form: it reads like any other step.
+ASSUME_CLAUSE = ("Suppose {clause}.", "{Clause}.", "{Clause}.", "So {clause}.", "{Clause}.", "We have that {clause}.",
+                 "Then {clause}.", "We take it that {clause}.")
+DERIVE_CLAUSE = ("Then ${inverse}$, so {clause}.", "This gives ${inverse}$, so {clause}.",
+                 "Since ${inverse}$, {clause}.", "So ${inverse}$, which means {clause}.",
+                 "With this, ${inverse}$, and so {clause}.", "From this we get ${inverse}$, so {clause}.")
 
 
 def circular_logic_options(trajectory: Trajectory) -> list[Option]:
-    """Assume the final answer early, then let the last reasoning step "confirm" it by that assumption."""
-    answer = trajectory.answer or final_answer_of_steps(list(trajectory.steps))
-    steps = trajectory.steps
-    confirming = last_reasoning_step(steps)  # the answer step itself stays as it is
-    if answer is None or confirming is None or confirming < 1:
-        return []
-    which = "the last step" if confirming == len(steps) - 1 else f"step {confirming + 1}"
+    """One option per result a step derives (a variable's value, or a computation of a stated quantity) that is
+    new in that step; steps carrying the `# Answer` line are left alone, so the final answer step is unchanged."""
+    steps = list(trajectory.steps)
     options: list[Option] = []
-    for position in range(0, max(1, confirming // 2)):
-        def option(rng: random.Random, position=position) -> Perturbation:
-            assumed = (f"We know the final answer must be ${answer}$, so we take ${answer}$ as given and check "
-                       "that the remaining steps agree with it.")
-            body, tail = split_answer(steps[confirming])
-            confirmed = (body.rstrip() + f" This agrees with the value ${answer}$ we started from, which confirms "
-                         f"that ${answer}$ is the answer." + tail)
-            return Perturbation("assume_the_answer",
-                                [insert(position + 1, assumed), replace(confirming + 1, confirmed)],
-                                f"The step inserted after step {position + 1} assumes the final answer {answer} "
-                                f"before deriving it, and {which} confirms the answer by that assumption: the "
-                                "conclusion supports itself.")
-        options.append(option)
-    return options
+    for index, step in enumerate(steps):
+        body, tail = split_answer(step)
+        if tail or index == len(steps) - 1:
+            continue
+        for solved in solved_values(steps, trajectory.question, index):
+            if determines(solved):
+                options.append(_loop_on_value(index, solved))
+        earlier = trajectory.question + " " + " ".join(steps[:index])
+        for computation in computations(body, index):
+            loop = _loop_on_computation(body, computation, earlier)
+            if loop is not None:
+                options.append(loop)
+    return styled(options, steps)
+
+
+def _loop_on_value(index: int, solved: Solved) -> Option:
+    def option(rng: random.Random) -> Perturbation:
+        var, value, filled = solved.var, solved.value, substituted(solved)
+        assumed = rng.choice(ASSUME_VALUE).format(var=var, value=value)
+        derived = rng.choice(DERIVE_VALUE).format(var=var, value=value, filled=filled,
+                                                  equation=f"{solved.left} = {solved.right}")
+        return Perturbation("assume_the_value", [replace(index + 1, assumed), insert(index + 1, derived)],
+                            f"Step {index + 1} no longer solves for ${var}$: it takes ${var} = {value}$ as given, and "
+                            f"the next step substitutes that value into ${solved.left} = {solved.right}$ and "
+                            f"concludes ${var} = {value}$ from it. The value rests only on itself: the chain loops "
+                            "back to its assumption.")
+    return option
+
+
+def _loop_on_computation(body: str, computation: Computation, earlier: str) -> Option | None:
+    """Assume the computed quantity ("Suppose the total cost is $14.60$ dollars") and recover one of the known
+    operands from it ("Then $14.60 - 3.60 = 11$"), concluding the assumed quantity."""
+    if not introduced(computation.value, earlier):
+        return None
+    stated = stated_quantity(body, computation)
+    if stated is None:
+        return None
+    clause = stated.clause(computation.value)
+    inverses = inverse_equations(computation.lhs, computation.value, earlier)
+    if not inverses:
+        return None
+
+    def option(rng: random.Random) -> Perturbation:
+        inverse = stated.math(rng.choice(inverses))
+        assumed = rng.choice(ASSUME_CLAUSE).format(clause=clause, Clause=clause[:1].upper() + clause[1:])
+        derived = rng.choice(DERIVE_CLAUSE).replace("${inverse}$", "{inverse}").format(inverse=inverse, clause=clause)
+        step = computation.step + 1
+        return Perturbation("assume_the_result", [replace(step, assumed), insert(step, derived)],
+                            f"Step {step} no longer computes {stated.math(computation.lhs)}: it takes {clause} as given, "
+                            f"and the next step works back from that value ({inverse}) to conclude the same value. "
+                            "The result rests only on itself: the chain loops back to its assumption.")
+    return option

@@ -2,6 +2,7 @@
 an LLM would write."""
 from __future__ import annotations
 
+import copy
 import json
 import random
 from typing import Any, Callable
@@ -15,11 +16,12 @@ from .circular_logic import circular_logic_options
 from .confidence import confidence_options
 from .counterfactual import counterfactual_options
 from .missing_condition import missing_condition_options
+from .numerical_calculation import numerical_calculation_options
 from .redundancy import redundancy_options
 from .step_contradiction import step_contradiction_options
 from .text import Option, Perturbation
 
-OPERATORS_VERSION = "1"
+OPERATORS_VERSION = "2"
 
 OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "redundancy": redundancy_options,
@@ -28,8 +30,7 @@ OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "step_contradiction": step_contradiction_options,
     "confidence": confidence_options,
     "missing_condition": missing_condition_options,
-    # ProJudge's arithmetic slip is a changed computed result, as counterfactual's is.
-    "numerical_calculation": counterfactual_options,
+    "numerical_calculation": numerical_calculation_options,  # ProJudge's arithmetic slip
 }
 NEEDS_A_MODEL = {
     "deception": "a subtle, plausible-looking error needs a model's judgement",
@@ -53,6 +54,7 @@ class OfflineEngine(Engine):
     def __init__(self, operators: dict[str, Callable[[Trajectory], list[Option]]] | None = None):
         self.operators = {**OPERATORS, **(operators or {})}
         self._custom = sorted(operators or {})
+        self._tried: dict[tuple, dict[int, Perturbation | None]] = {}
 
     def describe(self) -> dict[str, Any]:
         described: dict[str, Any] = {"engine": self.name, "model": "offline", "api_base_host": None, "operators": OPERATORS_VERSION}
@@ -70,16 +72,36 @@ class OfflineEngine(Engine):
         return NEEDS_A_MODEL.get(category.id, f"the offline engine has no operator for {category.id!r}")
 
     def perturb(self, trajectory: Trajectory, category: Category, *, seed: int, sample: int) -> Perturbation:
-        """The `sample`-th perturbation in a seeded order; NotApplicable when there is none left."""
+        """The `sample`-th applicable perturbation in a seeded order; NotApplicable when there is none left.
+
+        An option may return None (not applicable, e.g. its change cannot be carried consistently through the
+        later steps): it is skipped, and the next one in the order is tried."""
         options = self.operators[category.id](trajectory)
-        if sample >= len(options):
-            found = f"only {len(options)} place(s)" if options else "nothing"
-            raise NotApplicable(f"{category.id}: the offline operator found {found} to work on in this trajectory")
         # String seeds are hashed with SHA-512 by `random`, so the order is stable across processes and platforms.
         key = f"{seed}\x00{trajectory.id}\x00{category.id}"
         order = list(range(len(options)))
         random.Random(f"order\x00{key}").shuffle(order)
-        return options[order[sample]](random.Random(f"edit\x00{key}\x00{sample}"))
+        # Samples 0, 1, 2 ... of a unit walk the same order: remember what each option gave (a few units back).
+        memo_key = (key, trajectory.question, tuple(trajectory.steps))
+        tried = self._tried.pop(memo_key, {})
+        self._tried[memo_key] = tried
+        while len(self._tried) > 16:
+            self._tried.pop(next(iter(self._tried)))
+        found = 0
+        for position in order:
+            if position not in tried:
+                tried[position] = options[position](random.Random(f"edit\x00{key}\x00{position}"))
+            perturbation = copy.deepcopy(tried[position])
+            if perturbation is not None:
+                if found == sample:
+                    return perturbation
+                found += 1
+        if not options:
+            raise NotApplicable(f"{category.id}: the offline operator found nothing to work on in this trajectory")
+        skipped = len(options) - found
+        raise NotApplicable(f"{category.id}: the offline operator found only {found} usable place(s) in this "
+                            f"trajectory" + (f" ({skipped} other(s) could not be carried consistently through "
+                                             "the later steps)" if skipped else ""))
 
     async def propose(self, messages: list[dict[str, Any]], *, trajectory: Trajectory, category: Category,
                       seed: int, sample: int, response_schema: dict[str, Any] | None,

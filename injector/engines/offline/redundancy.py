@@ -1,20 +1,120 @@
-"""Offline redundancy operators."""
+"""Offline redundancy operators: a correct step that nothing needs, inserted right after the step it duplicates.
+
+The inserted step re-derives a result the step before it has just derived, by another route: the same quantity
+computed another way (repeated addition, splitting a factor, scaling a fraction, adding in another order), a
+known operand recovered from the result, or the solved equation with the value put back in. Every equation in it
+is evaluated before it is offered. Its wording is the original step's own clause or plain connectives, never the
+words a reader (or a bag-of-words probe) would take as the sign of a re-check ("check", "again", "verify", "note").
+A step that states one branch of an "or" is never restated: on its own that branch misleads.
+"""
 from __future__ import annotations
 
 import random
+import re
 
 from ...trajectory import Trajectory
-from .text import MATH_WITH_EQUALS, RESTATEMENTS, Option, Perturbation, insert, split_answer
+from .equations import styled, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
+    latex_number, solved_values, Stated, stated_quantity, substituted, top_level_split
+from .text import Option, Perturbation, insert, split_answer
+
+# Lead-ins for a re-derivation that restates the step's own clause.
+SAME_CLAUSE = ("{Clause}.", "{Clause}.", "So {clause}.", "That is, {clause}.", "Also, {clause}.", "Then {clause}.")
+# A side equation that follows from the step's result, alone or with the step's own clause after it.
+SIDE_EQUATION = ("We have ${equation}$.", "Then ${equation}$.", "So ${equation}$.", "This gives ${equation}$.",
+                 "${equation}$.", "Hence ${equation}$.")
+SIDE_WITH_CLAUSE = ("Since ${equation}$, {clause}.", "Then ${equation}$, so {clause}.",
+                    "We have ${equation}$, and so {clause}.", "As ${equation}$, {clause}.",
+                    "So ${equation}$, which gives that {clause}.", "${equation}$, so {clause}.")
+# A value put back into the equation it solves.
+PUT_BACK = ("With ${var} = {value}$, ${filled}$.", "Then ${filled}$.", "So ${filled}$.",
+            "For ${var} = {value}$ we get ${filled}$.", "Putting ${var} = {value}$ into ${equation}$ gives ${filled}$.",
+            "This makes ${equation}$ read ${filled}$.")
+
 
 def redundancy_options(trajectory: Trajectory) -> list[Option]:
-    """Insert, right after a step that derives an equation, a step that only restates it."""
+    """One option per result a step derives (before the last step) that can be re-derived another way."""
+    steps = list(trajectory.steps)
     options: list[Option] = []
-    for index, step in enumerate(trajectory.steps[:-1]):
-        for match in MATH_WITH_EQUALS.finditer(split_answer(step)[0]):
-            def option(rng: random.Random, index=index, math=match.group(1).strip()) -> Perturbation:
-                inserted = rng.choice(RESTATEMENTS).replace("{math}", math)
-                return Perturbation("restate_result", [insert(index + 1, inserted)],
-                                    f"The step inserted after step {index + 1} only restates its result; removing it "
-                                    "changes nothing.")
-            options.append(option)
-    return options
+    for index, step in enumerate(steps[:-1]):
+        body = split_answer(step)[0]
+        if re.search(r"\bor\b", body):
+            continue  # "x = 7 or x = -4": restating one branch would mislead
+        earlier = trajectory.question + " " + " ".join(steps[: index + 1])
+        for computation in computations(body, index):
+            routes = other_routes(computation.lhs, computation.value)
+            stated = stated_quantity(body, computation)
+            if routes and stated:
+                options.append(_same_clause(index, computation, stated, routes))
+            inverses = inverse_equations(computation.lhs, computation.value, earlier)
+            if inverses:
+                options.append(_side_equation(index, inverses, stated, computation.value))
+        for solved in solved_values(steps, trajectory.question, index):
+            if determines(solved):  # putting a value into an identity shows nothing
+                options.append(_put_back(index, solved))
+    return styled(options, steps)
+
+
+def _same_clause(index: int, computation: Computation, stated: Stated, routes: list[str]) -> Option:
+    def option(rng: random.Random) -> Perturbation:
+        route = stated.math(rng.choice(routes)).strip("$")
+        clause = stated.clause(f"{route} = {computation.value}")
+        lead = rng.choice(SAME_CLAUSE)
+        text = lead.replace("{Clause}", clause[:1].upper() + clause[1:]).replace("{clause}", clause)
+        return Perturbation("rederive_another_way", [insert(index + 1, text)],
+                            f"The step inserted after step {index + 1} computes the same {computation.value} again "
+                            f"by another route ({route}); it is true, and nothing later needs it.")
+    return option
+
+
+def _side_equation(index: int, inverses: list[str], stated: Stated | None, value: str) -> Option:
+    def option(rng: random.Random) -> Perturbation:
+        equation = stated.math(rng.choice(inverses)) if stated else f"${rng.choice(inverses)}$"
+        lead = rng.choice(SIDE_WITH_CLAUSE + SIDE_EQUATION if stated else SIDE_EQUATION)
+        text = lead.replace("${equation}$", "{equation}").format(equation=equation,
+                                                                 clause=stated.clause(value) if stated else None)
+        return Perturbation("recover_an_operand", [insert(index + 1, text)], f"The step inserted after step {index + 1} works back from the result of step "
+                                  f"{index + 1} to a number the solution already had ({equation}); it is true, and "
+                                  "nothing later needs it.")
+    return option
+
+
+def _put_back(index: int, solved: Solved) -> Option:
+    def option(rng: random.Random) -> Perturbation:
+        text = rng.choice(PUT_BACK).format(var=solved.var, value=solved.value, filled=substituted(solved),
+                                           equation=f"{solved.left} = {solved.right}")
+        return Perturbation("put_the_value_back", [insert(index + 1, text)],
+                            f"The step inserted after step {index + 1} puts ${solved.var} = {solved.value}$ back into "
+                            f"${solved.left} = {solved.right}$; it is true, and nothing later needs it.")
+    return option
+
+
+def other_routes(lhs: str, value: str) -> list[str]:
+    """Other computations of `value` than `lhs`, each evaluated: `4 \\cdot 2.75` -> `2.75 + 2.75 + 2.75 + 2.75`,
+    `4 \\cdot 2 + 4 \\cdot 0.75`; `11 + 3.60` -> `3.60 + 11`; `\\frac{120}{2.5}` -> `\\frac{1200}{25}`."""
+    routes: list[str] = []
+    number = r"\d+(?:\.\d+)?"
+    fraction = re.fullmatch(r"\\[dt]?frac\{\s*(" + number + r")\s*\}\{\s*(" + number + r")\s*\}", lhs.strip())
+    if fraction:
+        top, bottom = fraction.groups()
+        scale = 10 ** max(len(part.split(".")[1]) if "." in part else 0 for part in (top, bottom))
+        if scale > 1:
+            routes.append(f"\\frac{{{_times(top, scale)}}}{{{_times(bottom, scale)}}}")
+        elif evaluate(bottom) not in (None, 0):
+            routes.append(f"{top} \\div {bottom}")
+    factors = [p.strip() for p in top_level_split(lhs, r"\\cdot|\\times|\*")]
+    if len(factors) == 2 and all(re.fullmatch(number, f) for f in factors):
+        for n, x in (factors, factors[::-1]):
+            if n.isdigit() and 2 <= int(n) <= 5:
+                routes.append(" + ".join([x] * int(n)))
+            whole, _, part = x.partition(".")
+            if n.isdigit() and part and int(whole) > 0 and int(part) > 0:
+                routes.append(f"{n} \\cdot {whole} + {n} \\cdot 0.{part}")
+        routes.append(f"{factors[1]} \\cdot {factors[0]}")
+    terms = [p.strip() for p in top_level_split(lhs, r"\+")]
+    if len(terms) >= 2 and all(re.fullmatch(number, t) for t in terms):
+        routes.append(" + ".join(reversed(terms)))
+    return [route for route in dict.fromkeys(routes) if route != lhs.strip() and holds(route, value)]
+
+
+def _times(number: str, scale: int) -> str:
+    return latex_number(evaluate(number) * scale) or number

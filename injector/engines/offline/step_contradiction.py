@@ -1,28 +1,75 @@
-"""Offline step_contradiction operators."""
+"""Offline step_contradiction operators: a later step uses a different value for a quantity that an earlier step
+established (derived there as the result of an equation, or set there as `x = v`), and the steps after it are
+recomputed from the conflicting value, up to the answer. The earlier step stays as it was."""
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
 from ...trajectory import Trajectory
-from .text import NUMBER, RESULT, Option, Perturbation, perturb_number, replace, replace_span, split_answer
+from .numerical_calculation import slip_decimal, slipped
+from .propagate import (DECORATION, LITERAL, carried_on, chains, final_answer_changed, math_spans, propagate, render,
+                        tokens, values)
+from .text import Option, Perturbation, split_answer
+
+
+def established(body: str) -> dict[Fraction, str]:
+    """Values a step establishes: the literal ending an `=` chain (a derived result, or `x = 5`), with the
+    expression it was derived from."""
+    found = {}
+    for chain in chains(body, math_spans(body)):
+        if not chain.relations or chain.relations[-1] != "=":
+            continue
+        a, b = chain.exprs[-1]
+        match = LITERAL.fullmatch(DECORATION.sub(" ", body[a:b]))
+        if match is None:
+            continue
+        [token] = tokens(body[a:b]) or [None]
+        if token is not None:
+            found[token.value] = body[chain.exprs[-2][0]:chain.exprs[-2][1]].strip()
+    return found
+
 
 def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
-    """A later step restates a value an earlier step derived, but differently."""
+    """For each value established in step i and first stated there, each later step j that uses it inside an
+    equation: step j uses another value instead."""
+    steps = list(trajectory.steps)
     options: list[Option] = []
-    bodies = [split_answer(step) for step in trajectory.steps]
-    for i, (earlier, _) in enumerate(bodies):
-        derived = {m.group(1) for m in RESULT.finditer(earlier)}
-        for j in range(i + 1, len(bodies)):
-            body, tail = bodies[j]
-            for match in NUMBER.finditer(body):
-                if match.group(0) not in derived:
+    for i, step in enumerate(steps):
+        body = split_answer(step)[0]
+        earlier = values(trajectory.question) | frozenset().union(*(values(s) for s in steps[:i]))
+        for value, source in established(body).items():
+            if value in earlier or -value in earlier or value == 0:
+                continue  # not established here: a given, or a value an earlier step already had
+            for j in range(i + 1, len(steps)):
+                later_body, tail = split_answer(steps[j])
+                uses = [t for t in tokens(later_body) if t.value == value and not t.raised
+                        and any(a <= t.start < b for chain in chains(later_body, math_spans(later_body))
+                                for a, b in chain.exprs[:-1] if chain.relations)]
+                if not uses:
                     continue
 
-                def option(rng: random.Random, i=i, j=j, body=body, tail=tail, match=match) -> Perturbation:
-                    old = match.group(0)
-                    new = perturb_number(old, rng)
-                    text = replace_span(body, match.start(), match.end(), new) + tail
-                    return Perturbation("restate_inconsistently", [replace(j + 1, text)],
-                                        f"Step {j + 1} uses {new} for the value that step {i + 1} found to be {old}.")
+                def option(rng: random.Random, i=i, j=j, value=value, source=source, later_body=later_body,
+                           tail=tail) -> Perturbation | None:
+                    used = [t for t in tokens(later_body) if t.value == value and not t.raised]
+                    like = used[0].text
+                    if "." in like and "frac" not in like:  # 37.5 -> 37.4 or 38.5, in its own decimals
+                        wrong = Fraction(slip_decimal(like.lstrip("-"), rng)) * (-1 if value < 0 else 1)
+                    else:
+                        wrong = slipped(value, rng)
+                    text = later_body
+                    for token in reversed(used):
+                        text = text[: token.start] + render(wrong, token.text, in_math=True) + text[token.end:]
+                    edits = propagate(steps, j, text + tail, question=trajectory.question, recompute=True,
+                                      carry=False)
+                    if edits is None or not final_answer_changed(steps, edits):
+                        return None
+                    if value in values(split_answer(edits[0]["text"])[0]):
+                        return None  # the conflicting step would show the established value too: no clear conflict
+                    old, new = render(value, like, True), render(wrong, like, True)
+                    return Perturbation("conflicting_value", edits,
+                                        f"Step {i + 1} establishes ${source} = {old}$, but step {j + 1} uses "
+                                        f"${new}$ for the same quantity.{carried_on(edits)}")
                 options.append(option)
+                break  # the first later use of this quantity
     return options

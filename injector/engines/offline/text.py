@@ -52,7 +52,7 @@ def flag(step: int) -> dict[str, Any]:
     return {"op": "flag", "step": step}
 
 
-Option = Callable[[random.Random], Perturbation]
+Option = Callable[[random.Random], "Perturbation | None"]  # None: this option does not apply after all
 
 
 def split_answer(step: str) -> tuple[str, str]:

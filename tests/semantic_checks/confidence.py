@@ -1,0 +1,74 @@
+"""confidence: the first error step asserts (or "corrects" to) a value other than the one the original derived
+there, with certainty and without deriving it; the steps after it carry the false value consistently; certainty
+phrases sit on correct steps at least as often as on error steps, so they do not give the label away."""
+from __future__ import annotations
+
+import re
+
+from ._reading import answer, body, equal, math_parts, numbers, numeric_equalities
+
+CERTAIN = re.compile(r"\b(?:clearly|certainly|of course|obviously|surely|without a doubt|no question|no doubt|"
+                     r"for sure|anyone can see|certain|certainty|plainly|beyond any doubt|undoubtedly|evident|evidently|well known|can see|can be sure|it is plain)\b", re.IGNORECASE)
+
+
+def _counterpart(original, steps: list[str], k: int) -> str:
+    """The original step that error step `k` replaces, or (for an inserted step) the step it follows."""
+    if len(steps) == len(original.steps):
+        return original.steps[k - 1]
+    return steps[k - 2]
+
+
+def check(original, candidate) -> list[str]:
+    problems = []
+    steps, errors = candidate["modified_process"], candidate["error_steps"]
+    if not errors:
+        return ["no error step"]
+    first = min(errors)
+    said, before = body(steps[first - 1]), body(_counterpart(original, steps, first))
+    if not CERTAIN.search(said):
+        problems.append(f"step {first} carries no certainty phrase")
+    derived = set()
+    for math in math_parts(before):
+        if "=" in math:
+            derived |= numbers(math.rsplit("=", 1)[1])
+    stated = numbers(said) - numbers(before)
+    if not derived or not stated:
+        problems.append(f"step {first} states no value other than step's original ({sorted(derived)})")
+    for left, right in numeric_equalities(said):
+        if numbers(right) & stated and re.search(r"[-+*/]|\\cdot|\\times|\\div|\\frac", left):
+            problems.append(f"step {first} derives its value ({left} = {right}) instead of asserting it")
+    if answer(list(original.steps)) is not None and answer(steps) == answer(list(original.steps)):
+        problems.append("the false value does not reach the final answer")
+    if answer(list(original.steps)) is None and (steps[-1] == original.steps[-1] or len(steps) not in errors):
+        problems.append("the false value does not reach the last step (the solution has no # Answer line)")
+    for k in errors:
+        if k == first:
+            continue
+        for left, right in numeric_equalities(body(steps[k - 1])):
+            if not equal(left, right):
+                problems.append(f"step {k}: {left} = {right} does not follow from the asserted value consistently")
+    for k in candidate["modified_steps"]:
+        if k in errors:
+            continue
+        text = body(steps[k - 1])
+        if not CERTAIN.search(text):
+            problems.append(f"step {k} is changed but is neither an error nor given a certainty phrase")
+        for left, right in numeric_equalities(text):
+            if not equal(left, right):
+                problems.append(f"step {k} is marked correct but says {left} = {right}")
+    return problems
+
+
+def check_all(pairs) -> list[str]:
+    on_errors = on_correct = 0
+    for _, candidate in pairs:
+        for k, step in enumerate(candidate["modified_process"], 1):
+            if CERTAIN.search(body(step)):
+                if k in candidate["error_steps"]:
+                    on_errors += 1
+                else:
+                    on_correct += 1
+    if on_correct < on_errors:
+        return [f"certainty phrases on {on_errors} error steps but only {on_correct} correct steps: the phrase "
+                "gives the label away"]
+    return []

@@ -1,0 +1,53 @@
+"""step_contradiction: the first error step uses, in place of a value v, another value, where v is a quantity an
+earlier unchanged step defines (the result of an equation there, `... = v`, first stated in that step, not given in
+the question); later error steps are recomputed (their equations hold); the answer changed where the error
+reached it."""
+from __future__ import annotations
+
+import re
+
+from injector import Trajectory
+
+from ._arithmetic import body, math_segments, propagation_problems, split_top
+
+NUMBER = re.compile(r"\\frac\{\d+\}\{\d+\}|(?<![\w.^_{])\d+(?:\.\d+)?(?![\w.]\d|\d)")
+
+
+def _value(token: str):
+    from fractions import Fraction
+
+    match = re.fullmatch(r"\\frac\{(\d+)\}\{(\d+)\}", token)
+    return Fraction(int(match.group(1)), int(match.group(2))) if match else Fraction(token)
+
+
+def _values(text: str) -> set:
+    return {_value(t) for t in NUMBER.findall(text)}
+
+
+def defined_in(step: str, v) -> bool:
+    """Does the step state v as the result of an equation (the last side of an `=` chain)?"""
+    for piece in math_segments(body(step)) + re.findall(r"\d[\d.\s+\-*/()]*=\s*\d+(?:\.\d+)?", body(step)):
+        for clause in split_top(piece, ","):
+            sides = split_top(clause, "=")
+            last = sides[-1].strip().replace("\\$", "")
+            if len(sides) >= 2 and NUMBER.fullmatch(last) and _value(last) == v:
+                return True
+    return False
+
+
+def check(original: Trajectory, candidate: dict) -> list[str]:
+    if not candidate["error_steps"]:
+        return ["no error step"]
+    first = min(candidate["error_steps"])
+    old, new = body(original.steps[first - 1]), body(candidate["modified_process"][first - 1])
+    replaced = _values(old) - _values(new)
+    problems = []
+    established = [v for v in replaced
+                   if v not in _values(original.question)
+                   and any(defined_in(original.steps[i], v) and not any(v in _values(s) for s in original.steps[:i])
+                           for i in range(first - 1))]
+    if not established:
+        problems.append(f"step {first} replaces {sorted(map(str, replaced))}, none of which an earlier step defines")
+    if any(candidate["modified_process"][i] != original.steps[i] for i in range(first - 1)):
+        problems.append("a step before the contradiction changed")
+    return problems + propagation_problems(list(original.steps), candidate, first)

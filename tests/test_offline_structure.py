@@ -1,0 +1,59 @@
+"""The pieces the offline circular_logic, redundancy and confidence operators are built from: which clause states a
+quantity, which other routes and worked-back equations hold, where certainty can be said grammatically."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from injector.engines.offline.confidence import with_certainty
+from injector.engines.offline.equations import computations, holds, inverse_equations, stated_quantity
+from injector.engines.offline.redundancy import other_routes
+
+
+@pytest.mark.parametrize(("body", "clause"), [
+    ("So the total cost is $11 + 3.60 = 14.60$ dollars.", "the total cost is $14.60$ dollars"),
+    ("Right, and since there are 60 seconds in a minute, then there are 60 * 7 = 420 seconds in 7 minutes.",
+     "there are 420 seconds in 7 minutes"),
+    ("After buying 1 more he has $2 + 1 = 3$ apples.", "he has $3$ apples"),
+    ("If we simplify it we get $5 + 6 = 11$.", "we get $11$"),
+    ("So there are $3 \\cdot 2 = 6$ integers that start with 1.", "there are $6$ integers that start with 1"),
+])
+def test_the_clause_that_states_a_computed_quantity(body, clause):
+    [computation] = computations(body, 0)
+    assert stated_quantity(body, computation).clause(computation.value) == clause
+
+
+@pytest.mark.parametrize("body", [
+    "That gives $\\frac{25}{6} \\cdot 60 = 250$ minutes.",  # no subject that states the quantity
+    "Then $j = 10 - 2 \\cdot 3 = 4$.",  # the math holds more than the computation
+    "So $x = 7 + 0 = 7$ or $x = 3 - 7 = -4$.",  # one branch of an "or"
+])
+def test_no_clause_where_none_states_the_quantity(body):
+    assert all(stated_quantity(body, c) is None for c in computations(body, 0))
+
+
+@pytest.mark.parametrize(("lhs", "value"), [("4 \\cdot 2.75", "11"), ("11 + 3.60", "14.60"),
+                                            ("\\frac{120}{2.5}", "48"), ("12 \\cdot 8", "96")])
+def test_other_routes_and_worked_back_equations_hold(lhs, value):
+    routes = other_routes(lhs, value)
+    assert routes and all(holds(route, value) and route != lhs for route in routes)
+    inverses = inverse_equations(lhs, value, earlier=lhs)
+    assert inverses and all(holds(*equation.rsplit(" = ", 1)) for equation in inverses)
+    assert inverse_equations(lhs, value, earlier="") == []  # operands the solution never wrote are not known
+
+
+@pytest.mark.parametrize("text", ["Let's start at the beginning.", "So let's consider the two letters as one.",
+                                  "If we simplify it we get $11$.", "How many are left?"])
+def test_no_certainty_on_a_plan_a_condition_or_a_question(text):
+    assert all(with_certainty(text, random.Random(seed)) is None for seed in range(20))
+
+
+def test_certainty_is_said_grammatically_and_leaves_the_answer_alone():
+    text = "So the total cost is $14.60$ dollars.\n\n# Answer\n\n14.60"
+    said = {with_certainty(text, random.Random(seed)) for seed in range(60)}
+    for variant in said:
+        assert variant.endswith("dollars.\n\n# Answer\n\n14.60") or ", " in variant.split("\n")[0]
+        assert variant.endswith("\n\n# Answer\n\n14.60") and "$14.60$" in variant
+        assert not variant.startswith(("Clearly, so", "Obviously, so"))  # the old "Clearly, so the total ..."
+    assert len(said) >= 5  # varied
