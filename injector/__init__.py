@@ -12,7 +12,7 @@ from .engines.llm import LLMEngine  # noqa: E402
 from .engines.offline import OfflineEngine  # noqa: E402
 from .codes import ReasonCode  # noqa: E402
 from .errors import BudgetExceeded, InjectorError, InputError, UserError  # noqa: E402
-from .inject import inject_one  # noqa: E402
+from .unit import inject_one  # noqa: E402
 from .pipeline import DryRunReport, RunProgress, RunResult, RunSpec, dry_run, run, split_by_support  # noqa: E402
 from .prompts import render_messages  # noqa: E402
 from .records import Candidate, Rejection, RunManifest  # noqa: E402

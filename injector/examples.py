@@ -1,6 +1,6 @@
 """Worked examples as data: the two answer forms a prompt shows, and the checks every example must pass.
 
-An example is written once, in full form (`WorkedExample` in taxonomy.py). The edit form is derived with the
+An example is written once, in full form (`WorkedExample` in `taxonomy`). The edit form is derived with the
 same conversion the toolkit uses elsewhere (`edits.edit_answer_from_full`), so the two can never disagree. Both
 forms go through the real parser and validator (`example_problems`), which the tests and
 `inject taxonomy validate` call.

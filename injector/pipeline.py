@@ -24,7 +24,7 @@ from .contract import DEFAULT_OUTPUT_MODE, OutputMode, answer_mode
 from .engines.base import Engine, Proposal
 from .errors import BudgetExceeded, UserError, WriteFailed
 from .estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
-from .inject import DEFAULT_MAX_ATTEMPTS, Unit, inject_one, utc_now
+from .unit import DEFAULT_MAX_ATTEMPTS, Unit, inject_one, utc_now
 from .prompts import render_messages
 from .records import Candidate, Rejection, RunDirectory, RunManifest
 from .redaction import redact_command

@@ -18,7 +18,7 @@ from injector.contract import AnswerError, Edit, EditOp, parse_answer
 from injector.edits import apply_edits
 from injector.errors import InjectorError
 from injector.contract import answer_mode
-from injector.record_formats import RECORD_FORMATS
+from injector.sources.formats import RECORD_FORMATS
 from injector.validate import validate_answer
 
 EDIT_OPS = get_args(EditOp)

@@ -13,10 +13,10 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from .answers import answers_equivalent, extract_final_answer
-from .errors import InjectorError, UserError
-from .images import ImageRefused, check_reference
-from .trajectory import Trajectory
+from ..answers import answers_equivalent, extract_final_answer
+from ..errors import InjectorError, UserError
+from ..images import ImageRefused, check_reference
+from ..trajectory import Trajectory
 
 RECORD_FORMATS = ("prm800k", "trajectories", "prmbench", "visualprocessbench", "projudgebench")
 _TRAJECTORY_FIELDS = tuple(Trajectory.model_fields)
