@@ -295,7 +295,7 @@ def patch_suggested_fixes() -> None:
     """
     import functools
 
-    import injector.inject
+    import injector.unit
     from injector.engines.base import TransientProviderError
     from injector.engines.llm import LLMEngine
 
@@ -319,7 +319,7 @@ def patch_suggested_fixes() -> None:
         return float(value) if value is not None else None
 
     LLMEngine._cost = cost
-    injector.inject.response_schema = functools.lru_cache(maxsize=8)(injector.inject.response_schema)
+    injector.unit.response_schema = functools.lru_cache(maxsize=8)(injector.unit.response_schema)
 
 
 def stage_costs(input_path: Path, work: Path) -> dict[str, float]:
@@ -332,7 +332,7 @@ def stage_costs(input_path: Path, work: Path) -> dict[str, float]:
     from injector.contract import DEFAULT_OUTPUT_MODE, response_schema
     from injector.engines.base import Engine, Proposal
     from injector.engines.llm import import_litellm
-    from injector.inject import inject_one
+    from injector.unit import inject_one
     from injector.records import RunDirectory
 
     taxonomy = Taxonomy.load()

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from injector.examples import edit_form  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
-from injector.validate import align_steps  # noqa: E402
+from injector.align import align_steps  # noqa: E402
 
 # PRMBench's definitions, restated from its generation prompts (mr_annotate/build_data/prompts in its repository).
 PRMBENCH = {

@@ -35,7 +35,9 @@ def _after_literal_newlines(text: str, position: int) -> int:
     """`position` moved past the literal `\n`s that follow an answer heading there; one that begins a LaTeX
     command (`# Answer\nu` is the answer `\nu`) is kept."""
     while (newline := _LITERAL_NEWLINE.match(text, position)) is not None:
-        if _LETTERS.match(text, newline.end() - 1).group() in LATEX_COMMANDS:
+        letters = _LETTERS.match(text, newline.end() - 1)
+        assert letters is not None  # `[A-Za-z]*` matches everywhere
+        if letters.group() in LATEX_COMMANDS:
             break
         position = newline.end()
     return position

@@ -45,13 +45,11 @@ class RequestCache:
             )
         except (OSError, sqlite3.Error) as exc:
             raise WriteFailed(self.path, exc, _CACHE_HINT) from None
-        self.hits = 0
 
     def get(self, key: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT text, usage, cost FROM answers WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        self.hits += 1
         return {"text": row[0], "usage": json.loads(row[1]), "cost": row[2]}
 
     def put(self, key: str, text: str, usage: dict[str, int], cost: float | None) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from . import __version__
 from .answers import answers_equivalent, final_answer_of_steps
+from .version import __version__
 
 POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
 

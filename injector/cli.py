@@ -15,15 +15,15 @@ from typing import Any
 
 import click
 
-from . import __version__
 from .contract import DEFAULT_OUTPUT_MODE, OUTPUT_MODES
 from .engines import OFFLINE_MODEL
 from .errors import InjectorError
-from .record_formats import RECORD_FORMATS
+from .sources.formats import RECORD_FORMATS
 from .redaction import redact
 from .sources import DUPLICATE_ID_POLICIES
+from .version import __version__
 
-EXIT_INTERNAL, EXIT_USER, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what coreutils exit with when the reader of their output went away
 _invocation: list[str] = ["inject"]
 
@@ -352,7 +352,7 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
 def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_sources, license_, overwrite,
           push_to_hub, taxonomy_path) -> None:
     """Build benchmark splits from reviewed run directories."""
-    from .splits import build as build_splits
+    from .build import build as build_splits
 
     report = build_splits(list(run_dirs), out, by=by, test_size=test_size, seed=seed,
                           include_unreviewed=include_unreviewed, include_sources=include_sources,
@@ -453,12 +453,12 @@ def taxonomy() -> None:
 def taxonomy_validate(sources) -> None:
     """Check taxonomies: YAML, rules, templates rendered in both modes, hooks imported and called."""
     from .errors import UserError
-    from .taxonomy_check import check_taxonomy
+    from .taxonomy.lint import check_taxonomy
 
     failed = 0
     for source in sources:
         loaded, problems = check_taxonomy(source)
-        if problems:
+        if problems or loaded is None:
             failed += 1
             click.echo(f"{source}: {len(problems)} problem(s)")
             for problem in problems:

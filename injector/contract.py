@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 import json_repair
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from .codes import ReasonCode
 from .errors import InjectorError, UserError
@@ -121,7 +122,9 @@ def _is_json_escape(text: str, after: int) -> bool:
         return False  # `\(`, `\sqrt`, `\ `, ...: invalid JSON, so it can only be LaTeX
     # LaTeX, like this rule, reads the longest run of letters as the command name: `\neq5` is `neq`,
     # `\nThe` is `nThe` (no command, so a newline and "The").
-    if _LETTER_RUN.match(text, after).group() in LATEX_COMMANDS:
+    letters = _LETTER_RUN.match(text, after)
+    assert letters is not None  # `[A-Za-z]*` matches everywhere
+    if letters.group() in LATEX_COMMANDS:
         return False
     if char == "u":
         return _HEX4.match(text, after + 1) is not None
@@ -287,7 +290,8 @@ class MultiSolutionAnswer(BaseModel):
     """How this solution differs from the original."""
 
 
-EDIT_OPS = ("replace", "insert", "delete", "flag")
+EditOp = Literal["replace", "insert", "delete", "flag"]
+"""What an edit does to the original steps."""
 
 
 class Edit(BaseModel):
@@ -295,7 +299,7 @@ class Edit(BaseModel):
 
     model_config = _CONFIG
 
-    op: Literal["replace", "insert", "delete", "flag"]
+    op: EditOp
     step: StepNumber | None = None
     """The original step a replace, delete or flag acts on."""
     after: StepNumber | None = None
@@ -343,7 +347,7 @@ _EXPECTED = {
 }
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     location = error["loc"]
     field = str(location[0])
     expected = _EXPECTED.get(field, "a value of another type")
@@ -367,7 +371,8 @@ def _schema_message(error: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def _answer_model(multi_solution: bool, edits: bool) -> type[BaseModel]:
+def _answer_model(multi_solution: bool,
+                  edits: bool) -> type[FullAnswer] | type[MultiSolutionAnswer] | type[EditAnswer]:
     if multi_solution:
         return MultiSolutionAnswer
     return EditAnswer if _answer_mode(multi_solution, "edits" if edits else "full") == "edits" else FullAnswer

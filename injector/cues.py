@@ -13,7 +13,6 @@ only here, and only when a probe runs.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import InputError
@@ -31,16 +30,9 @@ def cue_records(loaded: Iterable[tuple[dict[str, Any], str]]) -> list[dict[str, 
             if status not in ("rejected_by_validation", "rejected_by_reviewer")]
 
 
-def probe_path(path: str | Path, taxonomy: Any = None) -> dict[str, Any]:
-    """The cue report of a run directory, a split directory, or PRMBench-format JSONL (a file or a directory)."""
-    from .stats import load_records
-
-    return cue_report(cue_records(load_records(Path(path), taxonomy)))
-
-
 def _ours(record: dict[str, Any], number: int) -> dict[str, Any]:
     """The probe's view of one record, its fields checked (an unreadable record is an input error, not a crash)."""
-    where = record.get("_where") or ("(record)", None)
+    where: tuple[Any, int | None] = record.get("_where") or ("(record)", None)
     steps, errors = record.get("modified_process"), record.get("error_steps")
     if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
         raise InputError(*where, "modified_process must be a list of step strings")

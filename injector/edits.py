@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from .align import align_steps
 from .codes import ReasonCode
 from .contract import Edit
-
-STEP_OPS = ("replace", "delete", "flag")  # at most one of these per original step
-
 
 @dataclass
 class AppliedEdits:
@@ -43,12 +41,13 @@ def apply_edits(original: list[str], edits: list[Edit], *, normalize=lambda text
     inserts: dict[int, list[Edit]] = defaultdict(list)
     out_of_range = []
     for edit in edits:
+        # `Edit` checks that each op has its index; `None` here can only come from a hand-built edit.
         if edit.op == "insert":
-            if 0 <= edit.after <= size:
+            if edit.after is not None and 0 <= edit.after <= size:
                 inserts[edit.after].append(edit)
             else:
                 out_of_range.append(f"insert after {edit.after}")
-        elif 1 <= edit.step <= size:
+        elif edit.step is not None and 1 <= edit.step <= size:
             on_step[edit.step].append(edit)
         else:
             out_of_range.append(f"{edit.op} of step {edit.step}")
@@ -72,22 +71,24 @@ def apply_edits(original: list[str], edits: list[Edit], *, normalize=lambda text
             if not changed:
                 result.flagged_steps.append(position)
 
-    for edit in inserts[0]:
-        add(edit.text, changed=True, edit=edit)
+    # A replace or insert without text (only a hand-built `Edit`) becomes an empty step, which validation refuses.
+    for inserted in inserts[0]:
+        add(inserted.text or "", changed=True, edit=inserted)
     for step in range(1, size + 1):
         acting = on_step.get(step, [])
-        edit = acting[0] if len(acting) == 1 else None  # conflicting edits are not applied
-        if edit is not None and edit.op == "delete":
+        chosen = acting[0] if len(acting) == 1 else None  # conflicting edits are not applied
+        if chosen is not None and chosen.op == "delete":
             result.deleted_steps.append(step)
-        elif edit is not None and edit.op == "replace" and normalize(edit.text) != normalize(original[step - 1]):
-            add(edit.text, changed=True, edit=edit)
+        elif (chosen is not None and chosen.op == "replace"
+              and normalize(chosen.text or "") != normalize(original[step - 1])):
+            add(chosen.text or "", changed=True, edit=chosen)
         else:
-            if edit is not None and edit.op == "replace":
+            if chosen is not None and chosen.op == "replace":
                 result.warnings.append(f"the replace of step {step} changes nothing; dropped")
-                edit = None
-            add(original[step - 1], changed=False, edit=edit)
+                chosen = None
+            add(original[step - 1], changed=False, edit=chosen)
         for inserted in inserts[step]:
-            add(inserted.text, changed=True, edit=inserted)
+            add(inserted.text or "", changed=True, edit=inserted)
     return result
 
 
@@ -98,8 +99,6 @@ def edits_from_full(original: list[str], modified: list[str], error_steps: list[
     The changed steps come from the same alignment the full-mode validator uses; an error step left unchanged
     becomes a flag. An error step's explanation (keyed by its 1-based position in `modified`) goes on its edit.
     """
-    from .validate import align_steps  # validate imports this module; the alignment lives there
-
     alignment = align_steps(original, modified)
     errors = set(error_steps)
     explanations = explanations or {}

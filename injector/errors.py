@@ -6,6 +6,8 @@ Every exception class of the toolkit derives from `InjectorError`; the ones that
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class InjectorError(Exception):
     """Base class; `exit_code` is what `inject` exits with when this reaches the CLI."""
@@ -22,7 +24,7 @@ class UserError(InjectorError):
 class InputError(UserError):
     """A bad input record, reported as `FILE:LINE: what is wrong`."""
 
-    def __init__(self, path: str, line: int | None, message: str):
+    def __init__(self, path: str | Path, line: int | None, message: str):
         self.path, self.line, self.message = str(path), line, message
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")

@@ -1,6 +1,6 @@
 """Worked examples as data: the two answer forms a prompt shows, and the checks every example must pass.
 
-An example is written once, in full form (`WorkedExample` in taxonomy.py). The edit form is derived with the
+An example is written once, in full form (`WorkedExample` in `taxonomy`). The edit form is derived with the
 same conversion the toolkit uses elsewhere (`edits.edit_answer_from_full`), so the two can never disagree. Both
 forms go through the real parser and validator (`example_problems`), which the tests and
 `inject taxonomy validate` call.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .align import align_steps, normalize_step
 from .answers import final_answer_of_steps
 from .contract import AnswerError, parse_answer
 from .edits import edit_answer_from_full
@@ -26,8 +27,6 @@ def example_trajectory(example: WorkedExample) -> Trajectory:
 
 def full_form(category: Category, example: WorkedExample) -> dict[str, Any]:
     """The answer as the full contract asks for it (`modified_steps` derived by the validator's alignment)."""
-    from .validate import align_steps  # validate imports taxonomy; keep this module importable on its own
-
     answer = example.answer
     if category.rules.multi_solution:
         return {"modified_process": list(answer.modified_process), "reason": answer.reason}
@@ -113,8 +112,6 @@ def example_problems(taxonomy: Taxonomy, category: Category, example: WorkedExam
 def _propagation_problems(category: Category, example: WorkedExample) -> list[str]:
     """Keep-answer categories leave the last step (the `# Answer` step) as it is; the others carry the error
     through it, unless the example says why not."""
-    from .validate import normalize_step
-
     rules = category.rules
     if rules.multi_solution:
         return []

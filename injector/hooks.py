@@ -45,6 +45,8 @@ def load_hook(spec: str, allowed_dirs: tuple[Path, ...] | None = None) -> Hook:
     module = sys.modules.get(module_name)
     if module is None:
         loader_spec = importlib.util.spec_from_file_location(module_name, real)  # the file checked above
+        if loader_spec is None or loader_spec.loader is None:  # not a name Python imports as source
+            raise UserError(f"hook {spec!r}: {path} cannot be imported as a Python module; name it NAME.py")
         module = importlib.util.module_from_spec(loader_spec)
         try:
             loader_spec.loader.exec_module(module)

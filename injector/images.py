@@ -53,10 +53,10 @@ def is_data_url(reference: str) -> bool:
 def check_data_url(reference: str) -> None:
     """A `data:` URL is allowed only as base64 of a PNG, JPEG, GIF or WebP image whose bytes agree."""
     match = _DATA_URL.match(reference)
-    declared = match.group(1).lower() if match else None
-    if declared not in RASTER_TYPES:
+    if match is None or match.group(1).lower() not in RASTER_TYPES:
         raise ImageRefused("a data: URL image must be data:image/png|jpeg|gif|webp;base64,... (SVG and other "
                            "types are not sent)")
+    declared = match.group(1).lower()
     payload = reference[match.end():match.end() + 24]  # 24 base64 characters decode to the 18 bytes we look at
     try:
         head = base64.b64decode(payload + "=" * (-len(payload) % 4))

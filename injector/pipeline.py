@@ -19,19 +19,19 @@ from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import __version__
 from .codes import ReasonCode
 from .contract import DEFAULT_OUTPUT_MODE, OutputMode, answer_mode
 from .engines.base import Engine, Proposal
 from .errors import BudgetExceeded, UserError, WriteFailed
 from .estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
-from .inject import DEFAULT_MAX_ATTEMPTS, Unit, inject_one, utc_now
+from .unit import DEFAULT_MAX_ATTEMPTS, Unit, inject_one, utc_now
 from .prompts import render_messages
 from .records import Candidate, Rejection, RunDirectory, RunManifest
 from .redaction import redact_command
 from .sources import TrajectoryInput, as_input
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
+from .version import __version__
 
 
 def default_run_dir() -> Path:
@@ -376,7 +376,7 @@ async def _run_units(
     write_failed = asyncio.Event()
     workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
     everything = asyncio.gather(produce(), *workers)
-    stop = asyncio.create_task(write_failed.wait())
+    stop: asyncio.Future[Any] = asyncio.create_task(write_failed.wait())
     try:
         await asyncio.wait([everything, stop], return_when=asyncio.FIRST_COMPLETED)
         if everything.done():

@@ -18,10 +18,6 @@ def bundled_root() -> Path:
     raise FileNotFoundError(f"bundled taxonomy not found beside {_PACKAGE_DIR}; reinstall prm-injector")
 
 
-def bundled_taxonomy_path() -> Path:
-    return bundled_root() / "taxonomy.yaml"
-
-
 def bundled_taxonomies() -> dict[str, Path]:
     """Bundled taxonomies by name: `prmbench` is the top-level taxonomy.yaml, others are taxonomies/<name>/."""
     root = bundled_root()

@@ -4,7 +4,7 @@ model without its labels, and its written steps get the labels back, renumbered 
 Why: a model asked to insert a step into labelled steps has to choose between a duplicate label and renumbering
 every later step (which changes steps it did not mean to change). Without labels it does neither; the records
 carry labels on every step, an inserted one included. Unchanged steps then differ from the source only by their
-label, which the alignment ignores (`validate.normalize_step`). Partly labelled inputs are left alone.
+label, which the alignment ignores (`align.normalize_step`). Partly labelled inputs are left alone.
 """
 from __future__ import annotations
 
@@ -40,17 +40,17 @@ def strip_label(step: str) -> str:
 
 def detect_labels(steps: list[str]) -> StepLabels | None:
     """The label style every step shares, or None when any step has no label or another style."""
-    styles = set()
+    styles, gaps = set(), []
     for step in steps:
         match = _LABEL.match(step)
         if match is None:
             return None
         styles.add((match.group("word") or "", match.group("mark")))
+        gaps.append(match.group("gap"))
     if len(styles) != 1:
         return None
-    first = _LABEL.match(steps[0])
     word, mark = styles.pop()
-    return StepLabels(word=word, mark=mark, gap=first.group("gap"))
+    return StepLabels(word=word, mark=mark, gap=gaps[0])
 
 
 def without_labels(trajectory: Trajectory) -> tuple[Trajectory, StepLabels | None]:

@@ -8,89 +8,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .align import align_steps, normalize_question, normalize_step
 from .answers import answers_equivalent, final_answer_of_steps
 from .codes import ReasonCode
 from .contract import EditAnswer, FullAnswer, MultiSolutionAnswer
 from .edits import apply_edits
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
-
-_NUMBERING = re.compile(r"^\s*(?:step\s+\d+\s*[.:]|\d+\s*[.:)])(?=\s)", re.IGNORECASE)
-_WHITESPACE = re.compile(r"\s+")
-
-
-def normalize_step(text: str) -> str:
-    """Drop a leading `Step N.`/`N.`/`N:`/`N)` followed by whitespace, collapse whitespace, strip trailing periods."""
-    text = _NUMBERING.sub("", text, count=1)
-    text = _WHITESPACE.sub(" ", text).strip()
-    return text.rstrip(".").rstrip()
-
-
-def normalize_question(text: str) -> str:
-    return _WHITESPACE.sub(" ", text).strip()
-
-
-@dataclass
-class Alignment:
-    """How modified steps relate to original steps (all indices 0-based)."""
-
-    matched: dict[int, int] = field(default_factory=dict)
-    """modified index -> original index, for steps unchanged after normalization."""
-    replaced: dict[int, int] = field(default_factory=dict)
-    """modified index -> original index it replaces."""
-    inserted: list[int] = field(default_factory=list)
-    deleted: list[int] = field(default_factory=list)
-    """original indices with no counterpart in the modified steps."""
-
-    @property
-    def changed(self) -> list[int]:
-        return sorted([*self.replaced, *self.inserted])
-
-
-def align_steps(original: list[str], modified: list[str]) -> Alignment:
-    """Align normalized steps by their longest common subsequence, made unique by a greedy walk.
-
-    Suffix LCS lengths first; then from the first steps: equal steps match; otherwise skip the original step if
-    that keeps the LCS length, else skip the modified step. Inside each gap between matches, unmatched original
-    steps pair left to right with the changed steps (replaced); surplus originals are deleted, surplus modified
-    steps inserted.
-    """
-    a = [normalize_step(s) for s in original]
-    b = [normalize_step(s) for s in modified]
-    n, m = len(a), len(b)
-    lcs = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            lcs[i][j] = lcs[i + 1][j + 1] + 1 if a[i] == b[j] else max(lcs[i + 1][j], lcs[i][j + 1])
-
-    alignment = Alignment()
-    gap_original: list[int] = []
-    gap_modified: list[int] = []
-
-    def close_gap() -> None:
-        for k, j in enumerate(gap_modified):
-            if k < len(gap_original):
-                alignment.replaced[j] = gap_original[k]
-            else:
-                alignment.inserted.append(j)
-        alignment.deleted.extend(gap_original[len(gap_modified):])
-        gap_original.clear()
-        gap_modified.clear()
-
-    i = j = 0
-    while i < n or j < m:
-        if i < n and j < m and a[i] == b[j]:
-            close_gap()
-            alignment.matched[j] = i
-            i, j = i + 1, j + 1
-        elif i < n and (j == m or lcs[i + 1][j] == lcs[i][j]):
-            gap_original.append(i)
-            i += 1
-        else:
-            gap_modified.append(j)
-            j += 1
-    close_gap()
-    return alignment
 
 
 @dataclass
@@ -167,8 +91,9 @@ def _validate_full(
         return verdict
 
     size = len(modified)
-    declared_modified = [] if rules.multi_solution else list(answer.modified_steps)
-    declared_errors = [] if rules.multi_solution else list(answer.error_steps)
+    declared = answer if isinstance(answer, FullAnswer) and not rules.multi_solution else None
+    declared_modified = list(declared.modified_steps) if declared else []
+    declared_errors = list(declared.error_steps) if declared else []
     out_of_range = sorted({i for i in [*declared_modified, *declared_errors] if not 1 <= i <= size})
     if out_of_range:
         verdict.fail(
@@ -293,8 +218,8 @@ def _check_rules(
 
     pattern = _leak_pattern(taxonomy.leak_phrases(category))
     if pattern:
-        leaks = [(k, pattern.search(verdict.modified_process[k - 1])) for k in changed]
-        leaks = [(k, m.group(0)) for k, m in leaks if m]
+        found = [(k, pattern.search(verdict.modified_process[k - 1])) for k in changed]
+        leaks = [(k, m.group(0)) for k, m in found if m]
         if leaks:
             verdict.fail(
                 ReasonCode.LABEL_LEAK,

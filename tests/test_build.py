@@ -14,7 +14,7 @@ from injector.engines.base import NotApplicable
 from injector.cli import main
 from injector.review.store import Decision, ReviewStore
 from injector.sources import load_trajectories as load
-from injector.splits import PRMBENCH_FIELDS
+from injector.exports import PRMBENCH_FIELDS
 
 PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 
@@ -276,11 +276,11 @@ def test_a_failed_write_leaves_nothing_half_written(reviewed, tmp_path, monkeypa
     (or the previous one, untouched), no staging directory, and a message with exit 2."""
     import errno
 
-    from injector import splits
+    from injector import exports
 
     out = tmp_path / "split"
     written = []
-    real_write = splits._write_jsonl
+    real_write = exports._write_jsonl
 
     def full_disk(path, records):
         if len(written) == 3:
@@ -288,23 +288,23 @@ def test_a_failed_write_leaves_nothing_half_written(reviewed, tmp_path, monkeypa
         written.append(path)
         real_write(path, records)
 
-    monkeypatch.setattr(splits, "_write_jsonl", full_disk)
+    monkeypatch.setattr(exports, "_write_jsonl", full_disk)
     result = build(str(reviewed), "--out", str(out))
     assert result.exit_code == 2, result.output
     assert f"error: {out}: cannot write the split (No space left on device writing " in result.output
     assert "nothing was written" in result.output and "internal error" not in result.output
     assert not out.exists() and _leftovers(tmp_path) == []
     # over an existing split with --overwrite: the old one stays whole
-    monkeypatch.setattr(splits, "_write_jsonl", real_write)
+    monkeypatch.setattr(exports, "_write_jsonl", real_write)
     assert build(str(reviewed), "--out", str(out)).exit_code == 0
     (out / "stray.txt").write_text("from an older build")
     before = _tree(out)
     written.clear()
-    monkeypatch.setattr(splits, "_write_jsonl", full_disk)
+    monkeypatch.setattr(exports, "_write_jsonl", full_disk)
     assert build(str(reviewed), "--out", str(out), "--overwrite").exit_code == 2
     assert _tree(out) == before and _leftovers(tmp_path) == []
     # and a build that succeeds replaces it whole (the stray file is gone, nothing is left beside it)
-    monkeypatch.setattr(splits, "_write_jsonl", real_write)
+    monkeypatch.setattr(exports, "_write_jsonl", real_write)
     assert build(str(reviewed), "--out", str(out), "--overwrite").exit_code == 0
     assert not (out / "stray.txt").exists() and (out / "README.md").is_file() and _leftovers(tmp_path) == []
 

@@ -232,7 +232,7 @@ def test_every_exception_of_the_toolkit_is_an_injector_error():
 def test_the_cli_choices_are_the_registries():
     from injector.cli import main
     from injector.contract import OUTPUT_MODES
-    from injector.record_formats import RECORD_FORMATS
+    from injector.sources.formats import RECORD_FORMATS
     from injector.sources import DUPLICATE_ID_POLICIES
 
     for command in ("run", "render"):

@@ -7,19 +7,21 @@ file runs in seconds.
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from injector import Taxonomy, Trajectory, load_trajectories
-from injector.contract import EDIT_OPS, AnswerError, Edit, parse_answer
+from injector.contract import AnswerError, Edit, EditOp, parse_answer
 from injector.edits import apply_edits
 from injector.errors import InjectorError
 from injector.contract import answer_mode
-from injector.record_formats import RECORD_FORMATS
+from injector.sources.formats import RECORD_FORMATS
 from injector.validate import validate_answer
 
+EDIT_OPS = get_args(EditOp)
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$ and $x \\neq 3$.", "So the answer is 5.\n\n# Answer\n\n5"]

@@ -331,7 +331,7 @@ class _Scripted(Engine):
 
 def test_written_records_carry_labels_renumbered_on_every_step() -> None:
     import asyncio
-    from injector.inject import inject_one
+    from injector.unit import inject_one
     answer = {"question": None, "reason": "r", "edits": [
         {"op": "insert", "after": 1, "text": "With $x = 2$, $x + 1 = 3$.", "error": True}]}
     engine = _Scripted(json.dumps(answer))

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from injector.cli import InjectGroup
 from injector.taxonomy import Taxonomy
 from injector.errors import UserError
-from injector.resources import bundled_taxonomy_path
+from injector.resources import bundled_taxonomies
 from injector.review.command import review
 from injector.review.server import ReviewServer, make_server
 from injector.review.store import Decision, ReviewStore, apply_decision
@@ -45,7 +45,7 @@ def candidate(cid: str, category: str = "counterfactual", *, steps: list[str] | 
               modified: list[str] | None = None, error_steps: list[int] | None = None,
               question: str = QUESTION, modified_question: str | None = None, **extra: Any) -> dict[str, Any]:
     """A candidate record as `inject run` writes it (modified_steps computed by the same alignment)."""
-    from injector.validate import align_steps
+    from injector.align import align_steps
 
     steps = list(steps or STEPS)
     modified = list(modified or [STEPS[0], "Her change is $20 - 11 = 8$ dollars.", STEPS[2]])
@@ -84,7 +84,7 @@ def make_run(directory: Path, records: list[dict[str, Any]] | None = None) -> Pa
     directory.mkdir(parents=True, exist_ok=True)
     records = sample_candidates() if records is None else records
     (directory / "candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    manifest = {"config": {"taxonomy_path": str(bundled_taxonomy_path())}, "status": "finished"}
+    manifest = {"config": {"taxonomy_path": str(bundled_taxonomies()["prmbench"])}, "status": "finished"}
     (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return directory
 

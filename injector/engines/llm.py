@@ -182,7 +182,7 @@ class LLMEngine(Engine):
         The output mode is already in the messages and the schema; the request needs nothing more.
         """
         request = self.request(messages, seed + sample, response_schema, f"{category.id}_answer")
-        key = request_key(request) if self.cache else None
+        key = request_key(request)
         if self.cache and read_cache and (hit := self.cache.get(key)):
             return Proposal(text=hit["text"], usage={}, cost=0.0, details={"cached": True})
         proposal = await self._complete_with_retries(request)

@@ -12,8 +12,8 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
+from ..align import align_steps
 from ..records import Candidate
-from ..validate import align_steps
 from .assets import PAGE_CSS, PAGE_JS
 from .session import QUICK_REASONS, STATUS_OF, STATUSES, Entry, ReviewSession
 from .store import Decision, apply_decision
@@ -79,6 +79,7 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool) -> str:
            '<th>marks</th></tr></thead><tbody>']
     for i, j in _rows(original, modified):
         if j is None:
+            assert i is not None  # a row lacks one side at most: this one is a deleted original step
             out.append(f'<tr class="deleted"><td class="n">{i + 1}</td><td class="text"><del>{e(original[i])}</del>'
                        f'</td><td class="n"></td><td class="text gone">(deleted)</td>'
                        f'<td>{_badge("deleted", "deleted")}</td></tr>')

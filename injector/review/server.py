@@ -143,7 +143,8 @@ class ReviewHandler(BaseHTTPRequestHandler):
         images = session.candidate(entry).images if entry else []
         number = (query.get("n") or [""])[0]
         reference = images[int(number)] if number.isdigit() and int(number) < len(images) else None
-        if not isinstance(reference, str) or not reference or "://" in reference or is_data_url(reference):
+        if (entry is None or not isinstance(reference, str) or not reference or "://" in reference
+                or is_data_url(reference)):
             return self._send(HTTPStatus.NOT_FOUND, b"no such image\n", "text/plain; charset=utf-8")
         base = session.runs[entry.run].image_base
         if base is None:

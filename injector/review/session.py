@@ -6,10 +6,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..align import normalize_step
 from ..errors import InjectorError, UserError
 from ..records import CANDIDATES_FILE, Candidate, RunDirectory, record_at
 from ..taxonomy import Category, Taxonomy, run_taxonomy
-from ..validate import normalize_step, validate_answer
+from ..validate import validate_answer
 from .store import Decision, ReviewStore, apply_decision, now_iso
 
 log = logging.getLogger("injector")
@@ -205,5 +206,5 @@ class ReviewSession:
 
 def decision_from_page(candidate_id: str, payload: dict[str, Any], reviewer: str) -> Decision:
     """The decision a page's POST describes, as given; `ReviewSession.check` decides whether it may be stored."""
-    return Decision(candidate_id, payload.get("decision"), payload.get("reason") or "",
+    return Decision(candidate_id, payload.get("decision") or "", payload.get("reason") or "",
                     payload.get("corrected_error_steps"), payload.get("edited_steps"), reviewer=reviewer)

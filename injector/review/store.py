@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..align import align_steps
 from ..errors import UserError
 from ..json_bounds import loads_bounded
 from ..records import Candidate
-from ..validate import align_steps
 
 log = logging.getLogger("injector")
 
@@ -259,7 +259,7 @@ def read_rows(path: Path) -> list[tuple[int, Decision | str]]:
     rows: list[tuple[int, Decision | str]] = []
     if suffix == ".jsonl":
         numbered = ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
-        records = ((n, _json_record(line)) for n, line in numbered)
+        records: Iterable[tuple[int, dict[str, Any] | str]] = ((n, _json_record(line)) for n, line in numbered)
     else:
         records = _csv_records(path, text)
     for number, record in records:

@@ -124,10 +124,12 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
             return None
         start, end, kept = bare
         if correction:
-            clause = stated_quantity(body, computation).clause(new)
+            stated = stated_quantity(body, computation)
+            if stated is None:
+                return None
             adverb = rng.choice(ADVERBS)
-            said = rng.choice(CORRECTIONS).format(clause=clause, old=stated_quantity(body, computation).math(old), adverb=adverb, Adverb=adverb.capitalize(),
-                                                  afterwards=rng.choice(AFTERWARDS))
+            said = rng.choice(CORRECTIONS).format(clause=stated.clause(new), old=stated.math(old), adverb=adverb,
+                                                  Adverb=adverb.capitalize(), afterwards=rng.choice(AFTERWARDS))
             edits[0] = {"op": "insert", "after": index + 1, "text": said, "error": True}
             what = (f"The step inserted after step {index + 1} \"corrects\" its true result {old} to {new} with "
                     "certainty and no reason.")
@@ -147,9 +149,9 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
         rng.shuffle(candidates)
         declared, wanted = [], rng.choice((1, 1, 2))
         for k in candidates:
-            said = with_certainty(steps[k], rng)
-            if said is not None:
-                declared.append({"op": "replace", "step": k + 1, "text": said, "error": False})
+            certain = with_certainty(steps[k], rng)
+            if certain is not None:
+                declared.append({"op": "replace", "step": k + 1, "text": certain, "error": False})
             if len(declared) == wanted:
                 break
         if not declared:

@@ -111,8 +111,8 @@ def _false_form(row: Knowledge, expression: str) -> str | None:
                              r"(?:\\cdot|\\times)?\s*180(?:\^\\circ|\^\{\\circ\})?", expression)
         if not match:
             return None
-        n = match.group(1) or match.group(2)
-        return f"({n} - 1) \\cdot 180"
+        sides = match.group(1) or match.group(2)
+        return f"({sides} - 1) \\cdot 180"
     if row.id == "polygon_diagonals":
         match = re.fullmatch(r"\\frac\{\s*(\d+)\s*(?:\\cdot|\\times)?\s*\(\s*(\d+)\s*-\s*3\s*\)\s*\}\{2\}", expression)
         if not match or match.group(1) != match.group(2):

@@ -57,7 +57,7 @@ class OfflineEngine(Engine):
         self._tried: dict[tuple, dict[int, Perturbation | None]] = {}
 
     def describe(self) -> dict[str, Any]:
-        described = {"engine": self.name, "model": "offline", "api_base_host": None, "operators": OPERATORS_VERSION}
+        described: dict[str, Any] = {"engine": self.name, "model": "offline", "api_base_host": None, "operators": OPERATORS_VERSION}
         if self._custom:
             described["custom_operators"] = self._custom
         return described

@@ -500,6 +500,8 @@ class Recomputer:
             a, b = n.exprs[k]
             text = new_exprs[k]
             core = re.search(r"(?:-\s*)?(?:\\[dt]?frac\{\d+\}\{\d+\}|\d+(?:\.\d+)?)", text)
+            if core is None:
+                raise NotRecomputable(f"step {index + 1}: no number to replace in {text.strip()!r}")
             rendered = render(new_value, core.group(0), in_math=n.in_dollars)
             if k > 0 and rendered == new_exprs[k - 1].strip() and old_exprs[k - 1].strip() != old_exprs[k].strip():
                 raise NotRecomputable(f"step {index + 1} would restate {rendered} as itself")

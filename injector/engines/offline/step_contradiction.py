@@ -8,8 +8,8 @@ from fractions import Fraction
 
 from ...trajectory import Trajectory
 from .numerical_calculation import slip_decimal, slipped
-from .propagate import (DECORATION, LITERAL, carried_on, chains, final_answer_changed, math_spans, propagate, render,
-                        tokens, values)
+from .propagate import (DECORATION, LITERAL, Token, carried_on, chains, final_answer_changed, math_spans, propagate,
+                        render, tokens, values)
 from .text import Option, Perturbation, split_answer
 
 
@@ -24,7 +24,8 @@ def established(body: str) -> dict[Fraction, str]:
         match = LITERAL.fullmatch(DECORATION.sub(" ", body[a:b]))
         if match is None:
             continue
-        [token] = tokens(body[a:b]) or [None]
+        literal: list[Token | None] = [*tokens(body[a:b])] or [None]
+        [token] = literal
         if token is not None:
             found[token.value] = body[chain.exprs[-2][0]:chain.exprs[-2][1]].strip()
     return found

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from . import __version__
 from .codes import ReasonCode
 from .contract import DEFAULT_OUTPUT_MODE, AnswerError, answer_mode, parse_answer, response_schema
 from .engines.base import Engine, NotApplicable, ProviderError, TransientProviderError
@@ -16,6 +15,7 @@ from .step_labels import without_labels
 from .taxonomy import Category, Taxonomy
 from .trajectory import Trajectory
 from .validate import validate_answer
+from .version import __version__
 
 DEFAULT_MAX_ATTEMPTS = 3
 

@@ -17,10 +17,10 @@ from typing import Any, Callable, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from .errors import UserError
-from .hooks import Hook, load_hook
-from .json_bounds import loads_bounded
-from .resources import bundled_prompts_dir, bundled_taxonomies
+from ..errors import UserError
+from ..hooks import Hook, load_hook
+from ..json_bounds import loads_bounded
+from ..resources import bundled_prompts_dir, bundled_taxonomies
 
 
 class Rules(BaseModel):
@@ -235,10 +235,6 @@ class Taxonomy(BaseModel):
         self.categories = [c for c in self.categories if c.id != category.id] + [category]
         return category
 
-    @property
-    def base_dir(self) -> Path:
-        return self.path.parent if self.path else bundled_prompts_dir().parent
-
     def template_path(self, category: Category) -> Path | None:
         return Path(category.template) if category.template else None
 
@@ -345,7 +341,7 @@ def _read_taxonomy(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         raise UserError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("categories", []), list):
         raise UserError(f"{path}: a taxonomy is a mapping with `name` and a list of `categories`")
-    problems = []
+    problems: list[str] = []
     for position, category in enumerate(data.get("categories") or []):
         if not isinstance(category, dict):
             raise UserError(f"{path}: categories[{position}] is not a mapping of keys")

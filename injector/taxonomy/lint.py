@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
-from .examples import example_problems
-from .prompts import render_messages
-from .taxonomy import Taxonomy
-from .trajectory import Trajectory
-from .validate import Verdict
+from ..errors import UserError
+from ..examples import example_problems
+from ..prompts import render_messages
+from . import Taxonomy
+from ..trajectory import Trajectory
+from ..validate import Verdict
 
 SAMPLE = Trajectory(
     id="sample",

@@ -13,10 +13,10 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from .answers import answers_equivalent, extract_final_answer
-from .errors import InjectorError, UserError
-from .images import ImageRefused, check_reference
-from .trajectory import Trajectory
+from ..answers import answers_equivalent, extract_final_answer
+from ..errors import InjectorError, UserError
+from ..images import ImageRefused, check_reference
+from ..trajectory import Trajectory
 
 RECORD_FORMATS = ("prm800k", "trajectories", "prmbench", "visualprocessbench", "projudgebench")
 _TRAJECTORY_FIELDS = tuple(Trajectory.model_fields)
@@ -92,16 +92,17 @@ def _read_prm800k(record: dict, origin: str, strict: bool) -> Trajectory | str:
         texts.append(text)
         if chosen:
             ratings.append(rating)
-    if any(text is None for text in texts):
+    present = [text for text in texts if text is not None]
+    if len(present) != len(texts):
         return "missing_step"
     if -1 in ratings:
         return "rated_wrong"
     if strict and any(rating != 1 for rating in ratings):
         return "not_rated_correct"
-    if not answers_equivalent(extract_final_answer(texts[-1]), truth):
+    if not answers_equivalent(extract_final_answer(present[-1]), truth):
         return "answer_mismatch"
     trajectory_id = f"prm800k:{origin}"
-    return Trajectory(id=trajectory_id, question=problem, steps=texts, answer=truth,
+    return Trajectory(id=trajectory_id, question=problem, steps=present, answer=truth,
                       meta={"idx": trajectory_id, "source_format": "prm800k"})
 
 

@@ -13,13 +13,13 @@ from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sized, runtime_checkable
+from typing import Any, Callable, Generator, Iterable, Iterator, Protocol, Sized, runtime_checkable
 
-from .errors import InputError, UserError
-from .json_bounds import TooDeep, loads_bounded
-from .record_formats import RECORD_FORMATS, BadRecord, check_fields, detect_format, reader_for
-from .resources import bundled_data_path
-from .trajectory import Trajectory
+from ..errors import InputError, UserError
+from ..json_bounds import TooDeep, loads_bounded
+from .formats import RECORD_FORMATS, BadRecord, check_fields, detect_format, reader_for
+from ..resources import bundled_data_path
+from ..trajectory import Trajectory
 
 # One raw record as a stream yields it: (path for messages, stem for ids, 1-based line, record, parse problem).
 RawRecord = tuple[str, str, int, Any, "str | None"]
@@ -97,7 +97,7 @@ def as_input(trajectories: Iterable[Trajectory]) -> TrajectoryInput:
 class TrajectorySource:
     """Iterable of Trajectory; iterate once. After (or during) iteration `stats` holds the counts."""
 
-    def __init__(self, path: str, format: str, format_detected: bool, records: Callable[[], Iterator[RawRecord]],
+    def __init__(self, path: str, format: str, format_detected: bool, records: Callable[[], Generator[RawRecord, None, None]],
                  read_record: Callable[[Any, str, str], "Trajectory | str"], skip_invalid: bool,
                  image_base: Path | None = None, duplicate_ids: str = "error"):
         self.path, self.format, self.format_detected = path, format, format_detected
@@ -215,14 +215,14 @@ def load_trajectories(source: str | Path | None = None, format: str | None = Non
         format = _detect(label, records, skip_invalid)
     # duplicate_ids is not part of the run's identity: both policies select the same trajectories whenever the
     # default one lets a run start at all.
-    source = TrajectorySource(label, format, detected, records,
+    loaded = TrajectorySource(label, format, detected, records,
                               reader_for(format, strict=strict, fields=fields, image_base=image_base), skip_invalid,
                               image_base, duplicate_ids)
-    source.options = {"strict": strict, "fields": fields or {}, "split": split}
-    return source
+    loaded.options = {"strict": strict, "fields": fields or {}, "split": split}
+    return loaded
 
 
-def _detect(label: str, records: Callable[[], Iterator[RawRecord]], skip_invalid: bool) -> str:
+def _detect(label: str, records: Callable[[], Generator[RawRecord, None, None]], skip_invalid: bool) -> str:
     """The format of the first record (the first parseable one under `skip_invalid`)."""
     with closing(records()) as stream:
         for where, _stem, line, record, problem in stream:
@@ -261,7 +261,7 @@ def _image_base(source: str | Path | None, images_from: str | Path | None) -> Pa
     return path.parent.resolve()
 
 
-def _open(source: str | Path | None, split: str | None) -> tuple[str, Callable[[], Iterator[RawRecord]]]:
+def _open(source: str | Path | None, split: str | None) -> tuple[str, Callable[[], Generator[RawRecord, None, None]]]:
     if source is None:
         try:
             source = bundled_data_path()
@@ -286,7 +286,7 @@ def _open(source: str | Path | None, split: str | None) -> tuple[str, Callable[[
     return text, lambda: _jsonl_records(path)
 
 
-def _jsonl_records(path: Path) -> Iterator[RawRecord]:
+def _jsonl_records(path: Path) -> Generator[RawRecord, None, None]:
     """Stream a JSONL file (gzip when it ends in .gz), decoding line by line so one bad line stays one."""
     where, stem = str(path), path.name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".json")
     with closing(_lines(path)) as lines:
@@ -314,7 +314,7 @@ def _jsonl_records(path: Path) -> Iterator[RawRecord]:
             yield where, stem, line_no, record, None
 
 
-def _lines(path: Path) -> Iterator[bytes]:
+def _lines(path: Path) -> Generator[bytes, None, None]:
     """The raw lines of a file, gunzipped when it ends in .gz; damaged gzip data is a FILE:LINE error."""
     if path.suffix != ".gz":
         with path.open("rb") as handle:
@@ -343,7 +343,7 @@ def _datasets() -> Any:
     return datasets
 
 
-def _open_saved(path: Path, split: str | None) -> tuple[str, Callable[[], Iterator[RawRecord]]]:
+def _open_saved(path: Path, split: str | None) -> tuple[str, Callable[[], Generator[RawRecord, None, None]]]:
     try:
         data = _datasets().load_from_disk(str(path))
     except Exception as exc:  # datasets raises many types; the user needs the message, not a traceback
@@ -351,7 +351,7 @@ def _open_saved(path: Path, split: str | None) -> tuple[str, Callable[[], Iterat
     return _rows(str(path), path.name, data, split)
 
 
-def _open_hub(spec: str, split: str | None) -> tuple[str, Callable[[], Iterator[RawRecord]]]:
+def _open_hub(spec: str, split: str | None) -> tuple[str, Callable[[], Generator[RawRecord, None, None]]]:
     name, _, named_split = spec.partition(":")
     if not name:
         raise UserError("hf: needs a dataset name, e.g. hf:openai/gsm8k:train")
@@ -366,7 +366,7 @@ def _open_hub(spec: str, split: str | None) -> tuple[str, Callable[[], Iterator[
     return _rows(f"hf:{name}", name.rsplit("/", 1)[-1], data, named_split or split)
 
 
-def _rows(label: str, stem: str, data: Any, split: str | None) -> tuple[str, Callable[[], Iterator[RawRecord]]]:
+def _rows(label: str, stem: str, data: Any, split: str | None) -> tuple[str, Callable[[], Generator[RawRecord, None, None]]]:
     """Pick the split of a DatasetDict and stream its rows as dicts."""
     if hasattr(data, "keys"):  # a DatasetDict
         splits = list(data.keys())
