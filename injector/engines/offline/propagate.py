@@ -286,13 +286,16 @@ def _evaluate(latex: str, bindings: tuple) -> Any:
 
 
 def equal(a: Any, b: Any) -> bool:
+    """Exact for rationals; otherwise numerically to 40 digits (sympy's simplify can take minutes on big powers)."""
     import sympy
 
     if isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational):
         return bool(a == b)
     try:
-        return bool(sympy.simplify(a - b) == 0)
-    except Exception:
+        difference = sympy.N(a - b, 50)
+        scale = max(abs(sympy.N(a, 20)), abs(sympy.N(b, 20)), 1)
+        return bool(abs(difference) <= scale * sympy.Float("1e-40"))
+    except Exception:  # not comparable as numbers
         return False
 
 
@@ -523,7 +526,12 @@ class Recomputer:
             unknown = [s for s in equation.free_symbols if s.name not in self.ambiguous]
             if len(unknown) != 1 or len(equation.free_symbols) != 1:
                 return False
+            # Only small polynomial equations of degree 1 or 2: anything else can keep sympy busy for minutes.
+            if sympy.count_ops(equation) > 40 or not equation.is_polynomial(unknown[0]):
+                return False
             try:
+                if sympy.degree(equation, unknown[0]) > 2:
+                    return False
                 roots = [r for r in sympy.solve(equation, unknown[0]) if r.is_real]
             except Exception:
                 return False
