@@ -46,6 +46,12 @@ DECORATION = re.compile(r"\\\$|\^\s*\{?\\circ\}?|\\%|\\text\{[^{}]*\}|\\mbox\{[^
 LITERAL = re.compile(r"\s*(-?)\s*(?:\\[dt]?frac\{(\d+)\}\{(\d+)\}|(\d+(?:\.\d+)?))\s*")
 
 
+# Claims in words about the numbers of a step ("both are divisible by 81", "dividing by 2", "reduces to") stay
+# true only for the old values and cannot be recomputed: a step with one is not rewritten.
+NUMBER_THEORY_PROSE = re.compile(r"divisible|\bdivid(?:e|es|ing)\b[^.$]*\bby\s+\d|\breduces?\b|lowest terms|"
+                                 r"\bprimes?\b|common (?:factor|divisor|multiple)|\bfactors?\b", re.IGNORECASE)
+
+
 class NotRecomputable(Exception):
     """The change cannot be carried through this step exactly."""
 
@@ -632,6 +638,9 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
         if new_body == body and new_tail == tail and not _uses_changed_symbols(walker, body):
             walker.step(k, body, body)
             continue
+        prose = MATH.sub(" ", body)
+        if NUMBER_THEORY_PROSE.search(prose):
+            raise NotRecomputable(f"step {k + 1} makes a claim about its numbers in words ({prose.strip()[:60]!r})")
         text = _recompute(walker, k, steps[k], new_body + new_tail)
         walker.current[k] = text
         if text != steps[k]:
