@@ -21,7 +21,7 @@ PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    """An offline run over 6 bundled trajectories and three categories (missing_condition fits none of the six:
+    """An offline run over a few bundled trajectories and three categories (missing_condition fits none of them:
     its units are the run's not_applicable rejects)."""
     out = tmp_path_factory.mktemp("runs") / "run"
     taxonomy = Taxonomy.load()
@@ -36,8 +36,9 @@ def run_dir(tmp_path_factory) -> Path:
             return False
 
     trajectories = [t for t in load_trajectories() if applies(t)][:6]
+    trajectories += [t for t in load_trajectories() if "\\pm" in " ".join(t.steps)][:1]  # one more redundancy
     categories = taxonomy.select(["counterfactual", "redundancy", "missing_condition"])
-    run(trajectories, RunSpec(taxonomy=taxonomy, categories=categories, out=out, limit=6), OfflineEngine())
+    run(trajectories, RunSpec(taxonomy=taxonomy, categories=categories, out=out), OfflineEngine())
     return out
 
 
@@ -166,7 +167,10 @@ def test_sources_and_neighbouring_formats(run_dir, tmp_path):
     out = tmp_path / "split"
     build(str(run_dir), "--out", str(out), "--include-unreviewed", "--include-sources")
     correct = [json.loads(l) for l in (out / "processbench" / "correct.jsonl").read_text().splitlines()]
-    assert len(correct) == 6 and all(r["label"] == -1 and r["final_answer_correct"] for r in correct)
+    units = [json.loads(line) for name in ("candidates.jsonl", "rejects.jsonl")
+             for line in (run_dir / name).read_text().splitlines()]
+    sources = len({unit["trajectory_id"] for unit in units})  # every source trajectory of the run, once
+    assert len(correct) == sources and all(r["label"] == -1 and r["final_answer_correct"] for r in correct)
     flawed = [json.loads(l) for l in (out / "processbench" / "counterfactual.jsonl").read_text().splitlines()]
     rows = [json.loads(l) for l in (out / "jsonl" / "counterfactual.jsonl").read_text().splitlines()]
     assert [r["label"] for r in flawed] == [min(r["error_steps"]) - 1 for r in rows]
@@ -250,11 +254,13 @@ def test_stored_decisions_the_app_would_refuse_stop_the_build(reviewed, tmp_path
     out = tmp_path / "split"
     assert build(str(reviewed), "--out", str(out)).exit_code == 0
     before = _tree(out)
-    counterfactual = [c for c in candidates(reviewed) if c["category"] == "counterfactual"]
+    # Three candidates the `reviewed` fixture left undecided (its first three of each of the two categories).
+    undecided = [c for category in ("counterfactual", "redundancy")
+                 for c in [c for c in candidates(reviewed) if c["category"] == category][3:]]
     store = ReviewStore(reviewed)
-    bad = {counterfactual[3]["id"]: Decision(counterfactual[3]["id"], "accept", corrected_error_steps=[]),
-           counterfactual[4]["id"]: Decision(counterfactual[4]["id"], "accept", edited_steps={1: ""}),
-           counterfactual[5]["id"]: Decision(counterfactual[5]["id"], "accept", corrected_error_steps=[99])}
+    bad = {undecided[0]["id"]: Decision(undecided[0]["id"], "accept", corrected_error_steps=[]),
+           undecided[1]["id"]: Decision(undecided[1]["id"], "accept", edited_steps={1: ""}),
+           undecided[2]["id"]: Decision(undecided[2]["id"], "accept", corrected_error_steps=[99])}
     for decision in bad.values():
         store.record(decision)  # the store's own format checks pass; the app's rules are not the store's
     result = build(str(reviewed), "--out", str(out), "--overwrite")

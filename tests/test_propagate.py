@@ -110,3 +110,9 @@ def test_a_simplification_never_becomes_x_equals_x():
              "Simplifying, $\\frac{30}{56} = \\frac{15}{28}$.\n\n# Answer\n\n\\frac{15}{28}"]
     slipped = steps[0].replace("= \\frac{30}{56}", "= \\frac{29}{56}")
     assert "would state" in why_not(steps, 0, slipped, question="q")
+
+
+def test_a_claim_in_words_about_changed_numbers_is_not_rewritten():
+    steps = ["Since $3^5 = 243$, this equals $\\frac{162}{243}$.",
+             "Both 162 and 243 are divisible by 81, so $\\frac{162}{243} = \\frac{2}{3}$.\n\n# Answer\n\n\\frac{2}{3}"]
+    assert "in words" in why_not(steps, 0, steps[0].replace("243", "244"), question="q")

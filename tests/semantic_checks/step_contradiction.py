@@ -10,7 +10,8 @@ from injector import Trajectory
 
 from ._arithmetic import body, math_segments, propagation_problems, split_top
 
-NUMBER = re.compile(r"\\frac\{\d+\}\{\d+\}|(?<![\w.^_{])\d+(?:\.\d+)?(?![\w.]\d|\d)")
+# A fraction of two numbers, or a number (also inside braces, "\\frac{216}{12^3}"; not in an exponent or subscript).
+NUMBER = re.compile(r"\\frac\{\d+\}\{\d+\}|(?<![\w.^_])(?<![\^_]\{)\d+(?:\.\d+)?(?![\w.]\d|\d)")
 
 
 def _value(token: str):

@@ -47,6 +47,12 @@ DECORATION = re.compile(r"\\\$|\^\s*\{?\\circ\}?|\\%|\\text\{[^{}]*\}|\\mbox\{[^
 LITERAL = re.compile(r"\s*(-?)\s*(?:\\[dt]?frac\{(\d+)\}\{(\d+)\}|(\d+(?:\.\d+)?))\s*")
 
 
+# Claims in words about the numbers of a step ("both are divisible by 81", "dividing by 2", "reduces to") stay
+# true only for the old values and cannot be recomputed: a step with one is not rewritten.
+NUMBER_THEORY_PROSE = re.compile(r"divisible|\bdivid(?:e|es|ing)\b[^.$]*\bby\s+\d|\breduces?\b|lowest terms|"
+                                 r"\bprimes?\b|common (?:factor|divisor|multiple)|\bfactors?\b", re.IGNORECASE)
+
+
 class NotRecomputable(InjectorError):
     """The change cannot be carried through this step exactly."""
 
@@ -287,13 +293,16 @@ def _evaluate(latex: str, bindings: tuple) -> Any:
 
 
 def equal(a: Any, b: Any) -> bool:
+    """Exact for rationals; otherwise numerically to 40 digits (sympy's simplify can take minutes on big powers)."""
     import sympy
 
     if isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational):
         return bool(a == b)
     try:
-        return bool(sympy.simplify(a - b) == 0)
-    except Exception:
+        difference = sympy.N(a - b, 50)
+        scale = max(abs(sympy.N(a, 20)), abs(sympy.N(b, 20)), 1)
+        return bool(abs(difference) <= scale * sympy.Float("1e-40"))
+    except Exception:  # not comparable as numbers
         return False
 
 
@@ -526,7 +535,12 @@ class Recomputer:
             unknown = [s for s in equation.free_symbols if s.name not in self.ambiguous]
             if len(unknown) != 1 or len(equation.free_symbols) != 1:
                 return False
+            # Only small polynomial equations of degree 1 or 2: anything else can keep sympy busy for minutes.
+            if sympy.count_ops(equation) > 40 or not equation.is_polynomial(unknown[0]):
+                return False
             try:
+                if sympy.degree(equation, unknown[0]) > 2:
+                    return False
                 roots = [r for r in sympy.solve(equation, unknown[0]) if r.is_real]
             except Exception:
                 return False
@@ -627,6 +641,9 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
         if new_body == body and new_tail == tail and not _uses_changed_symbols(walker, body):
             walker.step(k, body, body)
             continue
+        prose = MATH.sub(" ", body)
+        if NUMBER_THEORY_PROSE.search(prose):
+            raise NotRecomputable(f"step {k + 1} makes a claim about its numbers in words ({prose.strip()[:60]!r})")
         text = _recompute(walker, k, steps[k], new_body + new_tail)
         walker.current[k] = text
         if text != steps[k]:
