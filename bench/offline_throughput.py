@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="rounds; the best round of each stage is reported")
     args = parser.parse_args()
     taxonomy = Taxonomy.load()
-    categories = [taxonomy.category(c) for c in OPERATORS]
+    categories = [c for c in taxonomy.categories if c.id in OPERATORS]  # numerical_calculation is projudge's
     trajectories = list(load_trajectories())
     engine = OfflineEngine()
     units = len(trajectories) * len(categories)
