@@ -25,6 +25,16 @@ POLL_INTERVAL = 0.01  # seconds between serve_forever's shutdown checks (the std
 Script = Callable[[dict[str, Any]], "Reply | str"]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Tests cancel requests in flight (a failed write, a budget): a client that hung up is expected, not printed."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class ScriptedServer:
     """Answers each POST to /v1/chat/completions from `script(request_json)`; records every request."""
 
@@ -68,7 +78,7 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.api_base = f"http://127.0.0.1:{self.port}/v1"
