@@ -8,9 +8,9 @@ offline smoke runs; subtle, deceptive or novel errors need an LLM (`deception` a
 from __future__ import annotations
 
 from .engine import NEEDS_A_MODEL, OPERATORS, OPERATORS_VERSION, OfflineEngine
-from .text import (CERTAINTY, NUMBER, RESULT, Option, Perturbation, flag, insert, lower_first, perturb_number,
+from .text import (NUMBER, RESULT, Option, Perturbation, flag, insert, lower_first,
                    replace, replace_span, split_answer)
 
-__all__ = ["CERTAINTY", "NEEDS_A_MODEL", "NUMBER", "OPERATORS", "OPERATORS_VERSION", "RESULT", "OfflineEngine",
-           "Option", "Perturbation", "flag", "insert", "lower_first", "perturb_number", "replace", "replace_span",
+__all__ = ["NEEDS_A_MODEL", "NUMBER", "OPERATORS", "OPERATORS_VERSION", "RESULT", "OfflineEngine",
+           "Option", "Perturbation", "flag", "insert", "lower_first", "replace", "replace_span",
            "split_answer"]

@@ -64,12 +64,6 @@ TABLE: tuple[Knowledge, ...] = (
     Knowledge("gauss_sum", r"1 + 2 + \cdots + n = \frac{n(n+1)}{2}", r"1 + 2 + \cdots + n = \frac{n(n-1)}{2}",
               "formula"),
 )
-BY_ID = {row.id: row for row in TABLE}
-
-
-def _number(text: str) -> int | None:
-    text = text.strip()
-    return int(text) if re.fullmatch(r"\d+", text) else None
 
 
 def _false_form(row: Knowledge, expression: str) -> str | None:

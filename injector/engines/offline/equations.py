@@ -195,13 +195,6 @@ def latex_number(value) -> str | None:
     return f"{sign}\\frac{{{abs(value.p)}}}{{{value.q}}}"
 
 
-def decimal_like(value, like: str) -> str | None:
-    """`value` written with the decimals of `like` (`3.60` -> two), None when that would round it."""
-    decimals = len(like.split(".")[1]) if "." in like else 0
-    written = f"{float(value):.{decimals}f}"
-    return written if abs(float(value) - float(written)) < 1e-9 else None
-
-
 def _outside_math(body: str) -> str:
     """`body` with its `$...$` math blanked out (same length, so spans still index the body)."""
     return MATH.sub(lambda m: " " * len(m.group(0)), body)

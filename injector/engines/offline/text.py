@@ -11,22 +11,8 @@ from typing import Any, Callable
 NUMBER = re.compile(r"(?<![\w.^_\\{])\d+(?:\.\d+)?(?![\w^}]|\.\d)")
 # A computed quantity: a number right after "=" (optionally a dollar sign), e.g. "$4 \cdot 2.75 = 11$".
 RESULT = re.compile(r"=\s*(?:\\\$\s*)?(" + NUMBER.pattern + ")")
-MATH_WITH_EQUALS = re.compile(r"\$([^$]*=[^$]*)\$")
 # PRMBench's phase-2 files write line breaks around `# Answer` as a literal `\n` (backslash, n): part of the tail too.
 ANSWER_MARK = re.compile(r"(?:\n|\\n)*#+ *(?:Final )?Answer\b", re.IGNORECASE)
-# A counted quantity in plain text: "4 notebooks", "12 students".
-COUNTED = re.compile(r"(?<![\w.$\\{])(\d+) ([a-z]{3,}s)\b")
-ASKING = re.compile(r"(?:find|what|how|compute|determine|express|evaluate|simplify|solve|show|calculate)\b",
-                    re.IGNORECASE)
-SENTENCE_END = re.compile(r"(?<=[.!])\s+(?=[A-Z])")
-
-CERTAINTY = ("Clearly, ", "Obviously, ", "It is obvious that ", "It is well known that ", "Certainly, ")
-RESTATEMENTS = (
-    "As a quick check, ${math}$ indeed holds, as found above.",
-    "In other words, we have ${math}$.",
-    "Restating the result so far: ${math}$.",
-    "Note once more that ${math}$.",
-)
 
 
 @dataclass
@@ -60,16 +46,6 @@ def split_answer(step: str) -> tuple[str, str]:
     mark = ANSWER_MARK.search(step)
     return (step[: mark.start()], step[mark.start():]) if mark else (step, "")
 
-
-def perturb_number(text: str, rng: random.Random) -> str:
-    """A different number of the same shape (same decimal places; never negative when the original is not)."""
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    value = round(float(text) * 10**decimals)
-    deltas = [d for d in (1, 2, 3, -1, -2, 10) if value + d >= 0 and value + d != value]
-    new = value + rng.choice(deltas)
-    if decimals:
-        return f"{new // 10**decimals}.{new % 10**decimals:0{decimals}d}"
-    return str(new)
 
 
 def replace_span(text: str, start: int, end: int, new: str) -> str:
