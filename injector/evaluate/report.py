@@ -73,14 +73,18 @@ def prediction_lines(items: Sequence[EvalItem], result: ScorerResult, threshold:
     return lines
 
 
+def scorer_name(scorer: dict[str, Any]) -> str:
+    """A model's name, or a scores file's name."""
+    return str(scorer.get("model") or Path(str(scorer.get("file") or scorer.get("kind"))).name)
+
+
 def _number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
 def markdown_table(report: dict[str, Any]) -> str:
     """The report as Markdown: PRMBench's figures overall and per category, with counts, then ProcessBench's."""
-    scorer = report["scorer"]
-    name = scorer.get("model") or scorer.get("file") or scorer["kind"]
+    name = scorer_name(report["scorer"])
     lines = [f"# inject eval: {name}", "",
              f"Split `{report['split']}`: {report['n_items']} solutions; threshold {report['threshold']:g}"
              + ("" if report["validity"] is None else f"; valid answers {report['validity']:.1%}")
@@ -225,7 +229,7 @@ def compare(paths: Sequence[str | Path]) -> str:
     reports = [read_report(path) for path in paths]
     names = [name for name, _ in reports]
     rows: list[tuple[str, list[Any]]] = [
-        ("scorer", [r["scorer"].get("model") or r["scorer"].get("file") or r["scorer"]["kind"] for _, r in reports]),
+        ("scorer", [scorer_name(r["scorer"]) for _, r in reports]),
         ("solutions", [r.get("n_items") for _, r in reports]),
         ("threshold", [r["threshold"] for _, r in reports]),
         ("valid answers", [r["validity"] for _, r in reports]),
