@@ -184,3 +184,13 @@ def test_the_readme_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatc
     again = json.loads(Path("reports/jsonl/metrics.json").read_text())
     assert again["prmbench"] == metrics["prmbench"] and again["processbench"] == metrics["processbench"]
     sys.modules.pop("make_demo_scores", None)
+
+
+def test_without_matplotlib_the_report_has_no_plots_and_says_so(split, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    scores = write_scores(tmp_path / "scores.jsonl", GOOD)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["eval", str(split), "--scores", str(scores), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "note: matplotlib is not installed: no plots" in result.output
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "metrics.md", "predictions.jsonl"]

@@ -121,7 +121,7 @@ def markdown_table(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """`write` a file beside `path`, then rename it into place: a reader sees the old file or the new, whole."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -164,17 +164,17 @@ def write_plots(report: dict[str, Any], items: Sequence[EvalItem], scores: Score
     axes.set_ylim(0, 1)
     axes.set_ylabel(what)
     axes.set_title(f"{what} per category, threshold {report['threshold']:g}")
-    axes.tick_params(axis="x", labelrotation=45)
+    plt.setp(axes.get_xticklabels(), rotation=40, ha="right")
     figure.tight_layout()
     _write_atomically(out / PLOT_FILES[0], lambda target: figure.savefig(target, format="png", dpi=100))
     plt.close(figure)
     written.append(PLOT_FILES[0])
     if prmbench is not None:
         grid = [k / 100 for k in range(101)]
-        curve = [point for point in error_detection_curve(items, scores, grid)
-                 if point["precision"] is not None and point["recall"] is not None]
+        curve = [(point["recall"], point["precision"]) for point in error_detection_curve(items, scores, grid)]
+        points = [(recall, precision) for recall, precision in curve if recall is not None and precision is not None]
         figure, axes = plt.subplots(figsize=(5, 4))
-        axes.plot([point["recall"] for point in curve], [point["precision"] for point in curve], marker=".")
+        axes.plot([recall for recall, _ in points], [precision for _, precision in points], marker=".")
         axes.set_xlim(0, 1.02)
         axes.set_ylim(0, 1.02)
         axes.set_xlabel("recall of error steps")
