@@ -230,7 +230,8 @@ def compare(paths: Sequence[str | Path]) -> str:
     names = [name for name, _ in reports]
     rows: list[tuple[str, list[Any]]] = [
         ("scorer", [scorer_name(r["scorer"]) for _, r in reports]),
-        ("solutions", [r.get("n_items") for _, r in reports]),
+        ("solutions", [f"{r.get('n_items')}" + (f" (held out {r['sweep']['held_out']['n_items']})" if r.get("sweep")
+                                                else "") for _, r in reports]),
         ("threshold", [r["threshold"] for _, r in reports]),
         ("valid answers", [r["validity"] for _, r in reports]),
     ]
@@ -253,7 +254,8 @@ def compare(paths: Sequence[str | Path]) -> str:
     for label, values in rows:
         cells = [_number(v) if isinstance(v, float) else "—" if v is None else str(v) for v in values]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    splits = {(r["split"], r.get("n_items")) for _, r in reports}
+    splits = {(r["split"], r.get("n_items"), (r.get("sweep") or {}).get("held_out", {}).get("n_items"))
+              for _, r in reports}
     if len(splits) > 1:
         lines += ["", "Note: these reports are of different splits (or different parts of one); their figures are "
                       "not directly comparable."]
