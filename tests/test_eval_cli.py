@@ -175,8 +175,24 @@ def test_the_readme_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatc
     assert result.exit_code == 0, result.output
     metrics = json.loads(Path("reports/demo/metrics.json").read_text())
     assert metrics["n_items"] == 88 and metrics["prmbench"]["overall"]["n_steps"] == 483
-    assert metrics["prmbench"]["overall"]["prmscore"] == pytest.approx(0.492, abs=5e-4)
-    assert math.isclose(metrics["processbench"]["acc_correct"], 2 / 24)
+    overall, processbench = metrics["prmbench"]["overall"], metrics["processbench"]
+    assert math.isclose(processbench["acc_correct"], 2 / 24)
+    swept = invoke("eval", "splits/demo", "--scores", str(ROOT / "data" / "demo_scores.jsonl"), "--sweep",
+                   "--out", "reports/demo-sweep")
+    assert swept.exit_code == 0, swept.output
+    sweep = json.loads(Path("reports/demo-sweep/metrics.json").read_text())
+    assert (sweep["threshold"], sweep["sweep"]["dev"]["n_items"], sweep["sweep"]["held_out"]["n_items"]) == (0.4, 18, 70)
+    # The README's table of the demo's figures.
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    figures = [overall["prmscore"], overall["f1"], overall["f1_neg"], sweep["prmbench"]["overall"]["prmscore"],
+               sweep["prmbench"]["overall"]["f1"], sweep["prmbench"]["overall"]["f1_neg"], processbench["f1"],
+               processbench["acc_error"], processbench["acc_correct"], sweep["processbench"]["f1"],
+               sweep["processbench"]["acc_error"], sweep["processbench"]["acc_correct"],
+               metrics["prmbench"]["correct"]["f1"]]
+    shown = "| PRMScore (F1 / F1_neg) | {:.3f} ({:.3f} / {:.3f}) | {:.3f} ({:.3f} / {:.3f}) | " \
+            "| ProcessBench F1 (acc_error / acc_correct) | {:.3f} ({:.3f} / {:.3f}) | {:.3f} ({:.3f} / {:.3f}) | " \
+            "| correct originals, F1 (not pooled) | {:.3f} | |".format(*figures)
+    assert shown in readme
     # The same split read from its JSONL export gives the same figures.
     export = invoke("eval", "splits/demo/jsonl", "--scores", str(ROOT / "data" / "demo_scores.jsonl"),
                     "--out", "reports/jsonl")
