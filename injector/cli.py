@@ -519,14 +519,13 @@ def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator,
           threshold, sweep, sweep_metric, compare, no_plots, api_base, temperature, max_tokens, seed, no_schema,
           concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost) -> None:
     """Score a PRM or an LLM judge on a split (PRMBench's PRMScore, ProcessBench's F1); or --compare reports."""
-    from .evaluate import DEFAULT_THRESHOLD, ScoresFile, compare as compare_reports, evaluate
+    from .evaluate import DEFAULT_THRESHOLD, ScoresFile, compare as compare_reports, evaluate, write_comparison
 
     if compare:
         table = compare_reports(paths)
         click.echo(table, nl=False)
         if out:
-            Path(out).mkdir(parents=True, exist_ok=True)
-            (Path(out) / "comparison.md").write_text(table, encoding="utf-8")
+            click.echo(f"wrote {write_comparison(out, table)}", err=True)
         return
     if len(paths) != 1:
         raise click.UsageError("give one SPLIT to evaluate (or --compare REPORT...)")

@@ -157,7 +157,8 @@ def test_compare_puts_reports_side_by_side(split, tmp_path):
     assert "| PRMScore | 0.844 | 0.364 |" in lines
     assert "| F1_neg | 0.800 | 0.000 |" in lines
     assert "| scorer | good.jsonl | flat.jsonl |" in lines
-    assert (tmp_path / "c" / "comparison.md").read_text() == result.output
+    written = tmp_path / "c" / "comparison.md"
+    assert result.output == written.read_text() + f"wrote {written}\n"
 
 
 def test_the_readme_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatch):
@@ -199,7 +200,15 @@ def test_the_readme_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatc
     assert export.exit_code == 0, export.output
     again = json.loads(Path("reports/jsonl/metrics.json").read_text())
     assert again["prmbench"] == metrics["prmbench"] and again["processbench"] == metrics["processbench"]
-    sys.modules.pop("make_demo_scores", None)
+    # And from its ProcessBench export (0-based labels, -1 for none): the same first-error figures, no PRMScore.
+    pb = invoke("eval", "splits/demo/processbench", "--scores", str(ROOT / "data" / "demo_scores.jsonl"),
+                "--out", "reports/processbench")
+    assert pb.exit_code == 0, pb.output
+    processbench_export = json.loads(Path("reports/processbench/metrics.json").read_text())
+    assert processbench_export["prmbench"] is None
+    assert {key: processbench_export["processbench"][key] for key in ("f1", "acc_error", "acc_correct", "n_error",
+                                                                      "n_correct")} \
+        == {key: processbench[key] for key in ("f1", "acc_error", "acc_correct", "n_error", "n_correct")}
 
 
 def test_without_matplotlib_the_report_has_no_plots_and_says_so(split, tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from typing import Any, Protocol, Sequence
 
 from ..taxonomy import Taxonomy
 from .metrics import DEFAULT_THRESHOLD, SWEEP_METRICS, EvalItem
-from .report import compare, compute_metrics, prediction_lines, report_header, write_report
+from .report import compare, compute_metrics, prediction_lines, report_header, write_comparison, write_report
 from .scorers import ScorerResult, read_scores
 from .splits import LoadedSplit, load_split
 
@@ -70,4 +70,4 @@ def evaluate(split: str | Path, scorer: Scorer, *, out: str | Path, split_name: 
 
 
 __all__ = ["DEFAULT_THRESHOLD", "SWEEP_METRICS", "EvalItem", "EvalResult", "Scorer", "ScorerResult", "ScoresFile",
-           "compare", "evaluate", "load_split"]
+           "compare", "evaluate", "load_split", "write_comparison"]

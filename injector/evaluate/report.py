@@ -206,6 +206,17 @@ def write_report(out: str | Path, report: dict[str, Any], predictions: list[dict
     return [*written, METRICS_FILE]
 
 
+def write_comparison(out: str | Path, table: str) -> Path:
+    """`--compare --out DIR`: the table as `DIR/comparison.md`, written beside and renamed into place."""
+    path = Path(out) / "comparison.md"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_text(path, table)
+    except OSError as exc:
+        raise WriteFailed(exc.filename or path, exc, "free space or choose a writable --out") from None
+    return path
+
+
 def report_header(split: str, n_items: int, scorer: dict[str, Any]) -> dict[str, Any]:
     return {"split": split, "n_items": n_items, "scorer": scorer, "toolkit_version": __version__}
 
