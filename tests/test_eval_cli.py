@@ -200,6 +200,14 @@ def test_the_readme_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatc
     assert export.exit_code == 0, export.output
     again = json.loads(Path("reports/jsonl/metrics.json").read_text())
     assert again["prmbench"] == metrics["prmbench"] and again["processbench"] == metrics["processbench"]
+    # One split of the DatasetDict, by name; an unknown name is one line.
+    one = invoke("eval", "splits/demo", "--split", "redundancy", "--scores", str(ROOT / "data" / "demo_scores.jsonl"),
+                 "--out", "reports/redundancy")
+    assert one.exit_code == 0, one.output
+    assert json.loads(Path("reports/redundancy/metrics.json").read_text())["prmbench"]["overall"] \
+        == {**metrics["prmbench"]["per_category"]["redundancy"]}
+    unknown = invoke("eval", "splits/demo", "--split", "train", "--scores", "data/none.jsonl", "--out", "reports/x")
+    assert unknown.exit_code == 2 and unknown.output.startswith("error: splits/demo: no split 'train'; it has ")
     # And from its ProcessBench export (0-based labels, -1 for none): the same first-error figures, no PRMScore.
     pb = invoke("eval", "splits/demo/processbench", "--scores", str(ROOT / "data" / "demo_scores.jsonl"),
                 "--out", "reports/processbench")

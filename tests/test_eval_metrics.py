@@ -185,3 +185,45 @@ def test_the_error_detection_curve():
     # -> 2 of 4 found (TN 2 / (TN 2 + FP 2)). c1 is left out.
     close(curve[0]["precision"], 2 / 5)
     close(curve[0]["recall"], 2 / 4)
+
+
+def prmbench_record(idx, classification, steps, errors):
+    return {"original_question": "q", "modified_question": f"q {idx}", "original_process": steps,
+            "modified_process": steps, "modified_steps": errors, "error_steps": errors, "reason": "", "idx": idx,
+            "question": "q", "classification": classification}
+
+
+def test_prmbench_error_steps_past_the_last_step_are_dropped_and_counted(tmp_path):
+    path = tmp_path / "circular.jsonl"
+    records = [prmbench_record("p0", "circular", ["s1", "s2", "s3"], [2, 9]),
+               prmbench_record("p1", "circular", ["s1", "s2"], [5]),       # no error step left: its label is unknown
+               prmbench_record("p0", "redundency", ["s1", "s2"], [2]),     # the same idx in another category
+               prmbench_record("p2", "multi_solutions", ["s1"], [])]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    loaded = load_split(path)
+    assert [(i.id, i.category, i.kind, i.error_steps) for i in loaded.items] == [
+        ("p0::circular", "circular_logic", ERROR, frozenset({2})),
+        ("p0::redundency", "redundancy", ERROR, frozenset({2})),
+        ("p2::multi_solutions", "multi_solution", MULTI_SOLUTION, frozenset())]
+    assert loaded.dropped_error_steps == 2 and loaded.excluded == [f"{path}:2"]
+    assert "2 error step numbers past the last step dropped" in loaded.describe()
+
+
+@pytest.mark.parametrize("records, message", [
+    ([prmbench_record("p0", "circular", ["s1"], [1]), prmbench_record("p0", "circular", ["s1"], [1])],
+     "split.jsonl:2: id 'p0::circular' again (first at {path}:1); ids must be unique"),
+    ([prmbench_record("p0", "multi_solutions", ["s1", "s2"], [2])],
+     "split.jsonl:1: a multi-solution solution with error steps [2]"),
+    ([prmbench_record("p0", "circular", ["s1"], [True])], "split.jsonl:1: `error_steps` must be a list of step numbers"),
+    ([{"id": "x", "steps": ["a", "b"], "label": 2}], "split.jsonl:1: `label` must be the 0-based index of the first "
+                                                     "wrong step (0..1) or -1 for none, found 2"),
+    ([{"unknown": 1}], "split.jsonl:1: not a split record"),
+])
+def test_a_bad_split_is_one_error_naming_file_and_line(tmp_path, records, message):
+    from injector.errors import InputError
+
+    path = tmp_path / "split.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(InputError) as error:
+        load_split(path)
+    assert str(error.value).startswith(f"{tmp_path}/" + message.format(path=path))
