@@ -212,3 +212,20 @@ def test_a_prm_served_by_vllm(split, tmp_path):
         assert refused.exit_code == 2 and "the PRM server refused the request (HTTP 400" in refused.output
     finally:
         server.stop()
+
+
+def test_the_judge_prompt_snapshot_and_a_static_system_part():
+    from snapshots import assert_snapshot
+
+    from injector.evaluate.judge import judge_messages
+    from injector.evaluate.metrics import ERROR, EvalItem
+
+    def solution(question, steps):
+        return EvalItem(id="x", category="c", kind=ERROR, steps=tuple(steps), question=question)
+
+    first = judge_messages(solution("What is $2+3$?", ["We add: $2 + 3 = 5$.", "# Answer\n\n5"]))
+    second = judge_messages(solution("Another {{ question }}", ["Only step."]))
+    assert first[0] == second[0]  # the system part is the same bytes for every solution (cacheable prefix)
+    assert "{{ question }}" in second[1]["content"]  # data is rendered as values, never as template source
+    text = "".join(f"--- {m['role']} ---\n{m['content']}\n" for m in first)
+    assert_snapshot(text, Path(__file__).parent / "snapshots" / "eval" / "judge_steps.txt", __file__)
