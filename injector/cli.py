@@ -469,6 +469,20 @@ def taxonomy_validate(sources) -> None:
         raise UserError(f"{failed} of {len(sources)} taxonomies have problems")
 
 
+def _every_ten_seconds(line):
+    """A progress callback that prints `line(*args)` to stderr at most every 10 s, and at the end."""
+    import time
+
+    last = [time.monotonic()]
+
+    def show(done: int, total: int) -> None:
+        if done == total or time.monotonic() - last[0] >= 10:
+            last[0] = time.monotonic()
+            click.echo(line(done, total), err=True)
+
+    return show
+
+
 @main.command("eval", epilog=_examples(
     "inject eval splits/demo --scores data/demo_scores.jsonl --out reports/demo",
     "inject eval splits/v1 --split test --judge gpt-4o --max-cost 5 --out reports/gpt4o",
@@ -551,7 +565,8 @@ def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator,
                             cache_path=cache_path, price_in=price_in, price_out=price_out)
         if not isinstance(engine, LLMEngine):
             raise click.UsageError("--judge needs an LLM (a litellm model string), not the offline engine")
-        scorer = LLMJudge(engine, concurrency=concurrency, max_cost=max_cost, seed=seed)
+        scorer = LLMJudge(engine, concurrency=concurrency, max_cost=max_cost, seed=seed,
+                          on_progress=_every_ten_seconds(lambda done, total: f"judged {done} of {total} solutions"))
     else:
         from .cache import RequestCache
         from .evaluate.prm_server import PRMServer

@@ -70,6 +70,7 @@ def test_the_judge_re_asks_once_then_counts_the_answer_invalid(split, tmp_path, 
     result = invoke(*args)
     assert result.exit_code == 0, result.output
     assert len(scripted_server.requests) == 6
+    assert "judged 4 of 4 solutions" in result.output  # progress on stderr (every 10 s, and at the end)
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["validity"] == 0.75
     assert metrics["threshold"] == 0.5 and metrics["scorer"]["kind"] == "judge"
@@ -229,3 +230,33 @@ def test_the_judge_prompt_snapshot_and_a_static_system_part():
     assert "{{ question }}" in second[1]["content"]  # data is rendered as values, never as template source
     text = "".join(f"--- {m['role']} ---\n{m['content']}\n" for m in first)
     assert_snapshot(text, Path(__file__).parent / "snapshots" / "eval" / "judge_steps.txt", __file__)
+
+
+def test_a_provider_outage_keeps_what_was_judged_and_the_same_call_continues(split, tmp_path, scripted_server):
+    from scripted_server import Reply
+
+    from injector.engines.llm import LLMEngine
+    from injector.errors import ProviderUnreachable
+    from injector.evaluate import evaluate
+    from injector.evaluate.judge import LLMJudge
+
+    down = {"c::confidence::0"}
+    scripted_server.script = lambda request: Reply(status=503) if item_of(request) in down else verdicts(
+        *([True] * (3 if item_of(request).startswith("a") else 2)))
+
+    def judge():
+        engine = LLMEngine("openai/judge", api_base=scripted_server.api_base, temperature=0.0, transient_attempts=2,
+                           backoff_seconds=0.0)
+        return LLMJudge(engine, concurrency=2)
+
+    out = tmp_path / "report"
+    with pytest.raises(ProviderUnreachable, match="1 solutions could not be judged"):
+        evaluate(split, judge(), out=out)
+    assert not (out / "metrics.json").exists()
+    saved = [json.loads(line)["id"] for line in (out / "judge_answers.jsonl").read_text().splitlines()]
+    assert sorted(saved) == ["a::circular_logic::0", "a::correct", "b::redundancy::0"]
+    down.clear()
+    before = len(scripted_server.requests)
+    result = evaluate(split, judge(), out=out)
+    assert [item_of(r["body"]) for r in scripted_server.requests[before:]] == ["c::confidence::0"]
+    assert result.metrics["validity"] == 1.0

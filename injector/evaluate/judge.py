@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from jinja2 import FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
@@ -99,6 +99,8 @@ class LLMJudge:
     max_cost: float | None = None
     seed: int = 0
     template: str | Path | None = None
+    on_progress: Callable[[int, int], None] | None = None
+    """Called after each judged solution with (judged so far, solutions to judge in this invocation)."""
     spent: float | None = field(default=0.0, init=False)
     """Dollars this invocation spent; None once an answer had no known price."""
 
@@ -179,7 +181,11 @@ class LLMJudge:
                 except OSError as exc:
                     raise WriteFailed(handle.name, exc) from None
                 done[item.id] = record
+                judged[0] += 1
+                if self.on_progress is not None:
+                    self.on_progress(judged[0], len(items))
 
+        judged = [0]
         await asyncio.gather(*(worker() for _ in range(max(1, self.concurrency))))
         return failures
 
