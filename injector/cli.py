@@ -572,7 +572,8 @@ def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator,
         from .evaluate.prm_server import PRMServer
 
         scorer = PRMServer(prm_server, prm_model, separator=step_separator, concurrency=concurrency, timeout=timeout,
-                           cache=None if no_cache else RequestCache(cache_path))
+                           cache=None if no_cache else RequestCache(cache_path),
+                           on_progress=_every_ten_seconds(lambda done, total: f"scored {done} of {total} solutions"))
     result = evaluate(paths[0], scorer, out=out, split_name=split_name, taxonomy=taxonomy_path,
                       threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
                       sweep_metric=sweep_metric if sweep else None, plots=not no_plots)

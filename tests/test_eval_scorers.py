@@ -186,6 +186,7 @@ def test_a_prm_served_by_vllm(split, tmp_path):
                 "--out", str(out)]
         result = invoke(*args)
         assert result.exit_code == 0, result.output
+        assert "scored 4 of 4 solutions" in result.output
         body = server.requests[0]["body"]
         assert server.requests[0]["path"] == "/pooling" and body["model"] == "Qwen/Qwen2.5-Math-PRM-7B"
         assert body["messages"][0]["role"] == "system" and "\\boxed{}" in body["messages"][0]["content"]

@@ -16,7 +16,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..cache import RequestCache, request_key
 from ..errors import InjectorError, ProviderUnreachable, UserError
@@ -90,6 +90,8 @@ class PRMServer:
     timeout: float = 300.0
     cache: RequestCache | None = None
     backoff_seconds: float = 1.0
+    on_progress: Callable[[int, int], None] | None = None
+    """Called after each scored solution with (scored so far, solutions)."""
 
     def score(self, items: Sequence[EvalItem], out: Path) -> ScorerResult:
         for item in items:
@@ -106,10 +108,15 @@ class PRMServer:
         import httpx
 
         limit = asyncio.Semaphore(self.concurrency)
+        scored = [0]
         async with httpx.AsyncClient(timeout=self.timeout) as client:
             async def one(item: EvalItem) -> tuple[str, tuple[float, ...] | None]:
                 async with limit:
-                    return item.id, tuple(await self._score_one(client, item))
+                    scores = tuple(await self._score_one(client, item))
+                scored[0] += 1
+                if self.on_progress is not None:
+                    self.on_progress(scored[0], len(items))
+                return item.id, scores
 
             return list(await asyncio.gather(*(one(item) for item in items)))
 
