@@ -181,7 +181,14 @@ class LLMEngine(Engine):
 
         The output mode is already in the messages and the schema; the request needs nothing more.
         """
-        request = self.request(messages, seed + sample, response_schema, f"{category.id}_answer")
+        return await self.complete(messages, seed=seed + sample, response_schema=response_schema,
+                                   schema_name=f"{category.id}_answer", read_cache=read_cache)
+
+    async def complete(self, messages: list[dict[str, Any]], *, seed: int, response_schema: dict[str, Any] | None,
+                       schema_name: str, read_cache: bool = True) -> Proposal:
+        """One answer to `messages` (sent with `seed`), for any caller (a unit, a judge): from the cache, else from
+        the provider through the limiter, with transient faults retried."""
+        request = self.request(messages, seed, response_schema, schema_name)
         key = request_key(request)
         if self.cache and read_cache and (hit := self.cache.get(key)):
             return Proposal(text=hit["text"], usage={}, cost=0.0, details={"cached": True})

@@ -1,0 +1,273 @@
+"""The report of `inject eval`: the figures (`compute_metrics`), and the directory they go to: `metrics.json`,
+`metrics.md` (a Markdown table), `predictions.jsonl` (one line per solution) and plots; `compare` puts several
+reports side by side. Each file is written beside its final name and renamed into place: never half-written."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import UserError, WriteFailed
+from ..version import __version__
+from .metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, error_detection_curve, in_dev_subset,
+                      predicted_first_error, processbench_metrics, prmbench_metrics, sweep_threshold)
+from .scorers import ScorerResult
+
+METRICS_FILE, TABLE_FILE, PREDICTIONS_FILE = "metrics.json", "metrics.md", "predictions.jsonl"
+PLOT_FILES = ("per_category.png", "error_detection_pr.png")
+
+
+def _figures(items: Sequence[EvalItem], scores: Scores, threshold: float) -> dict[str, Any]:
+    return {"prmbench": prmbench_metrics(items, scores, threshold),
+            "processbench": processbench_metrics(items, scores, threshold)}
+
+
+def compute_metrics(items: Sequence[EvalItem], result: ScorerResult, *, threshold: float,
+                    sweep_metric: str | None = None) -> dict[str, Any]:
+    """metrics.json's figures: at `threshold`, or (with `sweep_metric`) at the threshold that maximises that metric
+    on the dev subset (a 20 % of items by a hash of their id), reported on the rest, with the dev figures beside."""
+    sweep = None
+    scored = items
+    if sweep_metric is not None:
+        dev = [item for item in items if in_dev_subset(item.id)]
+        held_out = [item for item in items if not in_dev_subset(item.id)]
+        if sweep_metric == "prmscore" and any(item.error_steps is None for item in items):
+            raise UserError("--sweep-metric prmscore needs step labels, and a ProcessBench file has only the first "
+                            "error; use --sweep-metric processbench")
+        best, value = sweep_threshold(dev, result.scores, sweep_metric)
+        if not dev or not held_out or best is None:
+            raise UserError(f"--sweep: the dev subset ({len(dev)} of {len(items)} solutions, chosen by a hash of "
+                            f"their ids) gives no {sweep_metric} figure at any threshold, or leaves nothing held out; "
+                            "evaluate a larger split, or give --threshold instead")
+        threshold = best
+        sweep = {"metric": sweep_metric, "dev_fraction": DEV_FRACTION, "threshold": best, "dev_value": value,
+                 "dev": {"n_items": len(dev), **_figures(dev, result.scores, best)},
+                 "held_out": {"n_items": len(held_out)}}
+        scored = held_out
+    return {"threshold": threshold, "validity": result.validity, **_figures(scored, result.scores, threshold),
+            "sweep": sweep}
+
+
+def prediction_lines(items: Sequence[EvalItem], result: ScorerResult, threshold: float,
+                     with_dev: bool) -> list[dict[str, Any]]:
+    """One line per solution: its labels (1-based), its scores and what they predict at `threshold`."""
+    lines = []
+    for item in items:
+        scores = result.scores.get(item.id)
+        first = None if scores is None else predicted_first_error(scores, threshold)
+        line: dict[str, Any] = {
+            "id": item.id, "category": item.category, "kind": item.kind, "n_steps": len(item.steps),
+            "error_steps": None if item.error_steps is None else sorted(item.error_steps),
+            "first_error": item.first_error, "valid": scores is not None,
+            "step_scores": None if scores is None else list(scores),
+            "predicted_error_steps": None if scores is None else [k for k, s in enumerate(scores, 1) if s <= threshold],
+            "predicted_first_error": first,
+            "first_error_right": scores is not None and first == item.first_error,
+        }
+        if with_dev:
+            line["dev"] = in_dev_subset(item.id)
+        line.update(result.details.get(item.id, {}))
+        lines.append(line)
+    return lines
+
+
+def scorer_name(scorer: dict[str, Any]) -> str:
+    """A model's name, or a scores file's name."""
+    return str(scorer.get("model") or Path(str(scorer.get("file") or scorer.get("kind"))).name)
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """The report as Markdown: PRMBench's figures overall and per category, with counts, then ProcessBench's."""
+    name = scorer_name(report["scorer"])
+    lines = [f"# inject eval: {name}", "",
+             f"Split `{report['split']}`: {report['n_items']} solutions; threshold {report['threshold']:g}"
+             + ("" if report["validity"] is None else f"; valid answers {report['validity']:.1%}")
+             + ("" if report["sweep"] is None else
+                f" (swept on a {report['sweep']['dev_fraction']:.0%} dev subset of {report['sweep']['dev']['n_items']}"
+                f" solutions for {report['sweep']['metric']}; figures below are the held-out "
+                f"{report['sweep']['held_out']['n_items']})"), ""]
+    prmbench, processbench = report["prmbench"], report["processbench"]
+    accuracy = processbench["per_category"]
+    if prmbench is not None:
+        lines += ["| category | solutions | invalid | steps | F1 | F1_neg | PRMScore | first-error accuracy |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+
+        def row(label: str, figures: dict[str, Any], category: str | None) -> str:
+            first = accuracy.get(category, {}).get("accuracy") if category else None
+            return (f"| {label} | {figures['n_items']} | {figures['n_invalid']} | {figures['n_steps']} | "
+                    f"{_number(figures['f1'])} | {_number(figures['f1_neg'])} | {_number(figures['prmscore'])} | "
+                    f"{_number(first)} |")
+
+        lines.append(row("**overall**", prmbench["overall"], None))
+        lines += [row(category, figures, category) for category, figures in prmbench["per_category"].items()]
+        if prmbench["correct"] is not None:
+            lines.append(row("correct originals (not pooled)", prmbench["correct"], CORRECT))
+        lines += ["", "Multi-solution and correct originals: F1 alone (every step is correct, so F1_neg is "
+                      "undefined). First-error accuracy: ProcessBench's per-solution accuracy in that category.", ""]
+    else:
+        lines += ["| category | solutions | first-error accuracy |", "|---|---:|---:|"]
+        lines += [f"| {category} | {figures['n']} | {_number(figures['accuracy'])} |"
+                  for category, figures in accuracy.items()]
+        lines += ["", "No step labels (a ProcessBench file): PRMScore is not defined.", ""]
+    lines += [f"ProcessBench: F1 {_number(processbench['f1'])}, accuracy on solutions with an error "
+              f"{_number(processbench['acc_error'])} (n = {processbench['n_error']}), on correct ones "
+              f"{_number(processbench['acc_correct'])} (n = {processbench['n_correct']})."]
+    return "\n".join(lines) + "\n"
+
+
+def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """`write` a file beside `path`, then rename it into place: a reader sees the old file or the new, whole."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        write(temporary)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _write_text(path: Path, text: str) -> None:
+    _write_atomically(path, lambda target: target.write_text(text, encoding="utf-8"))
+
+
+def write_plots(report: dict[str, Any], items: Sequence[EvalItem], scores: Scores, out: Path) -> list[str]:
+    """per_category.png (PRMScore, or first-error accuracy without step labels) and error_detection_pr.png (how
+    precision and recall of finding error steps trade off over thresholds); [] with a note when matplotlib is
+    missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    prmbench = report["prmbench"]
+    if prmbench is not None:
+        per_category = {category: figures["prmscore"] for category, figures in prmbench["per_category"].items()}
+        what = "PRMScore (multi-solution: F1)"
+    else:
+        per_category = {category: figures["accuracy"]
+                        for category, figures in report["processbench"]["per_category"].items()}
+        what = "first-error accuracy"
+    figure, axes = plt.subplots(figsize=(max(5.0, 0.8 * len(per_category) + 2), 4))
+    names = list(per_category)
+    axes.bar(names, [value or 0.0 for value in per_category.values()], color="#4c72b0")
+    axes.set_ylim(0, 1)
+    axes.set_ylabel(what)
+    axes.set_title(f"{what} per category, threshold {report['threshold']:g}")
+    plt.setp(axes.get_xticklabels(), rotation=40, ha="right")
+    figure.tight_layout()
+    _write_atomically(out / PLOT_FILES[0], lambda target: figure.savefig(target, format="png", dpi=100))
+    plt.close(figure)
+    written.append(PLOT_FILES[0])
+    if prmbench is not None:
+        grid = [k / 100 for k in range(101)]
+        curve = [(point["recall"], point["precision"]) for point in error_detection_curve(items, scores, grid)]
+        points = [(recall, precision) for recall, precision in curve if recall is not None and precision is not None]
+        figure, axes = plt.subplots(figsize=(5, 4))
+        axes.plot([recall for recall, _ in points], [precision for _, precision in points], marker=".")
+        axes.set_xlim(0, 1.02)
+        axes.set_ylim(0, 1.02)
+        axes.set_xlabel("recall of error steps")
+        axes.set_ylabel("precision of error steps")
+        axes.set_title("Finding error steps, thresholds 0..1")
+        figure.tight_layout()
+        _write_atomically(out / PLOT_FILES[1], lambda target: figure.savefig(target, format="png", dpi=100))
+        plt.close(figure)
+        written.append(PLOT_FILES[1])
+    return written
+
+
+def write_report(out: str | Path, report: dict[str, Any], predictions: list[dict[str, Any]],
+                 items: Sequence[EvalItem], scores: Scores, *, plots: bool = True) -> list[str]:
+    """Write the report directory; the names of the files written."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        _write_text(out / PREDICTIONS_FILE,
+                    "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in predictions))
+        _write_text(out / TABLE_FILE, markdown_table(report))
+        written = [PREDICTIONS_FILE, TABLE_FILE]
+        if plots:
+            written += write_plots(report, items, scores, out)
+        # metrics.json last: its presence says the report is complete.
+        _write_text(out / METRICS_FILE, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise WriteFailed(exc.filename or out, exc, "free space or choose a writable --out") from None
+    return [*written, METRICS_FILE]
+
+
+def write_comparison(out: str | Path, table: str) -> Path:
+    """`--compare --out DIR`: the table as `DIR/comparison.md`, written beside and renamed into place."""
+    path = Path(out) / "comparison.md"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_text(path, table)
+    except OSError as exc:
+        raise WriteFailed(exc.filename or path, exc, "free space or choose a writable --out") from None
+    return path
+
+
+def report_header(split: str, n_items: int, scorer: dict[str, Any]) -> dict[str, Any]:
+    return {"split": split, "n_items": n_items, "scorer": scorer, "toolkit_version": __version__}
+
+
+def read_report(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """A report's name (its directory) and its metrics.json; `path` is the directory or the file."""
+    path = Path(path)
+    file = path / METRICS_FILE if path.is_dir() else path
+    try:
+        report = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{file}: not a readable `inject eval` report ({exc}); pass a directory `inject eval "
+                        "--out` wrote") from None
+    if not isinstance(report, dict) or "processbench" not in report or "prmbench" not in report:
+        raise UserError(f"{file}: not an `inject eval` metrics.json (no prmbench / processbench sections)")
+    return (path.name if path.is_dir() else path.parent.name) or str(path), report
+
+
+def compare(paths: Sequence[str | Path]) -> str:
+    """Several reports side by side, as a Markdown table: one column per report, one row per figure."""
+    reports = [read_report(path) for path in paths]
+    names = [name for name, _ in reports]
+    rows: list[tuple[str, list[Any]]] = [
+        ("scorer", [scorer_name(r["scorer"]) for _, r in reports]),
+        ("solutions", [f"{r.get('n_items')}" + (f" (held out {r['sweep']['held_out']['n_items']})" if r.get("sweep")
+                                                else "") for _, r in reports]),
+        ("threshold", [r["threshold"] for _, r in reports]),
+        ("valid answers", [r["validity"] for _, r in reports]),
+    ]
+
+    def prm(key: str, category: str | None = None) -> list[Any]:
+        values = []
+        for _, report in reports:
+            section = report["prmbench"]
+            figures = None if section is None else section["overall"] if category is None \
+                else section["per_category"].get(category)
+            values.append(None if figures is None else figures[key])
+        return values
+
+    rows += [("PRMScore", prm("prmscore")), ("F1", prm("f1")), ("F1_neg", prm("f1_neg"))]
+    categories = sorted({c for _, r in reports if r["prmbench"] for c in r["prmbench"]["per_category"]})
+    rows += [(f"PRMScore {category}", prm("prmscore", category)) for category in categories]
+    rows += [(f"ProcessBench {key}", [r["processbench"][key] for _, r in reports])
+             for key in ("f1", "acc_error", "acc_correct")]
+    lines = ["| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for label, values in rows:
+        cells = [_number(v) if isinstance(v, float) else "—" if v is None else str(v) for v in values]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    splits = {(r["split"], r.get("n_items"), (r.get("sweep") or {}).get("held_out", {}).get("n_items"))
+              for _, r in reports}
+    if len(splits) > 1:
+        lines += ["", "Note: these reports are of different splits (or different parts of one); their figures are "
+                      "not directly comparable."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,223 @@
+"""The splits `inject eval` reads, as `EvalItem`s: an `inject build` split (its DatasetDict or its JSONL export),
+PRMBench's own files, and ProcessBench files. A bad record is an `InputError` naming FILE:LINE (exit 2).
+
+Ids: ours as the split gives them; PRMBench's `IDX::CLASSIFICATION` (its `idx` repeats across category files);
+ProcessBench's `id`. Categories: ours; PRMBench's classifications mapped to our ids through the taxonomy;
+a ProcessBench file's name (ProcessBench ships one file per subset: gsm8k, math, ...).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import InputError, UserError
+from ..taxonomy import Taxonomy
+from .metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
+
+CONTROL_CATEGORY = "correct"  # the category `inject build --include-sources` gives the source solutions
+FORMATS = ("split", "prmbench", "processbench")
+
+
+@dataclass
+class LoadedSplit:
+    """The items of a split and what reading them left out."""
+
+    path: str
+    items: list[EvalItem] = field(default_factory=list)
+    formats: set[str] = field(default_factory=set)
+    dropped_error_steps: int = 0
+    """Error step numbers past the last step (PRMBench's files hold some), dropped."""
+    excluded: list[str] = field(default_factory=list)
+    """`FILE:LINE` of error items left with no error step once those were dropped (their label is unknown)."""
+
+    def describe(self) -> str:
+        kinds = {kind: sum(item.kind == kind for item in self.items) for kind in (ERROR, MULTI_SOLUTION, CORRECT)}
+        text = (f"{self.path}: {len(self.items)} solutions ({kinds[ERROR]} with errors, {kinds[MULTI_SOLUTION]} "
+                f"multi-solution, {kinds[CORRECT]} correct controls; {', '.join(sorted(self.formats))})")
+        if self.dropped_error_steps:
+            text += f"; {self.dropped_error_steps} error step numbers past the last step dropped"
+        if self.excluded:
+            text += f"; {len(self.excluded)} solutions left out, no error step left (first: {self.excluded[0]})"
+        return text
+
+
+class _Reader:
+    """Turns records of one of the three formats into items, checking each field it reads."""
+
+    def __init__(self, taxonomy: Taxonomy, loaded: LoadedSplit):
+        self.loaded = loaded
+        self.by_classification = {c.classification: c for c in taxonomy.categories}
+        self.multi_solution = {c.id for c in taxonomy.categories if c.rules.multi_solution} | {MULTI_SOLUTION}
+        self.seen: dict[str, str] = {}
+
+    def add(self, record: Any, fmt: str, where: str, location: tuple[str, int | None]) -> None:
+        if not isinstance(record, dict):
+            raise InputError(*location, f"expected a JSON object, found {type(record).__name__}")
+        item = {"split": self._split_row, "prmbench": self._prmbench, "processbench": self._processbench}[fmt](
+            record, location, Path(location[0]).stem)
+        if item is None:
+            return
+        if item.id in self.seen:
+            raise InputError(*location, f"id {item.id!r} again (first at {self.seen[item.id]}); ids must be unique")
+        self.seen[item.id] = where
+        self.loaded.items.append(item)
+        self.loaded.formats.add(fmt)
+
+    def _split_row(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem | None:
+        item_id = _text(record, "id", location)
+        category = _text(record, "category", location)
+        kind = CORRECT if category == CONTROL_CATEGORY else MULTI_SOLUTION if category in self.multi_solution \
+            else ERROR
+        return self._labelled(item_id, category, kind, record, location)
+
+    def _prmbench(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem | None:
+        classification = _text(record, "classification", location)
+        idx = _text(record, "idx", location)
+        known = self.by_classification.get(classification)
+        category = known.id if known is not None else classification
+        multi = (known is not None and known.rules.multi_solution) or classification == "multi_solutions"
+        kind = MULTI_SOLUTION if multi else CORRECT if classification == CONTROL_CATEGORY else ERROR
+        return self._labelled(f"{idx}::{classification}", category, kind, record, location)
+
+    def _labelled(self, item_id: str, category: str, kind: str, record: dict,
+                  location: tuple[str, int | None]) -> EvalItem | None:
+        steps = _steps(record, "modified_process", location)
+        numbers = record.get("error_steps")
+        if not isinstance(numbers, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+            raise InputError(*location, "`error_steps` must be a list of step numbers (1-based integers)")
+        kept = frozenset(n for n in numbers if 1 <= n <= len(steps))
+        self.loaded.dropped_error_steps += len(set(numbers) - kept)
+        if kind != ERROR:
+            if kept:
+                raise InputError(*location, f"a {kind.replace('_', '-')} solution with error steps {sorted(kept)}; "
+                                            "its steps are all correct, so give `error_steps: []`")
+            kept = frozenset()
+        elif not kept:
+            self.loaded.excluded.append(f"{location[0]}:{location[1]}")
+            return None
+        question = record.get("modified_question") or record.get("question") or ""
+        return EvalItem(id=item_id, category=category, kind=kind, steps=steps, question=str(question),
+                        error_steps=kept, first_error=min(kept) if kept else None)
+
+    def _processbench(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem:
+        raw_id = record.get("id")
+        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool) or str(raw_id) == "":
+            raise InputError(*location, "`id` must be a non-empty string")
+        steps = _steps(record, "steps", location)
+        label = record.get("label")
+        if not isinstance(label, int) or isinstance(label, bool) or not -1 <= label < len(steps):
+            raise InputError(*location, f"`label` must be the 0-based index of the first wrong step (0..{len(steps) - 1})"
+                                        f" or -1 for none, found {label!r}")
+        # ProcessBench files are 0-based with -1 for none; everything else here is 1-based.
+        first_error = label + 1 if label >= 0 else None
+        return EvalItem(id=str(raw_id), category=stem, kind=ERROR if first_error else CORRECT, steps=steps,
+                        question=str(record.get("problem") or ""), error_steps=None, first_error=first_error)
+
+
+def _text(record: dict, key: str, location: tuple[str, int | None]) -> str:
+    value = record.get(key)
+    if not isinstance(value, str) or not value:
+        raise InputError(*location, f"`{key}` must be a non-empty string, found {json.dumps(value)[:60]}")
+    return value
+
+
+def _steps(record: dict, key: str, location: tuple[str, int | None]) -> tuple[str, ...]:
+    steps = record.get(key)
+    if not isinstance(steps, list) or not steps or not all(isinstance(step, str) for step in steps):
+        raise InputError(*location, f"`{key}` must be a non-empty list of step texts")
+    return tuple(steps)
+
+
+def detect_format(record: Any) -> str | None:
+    """The format of a record: an `inject build` row, a PRMBench record or a ProcessBench one (None: none)."""
+    if not isinstance(record, dict):
+        return None
+    if "steps" in record and "label" in record:
+        return "processbench"
+    if "modified_process" in record and "id" in record and "category" in record:
+        return "split"
+    if "modified_process" in record and "classification" in record:
+        return "prmbench"
+    return None
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, Any]]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(path, number, f"not JSON ({exc.msg}); one JSON object per line") from None
+            except UnicodeDecodeError:
+                raise InputError(path, number, "not UTF-8 text") from None
+
+
+def _read_jsonl(path: Path, reader: _Reader) -> None:
+    fmt = None
+    for number, record in _jsonl_records(path):
+        if fmt is None:
+            fmt = detect_format(record)
+            if fmt is None:
+                raise InputError(path, number, "not a split record: expected an `inject build` row (id, category, "
+                                               "modified_process, error_steps), a PRMBench record (idx, "
+                                               "classification, modified_process, error_steps) or a ProcessBench "
+                                               "one (id, steps, label)")
+        reader.add(record, fmt, f"{path}:{number}", (str(path), number))
+
+
+def _read_dataset(path: Path, split: str | None, reader: _Reader) -> None:
+    import datasets
+
+    datasets.disable_progress_bars()
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except Exception as exc:  # datasets raises several kinds for a directory it cannot read
+        raise UserError(f"{path}: not a readable `inject build` split ({exc})") from None
+    parts = dict(loaded.items()) if isinstance(loaded, datasets.DatasetDict) else {"": loaded}
+    if split is not None:
+        if split not in parts:
+            raise UserError(f"{path}: no split {split!r}; it has {', '.join(sorted(parts))}")
+        parts = {split: parts[split]}
+    for name, dataset in parts.items():
+        missing = {"id", "category", "modified_process", "error_steps"} - set(dataset.column_names)
+        if missing:
+            raise UserError(f"{path}: split {name!r} lacks the columns {sorted(missing)}; is it an `inject build` "
+                            "split?")
+        label = f"{path}[{name}]" if name else str(path)
+        for number, row in enumerate(dataset, 1):
+            reader.add(row, "split", f"{label} row {number}", (label, number))
+
+
+def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy | None = None) -> LoadedSplit:
+    """Every solution of `path`: an `inject build` directory (its DatasetDict; `split` picks one of its splits,
+    default all), a JSONL file (one of the three formats, detected from its first record), or a directory of JSONL
+    files (PRMBench's data directory, a split's `prmbench/` or `processbench/` export)."""
+    path = Path(path)
+    taxonomy = taxonomy or Taxonomy.load()
+    loaded = LoadedSplit(path=str(path))
+    reader = _Reader(taxonomy, loaded)
+    if path.is_dir() and any((path / name).is_file() for name in ("dataset_dict.json", "dataset_info.json")):
+        _read_dataset(path, split, reader)
+    elif path.is_dir():
+        files = sorted(path.glob("*.jsonl"))
+        if not files:
+            raise UserError(f"{path}: neither an `inject build` split nor a directory of JSONL files")
+        for file in files:
+            _read_jsonl(file, reader)
+    elif path.is_file():
+        _read_jsonl(path, reader)
+    else:
+        raise UserError(f"{path}: no such file or directory")
+    if split is not None and "split" not in loaded.formats:
+        raise UserError(f"--split {split}: only an `inject build` directory has named splits")
+    if not loaded.items:
+        raise UserError(f"{path}: no solutions to evaluate")
+    return loaded
