@@ -32,12 +32,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from injector.critique import critique_kind, critique_messages  # noqa: E402
+from injector.critique import critique_kind, critique_messages, rollout_messages  # noqa: E402
 from injector.engines.base import Engine, Proposal  # noqa: E402
 from injector.engines.llm import import_litellm  # noqa: E402
 from injector.records import Candidate, RunDirectory, RunManifest  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
-from injector.verify import VerifySpec, verify  # noqa: E402
+from injector.verify import VerifySpec, rollout_truth, verify  # noqa: E402
 
 PRMBENCH = ROOT / "tests" / "fixtures" / "prmbench"
 ANSWER = json.dumps({"first_error_step": -1, "reason": "Every step follows from the previous ones."})
@@ -131,6 +131,35 @@ def measure(categories: list[str], samples: int, votes: int) -> dict[str, Any]:
             "verdicts": summary.verdicts}
 
 
+def rollout_cost() -> dict[str, Any]:
+    """Tokens of one rollout pair (one continuation from before the first error step, one through it) for the
+    shared sources' candidates that qualify (final answer changed, question kept): prompts counted exactly,
+    continuations estimated as the modified solution's steps after each prefix (what a continuation rewrites)."""
+    litellm = import_litellm()
+    taxonomy = Taxonomy.load()
+    prompt = completion = qualifying = 0
+    for found in shared_sources().values():
+        for cid, record in found.items():
+            question, modified = record["original_question"], record["modified_process"]
+            errors = [k for k in record["error_steps"] if 1 <= k <= len(modified)]
+            candidate = Candidate(
+                original_question=question, modified_question=record["modified_question"],
+                original_process=record["original_process"], modified_process=modified, modified_steps=errors,
+                error_steps=errors, reason="", idx=record["idx"], question=question,
+                classification=taxonomy.category(cid).classification, id=cid, category=cid, trajectory_id="t",
+                sample=0)
+            if not errors or rollout_truth(candidate, critique_kind(taxonomy.category(cid))) is None:
+                continue
+            qualifying += 1
+            first = min(errors)
+            for prefix in (modified[:first - 1], modified[:first]):
+                prompt += int(litellm.token_counter(model="gpt-4o",
+                                                    messages=rollout_messages(question, prefix, [])))
+                completion += int(litellm.token_counter(model="gpt-4o", text="\n\n".join(modified[len(prefix):])))
+    return {"qualifying": qualifying, "prompt_per_pair": prompt / qualifying,
+            "completion_per_pair": completion / qualifying}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -138,8 +167,9 @@ def main() -> None:
     every = [c.id for c in Taxonomy.load().categories]
     rows = [measure(every, 1, 1), measure(every, 2, 1), measure(["counterfactual"], 1, 1),
             measure(every, 1, 3)]
+    rollouts = rollout_cost()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"rows": rows, "rollouts": rollouts}, indent=2))
         return
     print("| categories on one trajectory | samples | votes | candidates | requests | requests per candidate | "
           "tokens per candidate | tokens in critiques |")
@@ -148,6 +178,9 @@ def main() -> None:
         print(f"| {row['categories']} | {row['samples']} | {row['votes']} | {row['candidates']} | {row['requests']} | "
               f"{row['requests_per_candidate']:.2f} | {row['tokens_per_candidate']:,.0f} | "
               f"{row['tokens_in_critiques']:.2f} |")
+    print(f"\nrollouts: {rollouts['qualifying']} qualifying candidates; one continuation from before the first "
+          f"error step and one through it: {rollouts['prompt_per_pair']:,.0f} prompt tokens and about "
+          f"{rollouts['completion_per_pair']:,.0f} completion tokens (the steps after each prefix)")
 
 
 if __name__ == "__main__":

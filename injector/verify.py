@@ -161,7 +161,7 @@ def _declared_first(candidate: Candidate, kind: str) -> int | None:
     return min(candidate.error_steps) if candidate.error_steps and kind != "alternative" else None
 
 
-def _rollout_truth(candidate: Candidate, kind: str) -> str | None:
+def rollout_truth(candidate: Candidate, kind: str) -> str | None:
     """The answer rollouts are judged against, when the candidate qualifies: its final answer changed and its
     question did not (else None). The source is correct, so its final answer is the truth (`ground_truth` first)."""
     if kind == "alternative" or not candidate.error_steps or candidate.modified_question != candidate.original_question:
@@ -265,7 +265,7 @@ class _Judge:
         chosen = verdicts.index(verdict) if verdict in verdicts else 0  # disputed: the first sample is shown
         modified, original = pairs[chosen]
         mc = None
-        truth = _rollout_truth(candidate, kind) if self.spec.rollouts and declared is not None else None
+        truth = rollout_truth(candidate, kind) if self.spec.rollouts and declared is not None else None
         if truth is not None and declared is not None:
             mc = await self.rollouts(candidate, declared, truth, usage)
         # Validated, not constructed: `verdict_votes`, `judge` (the settings a rerun compares) and `time` are extra
@@ -429,7 +429,7 @@ def plan_verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = N
             plan.prompt_tokens += engine.count_tokens(critique_messages(item.kind, question, steps, candidate.images))
         plan.critiques += len(to_judge)
         declared = _declared_first(candidate, item.kind)
-        if spec.rollouts and declared is not None and _rollout_truth(candidate, item.kind) is not None:
+        if spec.rollouts and declared is not None and rollout_truth(candidate, item.kind) is not None:
             plan.rollout_candidates += 1
     plan.originals = len(seen)
     plan.completion_tokens_estimate = plan.critiques * JUDGE_COMPLETION_TOKENS
@@ -444,7 +444,7 @@ def summary_table(summary: VerifySummary) -> str:
     """Verdict counts per category (the columns the run has, in `VERDICTS` order), then requests and cost."""
     present = [v for v in VERDICTS if any(v in counts for counts in summary.verdicts.values())]
     width = max([len("category"), *(len(c) for c in summary.verdicts)])
-    lines = [f"{'category':{width}}  " + "  ".join(present)]
+    lines = [f"{'category':{width}}  " + "  ".join(present)] if summary.verdicts else []
     totals: Counter[str] = Counter()
     for category, counts in summary.verdicts.items():
         totals.update(counts)

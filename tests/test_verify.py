@@ -337,3 +337,25 @@ def test_critique_kinds_come_from_the_taxonomy():
     assert {critique_kind(c) for c in projudge.categories} == {"error"}
     custom = taxonomy.category("redundancy").model_copy(update={"variables": {"critique": "circular"}})
     assert critique_kind(custom) == "circular"
+
+
+def test_verify_appends_beside_a_run_that_holds_the_directory(scripted_server, tmp_path):
+    # `inject run` holds the run lock for as long as it runs; a verify pass appends beside it without taking it.
+    run = make_run(tmp_path / "run", ["cf", "red"])
+    manifest = json.loads((run / "manifest.json").read_text())
+    holder = RunDirectory(run)
+    holder.prepare(manifest["config_hash"])
+    try:
+        scripted_server.script = judge(judge_table())
+        result = verify_cli(scripted_server, run)
+        assert result.exit_code == 0, result.output
+        holder.append(Candidate(**{**json.loads((run / "candidates.jsonl").read_text().splitlines()[0]),
+                                   "id": "t1::counterfactual::1", "sample": 1}))
+    finally:
+        holder.release()
+    assert len(read_verdicts(run)) == 2
+    assert len((run / "candidates.jsonl").read_text().splitlines()) == 3
+    scripted_server.requests.clear()
+    assert verify_cli(scripted_server, run).exit_code == 0  # the candidate written since is verified now
+    # Same texts as sample 0: both its critiques (modified, and t1's original) come from the request cache.
+    assert len(read_verdicts(run)) == 3 and scripted_server.requests == []
