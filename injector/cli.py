@@ -476,7 +476,9 @@ def verify(run_dir, model, api_base, votes, votes_all, rollouts, rollout_model, 
     from .engines import LLMEngine
     from .cache import RequestCache
     from .limits import RateLimiter
-    from .verify import VerifySpec, plan_table, plan_verify, summary_table
+    import time
+
+    from .verify import VerifySpec, plan_table, plan_verify, status_line, summary_table
     from .verify import verify as verify_run
 
     if (price_in is None) != (price_out is None):
@@ -496,8 +498,15 @@ def verify(run_dir, model, api_base, votes, votes_all, rollouts, rollout_model, 
     if dry_run:
         click.echo(plan_table(plan_verify(run_dir, judge, spec, rollout_engine=rollout_engine)))
         return
+    shown = [time.monotonic()]
+
+    def progress(summary) -> None:  # a plain line every 10 s: a long pass is not silent
+        if time.monotonic() - shown[0] >= 10:
+            shown[0] = time.monotonic()
+            click.echo(status_line(summary), err=True)
+
     try:
-        summary = verify_run(run_dir, judge, spec, rollout_engine=rollout_engine)
+        summary = verify_run(run_dir, judge, spec, rollout_engine=rollout_engine, on_progress=progress)
     except KeyboardInterrupt:
         click.echo("interrupted; nothing written is lost. Run the same command again to continue", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None

@@ -90,6 +90,8 @@ class VerifySummary:
     verdicts: dict[str, dict[str, int]] = field(default_factory=dict)
     """Category -> verdict -> candidates (the latest line per candidate)."""
     candidates: int = 0
+    planned: int = 0
+    """Candidates this invocation set out to verify."""
     verified: int = 0
     """Candidates this invocation verified."""
     skipped_existing: int = 0
@@ -152,9 +154,11 @@ def _open_run(run_dir: str | Path, spec: VerifySpec, engine: Engine, rollout_eng
 def _kind(taxonomy: Taxonomy, recorded: dict[str, dict[str, str]], candidate: Candidate) -> str:
     category = next((c for c in taxonomy.categories if c.id == candidate.category), None)
     about = recorded.get(candidate.category, {})
+    # A category the taxonomy lacks is judged by what the manifest recorded of it; a candidate with neither changed
+    # nor error steps can only be a different correct solution (no other rule lets one through validation).
     return critique_kind(category, domain=about.get("domain", ""),
                          classification=about.get("classification", candidate.classification),
-                         multi_solution=not candidate.error_steps and candidate.modified_steps == [])
+                         multi_solution=not candidate.error_steps and not candidate.modified_steps)
 
 
 def _declared_first(candidate: Candidate, kind: str) -> int | None:
@@ -310,7 +314,8 @@ def verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = None, 
     rollout_engine = rollout_engine or engine
     _check_engines(engine, rollout_engine, spec)
     directory, work, settings, skipped = _open_run(run_dir, spec, engine, rollout_engine)
-    summary = VerifySummary(run_dir=str(directory.path), skipped_existing=skipped, judge=settings)
+    summary = VerifySummary(run_dir=str(directory.path), planned=len(work), skipped_existing=skipped,
+                            judge=settings)
     try:
         asyncio.run(_verify_all(directory, work, _Judge(engine, rollout_engine, spec, summary.usage), settings,
                                 summary, on_progress))
@@ -459,6 +464,13 @@ def summary_table(summary: VerifySummary) -> str:
     return "\n".join(lines)
 
 
+def status_line(summary: VerifySummary) -> str:
+    """One line of progress: verified so far of those planned, failures, requests, cost."""
+    cost = "cost unknown" if summary.usage.cost is None else f"${summary.usage.cost:.4f}"
+    return (f"verify: {summary.verified}/{summary.planned} verified, {summary.failed} failed, "
+            f"{summary.usage.requests} requests, {cost}")
+
+
 def plan_table(plan: VerifyPlan) -> str:
     cost = "unknown (no price for this model)" if plan.cost_estimate is None else f"${plan.cost_estimate:.4f}"
     return "\n".join([
@@ -473,4 +485,4 @@ def plan_table(plan: VerifyPlan) -> str:
 
 
 __all__ = ["VerifyPlan", "VerifySpec", "VerifySummary", "Usage", "judge_settings", "plan_table", "plan_verify",
-           "summary_table", "verify"]
+           "rollout_truth", "status_line", "summary_table", "verify"]

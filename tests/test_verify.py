@@ -240,8 +240,11 @@ def test_rollouts_score_both_prefixes(scripted_server, tmp_path):
         return "Then we are done.\n\n# Answer\n\n" + (right if not carried or sample == 3 else "10")
 
     scripted_server.script = judge(judge_table(), rollout)
-    result = verify_cli(scripted_server, run, "--rollouts", "4")
+    result = verify_cli(scripted_server, run, "--rollouts", "4", "--rollout-model", "openai/roller")
     assert result.exit_code == 0, result.output
+    models = Counter((r["body"]["model"], r["body"]["messages"][0]["content"].startswith("You solve"))
+                     for r in scripted_server.requests)
+    assert set(models) == {("judge", False), ("roller", True)} and models[("roller", True)] == 16
     records = _by_name(run)
     assert records["cf"].mc == {"n": 4, "before": 1.0, "through": 0.25, "before_correct": 4, "through_correct": 1,
                                 "answer": "9"}
