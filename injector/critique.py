@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from .contract import AnswerError, parse_json_object
-from .errors import UserError
+from .errors import InjectorError, UserError
 from .prompts import render_bundled
 from .step_labels import detect_labels, strip_label
 from .taxonomy import Category
@@ -87,8 +87,9 @@ def rollout_messages(question: str, prefix: list[str], images: list[str]) -> lis
     return render_bundled(ROLLOUT_TEMPLATE, question=question, steps=bare_steps(prefix), images=images)
 
 
-class UnreadableJudgement(ValueError):
-    """The judge's answer has no usable `first_error_step`; the message is worded to be sent back."""
+class UnreadableJudgement(InjectorError, ValueError):
+    """The judge's answer has no usable `first_error_step`; the message is worded to be sent back (it never reaches
+    the CLI: after one re-ask the critique is recorded as unparseable)."""
 
 
 _INTEGER = re.compile(r"[+-]?\d+")
