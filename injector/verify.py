@@ -307,8 +307,8 @@ def verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = None, 
     verify-summary.json, return the summary.
 
     Provider failures leave a candidate unverified (counted in `failed`; a rerun retries it); a reached
-    `spec.max_cost` raises `BudgetExceeded` after the requests in flight are written; authentication refused and
-    write failures stop the pass at once.
+    `spec.max_cost` raises `BudgetExceeded` after the requests in flight are written; authentication refused, a
+    write failure or a bug starts no further candidate and is raised once those in flight are done.
     """
     spec = spec or VerifySpec()
     rollout_engine = rollout_engine or engine

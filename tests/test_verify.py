@@ -362,3 +362,38 @@ def test_verify_appends_beside_a_run_that_holds_the_directory(scripted_server, t
     assert verify_cli(scripted_server, run).exit_code == 0  # the candidate written since is verified now
     # Same texts as sample 0: both its critiques (modified, and t1's original) come from the request cache.
     assert len(read_verdicts(run)) == 3 and scripted_server.requests == []
+
+
+def test_interrupt_exits_130_and_the_summary_says_so(scripted_server, tmp_path, monkeypatch):
+    run = make_run(tmp_path / "run", ["cf"])
+
+    async def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("injector.verify._Judge.verify_one", interrupted)
+    result = verify_cli(scripted_server, run)
+    assert result.exit_code == 130
+    assert "interrupted; nothing written is lost. Run the same command again to continue" in result.output
+    assert json.loads((run / VERIFY_SUMMARY_FILE).read_text())["status"] == "interrupted"
+
+
+def test_a_full_disk_stops_with_exit_2_naming_the_file_and_a_rerun_completes(scripted_server, tmp_path,
+                                                                             monkeypatch):
+    import errno
+
+    from injector import records
+
+    run = make_run(tmp_path / "run")
+    scripted_server.script = judge(judge_table())
+    real_append = records._append_whole
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(records, "_append_whole", full)
+    result = verify_cli(scripted_server, run)
+    assert result.exit_code == 2
+    assert f"error: cannot write {run / VERIFY_FILE}: No space left on device;" in result.output
+    assert read_verdicts(run) == {}
+    monkeypatch.setattr(records, "_append_whole", real_append)
+    assert verify_cli(scripted_server, run).exit_code == 0 and len(read_verdicts(run)) == 12
