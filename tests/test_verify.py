@@ -397,3 +397,35 @@ def test_a_full_disk_stops_with_exit_2_naming_the_file_and_a_rerun_completes(scr
     assert read_verdicts(run) == {}
     monkeypatch.setattr(records, "_append_whole", real_append)
     assert verify_cli(scripted_server, run).exit_code == 0 and len(read_verdicts(run)) == 12
+
+
+# --- the judge's prompts: snapshots (tests/snapshots/verify/), a static system part, steps shown bare --------------
+
+SNAPSHOT_DIR = Path(__file__).parent / "snapshots" / "verify"
+SNAPSHOT_QUESTION = "Let $f(x) = \\frac{x}{2} + 1$. What is $f(f(4))$?"
+SNAPSHOT_STEPS = ["First, $f(4) = \\frac{4}{2} + 1 = 3$.", "Then $f(3) = \\frac{3}{2} + 1 = \\frac{5}{2}$.",
+                  "So $f(f(4)) = \\frac{5}{2}$.\n\n# Answer\n\n\\frac{5}{2}"]
+
+
+@pytest.mark.parametrize("kind", ["error", "redundancy", "circular", "rollout"])
+def test_verify_prompts_match_snapshots(kind):
+    from snapshots import assert_snapshot
+
+    from injector.critique import critique_messages, rollout_messages
+
+    if kind == "rollout":
+        messages = rollout_messages(SNAPSHOT_QUESTION, SNAPSHOT_STEPS[:2], ["figures/graph.png"])
+    else:
+        messages = critique_messages(kind, SNAPSHOT_QUESTION, SNAPSHOT_STEPS, ["figures/graph.png"])
+    text = f"=== system ===\n{messages[0]['content']}\n=== user ===\n{messages[1]['content']}\n"
+    assert_snapshot(text, SNAPSHOT_DIR / f"{kind}.txt", "tests/test_verify.py")
+
+
+def test_the_judge_sees_a_static_system_part_and_bare_numbered_steps():
+    from injector.critique import critique_messages
+
+    one = critique_messages("error", Q1, [f"Step {k}: {step}" for k, step in enumerate(T1, 1)], [])
+    two = critique_messages("error", Q2, T2, [])
+    assert one[0] == two[0]  # byte-identical system message: a cacheable prefix
+    assert shown_steps(one[1]["content"]) == tuple(T1)  # "Step k:" labels stripped, the prompt numbers the steps
+    assert critique_messages("alternative", Q2, T2, []) == two  # the alternative's critique gives nothing away
