@@ -147,3 +147,15 @@ def render_messages(
     if attach_images and trajectory.images:
         content = [{"type": "text", "text": user}, *(image_part(image) for image in trajectory.images)]
     return [{"role": "system", "content": system}, {"role": "user", "content": content}]
+
+
+def render_bundled(template_name: str, **context: Any) -> list[dict[str, Any]]:
+    """The messages of a bundled prompt that is no category's (`verify/error.j2`, ...): rendered with
+    `part="system"` (static, so providers can cache it) and `part="user"` (sees `context`), like a category's."""
+    try:
+        template = _environment(None).get_template(template_name)
+        system = _system_part(template, "{}")
+        user = template.render(part="user", **context).strip()
+    except TemplateError as exc:
+        raise UserError(f"{template_name}: template error: {exc}") from None
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -393,7 +393,11 @@ class RunDirectory:
         Safe with other writers of the same directory (see the module's docstring): the line is written under an
         exclusive lock on the file, after cutting off a torn last line a killed writer left.
         """
-        path = self.candidates_path if isinstance(record, Candidate) else self.rejects_path
+        self.append_to(self.candidates_path if isinstance(record, Candidate) else self.rejects_path, record)
+
+    def append_to(self, path: Path, record: BaseModel) -> None:
+        """`append` for any record and any JSONL file of the directory (e.g. `inject verify`'s verify.jsonl): the
+        same whole-line, locked, torn-tail-safe write."""
         # Only the fields that were set: the optional ones appear on disk only where they apply, as they always did.
         data = (record.model_dump_json(exclude_unset=True) + "\n").encode("utf-8")
         # Unbuffered writes on a descriptor kept open (opening a file costs about a millisecond here): a killed

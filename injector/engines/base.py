@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..codes import ReasonCode
-from ..errors import InjectorError
+from ..errors import InjectorError, UserError
 from ..taxonomy import Category
 from ..trajectory import Trajectory
 
@@ -78,6 +78,8 @@ class Engine(ABC):
     """Whether `propose` waits for `flush` (a batch engine)."""
     retries: int = 0
     """Transient faults retried so far (shown in progress; not attempts); an engine that retries counts them."""
+    judges: bool = False
+    """Whether `ask` answers any prompt (a critique for `inject verify`, a rollout): an LLM can, rules cannot."""
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -124,3 +126,10 @@ class Engine(ABC):
         """The engine's answer to `messages` in `output_mode` ("edits" or "full"); `read_cache=False` asks for a
         fresh one (a retried reject). Raises `ProviderError`, `TransientProviderError` (after the engine's own
         retries) or `NotApplicable` to reject the unit with that code."""
+
+    async def ask(self, messages: list[dict[str, Any]], *, seed: int, response_schema: dict[str, Any] | None = None,
+                  schema_name: str = "answer", read_cache: bool = True) -> Proposal:
+        """The answer to any prompt (`judges` engines only): `inject verify`'s critiques and rollouts. Raises
+        `ProviderError` or `TransientProviderError` as `propose` does."""
+        raise UserError(f"the {self.name} engine answers no free prompt (it cannot judge); pass --model with an "
+                        "LLM, e.g. --model gpt-4o")

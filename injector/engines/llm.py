@@ -58,6 +58,7 @@ class LLMEngine(Engine):
 
     name = "llm"
     takes_feedback = True
+    judges = True
 
     def __init__(
         self,
@@ -181,13 +182,13 @@ class LLMEngine(Engine):
 
         The output mode is already in the messages and the schema; the request needs nothing more.
         """
-        return await self.complete(messages, seed=seed + sample, response_schema=response_schema,
-                                   schema_name=f"{category.id}_answer", read_cache=read_cache)
+        return await self.ask(messages, seed=seed + sample, response_schema=response_schema,
+                              schema_name=f"{category.id}_answer", read_cache=read_cache)
 
-    async def complete(self, messages: list[dict[str, Any]], *, seed: int, response_schema: dict[str, Any] | None,
-                       schema_name: str, read_cache: bool = True) -> Proposal:
-        """One answer to `messages` (sent with `seed`), for any caller (a unit, a judge): from the cache, else from
-        the provider through the limiter, with transient faults retried."""
+    async def ask(self, messages: list[dict[str, Any]], *, seed: int, response_schema: dict[str, Any] | None = None,
+                  schema_name: str = "answer", read_cache: bool = True) -> Proposal:
+        """Any prompt's answer (a critique, a rollout): from the cache, else from the provider, transient faults
+        retried. `propose` is this with the unit's seed and schema name (so its cache keys never changed)."""
         request = self.request(messages, seed, response_schema, schema_name)
         key = request_key(request)
         if self.cache and read_cache and (hit := self.cache.get(key)):

@@ -196,7 +196,7 @@ class LLMJudge:
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         for _attempt in range(2):  # the answer, and once more with what was wrong with it
             try:
-                proposal = await self.engine.complete(messages, seed=self.seed, response_schema=VERDICTS_SCHEMA,
+                proposal = await self.engine.ask(messages, seed=self.seed, response_schema=VERDICTS_SCHEMA,
                                                       schema_name="step_verdicts")
             except ProviderError as exc:  # refused for good (context window, 400): this solution is invalid
                 return {"id": item.id, "verdicts": None, "problem": f"provider error: {exc}", "answers": answers,
