@@ -141,10 +141,13 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
             except json.JSONDecodeError as exc:
                 raise InputError(path, exc.lineno, f"not valid JSON ({exc.msg}); fix the file") from None
             yield line, value
+            end_line = text.count("\n", 0, index) + 1
             index = _skip(text, index)
-            if index < len(text) and text[index] == ",":
+            if index >= len(text):
+                raise InputError(path, end_line, "not valid JSON (the array is not closed with ]); fix the file")
+            if text[index] == ",":
                 index += 1
-            elif index >= len(text) or text[index] != "]":
+            elif text[index] != "]":
                 line = text.count("\n", 0, index) + 1
                 raise InputError(path, line, "not valid JSON (expected , or ] after an element); fix the file")
     for number, raw in enumerate(text.splitlines(), 1):
