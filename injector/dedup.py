@@ -165,18 +165,29 @@ def _skip(text: str, index: int) -> int:
     return index
 
 
+def _field(record: Any, name: str) -> Any:
+    """`record[name]`, a dotted name walking nested objects (`question.problem`); None when it is not there."""
+    for part in name.split("."):
+        if not isinstance(record, dict) or part not in record:
+            return None
+        record = record[part]
+    return record
+
+
 def read_benchmarks(paths: Iterable[str | Path], field: str | None = None) -> Benchmark:
-    """The questions of benchmark files (JSONL, or a JSON array of objects); the question is read from `field`, else
-    from the first of `QUESTION_FIELDS` a record has. A record without one is an `InputError` naming FILE:LINE."""
+    """The questions of benchmark files (JSONL, or a JSON array of objects); the question is read from `field` (a
+    dotted name reaches into nested objects), else from the first of `QUESTION_FIELDS` a record has. A record
+    without one is an `InputError` naming FILE:LINE."""
     names = (field,) if field else QUESTION_FIELDS
     benchmark = Benchmark({}, {})
     for path in map(Path, paths):
         for line, record in _records(path):
             where = f"{path}:{line}"
-            found = next((record[name] for name in names if isinstance(record, dict) and name in record), None)
-            if not isinstance(found, str) or not found.strip():
+            found = next((value for name in names if isinstance(value := _field(record, name), str)), None)
+            if found is None or not found.strip():
                 what = "not a JSON object" if not isinstance(record, dict) else f"no text in {' or '.join(names)}"
-                hint = "name the question's field with --decontaminate-field" if not field else "check the field name"
+                hint = ("name the question's field with --decontaminate-field (a dotted name reaches into nested "
+                        "objects: question.problem for PRM800K)") if not field else "check the field name"
                 raise InputError(path, line, f"{what}; {hint}")
             benchmark.count += 1
             benchmark.questions.setdefault(normalise(found), where)

@@ -214,7 +214,8 @@ def test_decontaminate_drops_benchmark_questions_and_the_card_says_why(sample_ru
 @pytest.mark.parametrize("content, field, message", [
     ('{"question": "a"}\n{"question": "b"\n', None, ":2: not valid JSON"),
     ('{"question": "a"}\n\n{"prompt": "b"}\n', None, ":3: no text in question or problem or original_question or "
-     "modified_question; name the question's field with --decontaminate-field"),
+     "modified_question; name the question's field with --decontaminate-field (a dotted name"),
+    ('{"question": {"problem": "a"}}\n', None, ":1: no text in question or problem"),
     ('[\n {"question": "a"},\n {"question": 3}\n]', None, ":3: no text in question"),
     ('[\n {"question": "a"},\n {"question": "b"}\n', None, ":3: not valid JSON (the array is not closed with ])"),
     ('[\n {"question": "a"}\n {"question": "b"}]', None, ":3: not valid JSON (expected , or ] after an element)"),
@@ -240,6 +241,14 @@ def test_decontaminate_field_names_the_question(sample_run, tmp_path):
                          decontaminate_field="stem")
     assert report.dropped and all(d.detail == f"question equal to {bench}:1 after normalisation"
                                   for d in report.dropped)
+    # a dotted name reaches into nested objects: the bundled sample is PRM800K-shaped (question.problem), so
+    # decontaminating the run against its own source drops every candidate
+    sample = Path(__file__).parent.parent / "data" / "sample.jsonl"
+    result = invoke("build", str(sample_run), "--out", str(tmp_path / "u"), "--include-unreviewed",
+                    "--decontaminate", str(sample), "--decontaminate-field", "question.problem")
+    assert result.exit_code == 2 and not (tmp_path / "u").exists()
+    assert (f"error: all {len(candidates(sample_run))} candidates were left out by --decontaminate or --dedup, so "
+            "nothing was built") in result.output
     result = invoke("build", str(sample_run), "--out", str(tmp_path / "t"), "--include-unreviewed",
                     "--decontaminate", str(tmp_path / "missing.jsonl"))
     assert result.exit_code == 2 and "missing.jsonl: no such file" in result.output

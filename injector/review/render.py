@@ -263,7 +263,7 @@ def _actions(multi: bool) -> str:
         '<button type="button" id="reject">reject (r)</button> '
         '<button type="button" id="correct">correct (e)</button> '
         '<button type="button" id="skip">skip (s)</button> '
-        '<span class="help">j / k: next / previous; Esc: close</span>'
+        '<span class="help">j / k: next / previous; t: LaTeX source; Esc: close</span>'
         '<div id="reject-panel" hidden><div class="quick-reasons">' + quick + '</div>'
         '<textarea id="reject-reason" rows="2" placeholder="why (Ctrl+Enter to reject)"></textarea>'
         '<button type="button" id="reject-save">reject with this reason</button></div>'
