@@ -49,7 +49,8 @@ def verified(sample_run: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def split_ids(split: Path) -> set[str]:
-    return {json.loads(line)["id"] for path in (split / "jsonl").glob("*.jsonl") for line in path.read_text().splitlines()}
+    return {json.loads(line)["id"] for path in (split / "jsonl").glob("*.jsonl")
+            for line in path.read_text().splitlines()}
 
 
 # -- --require ---------------------------------------------------------------------------------------------------
@@ -208,7 +209,9 @@ def test_decontaminate_drops_benchmark_questions_and_the_card_says_why(sample_ru
             assert f"| `{row['id']}` | {row['category']} | benchmark_question | question equal to {jsonl}:1 " \
                    "after normalisation |" in card
         elif row["original_question"] == long:
-            assert f"| benchmark_ngram | shares \"" in card and f"with {array}:5 |" in card  # the line its element starts on
+            # the line its element starts on
+            assert f"| `{row['id']}` | {row['category']} | benchmark_ngram | shares \"" in card
+            assert f"with {array}:5 |" in card
 
 
 @pytest.mark.parametrize("content, field, message", [
