@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from .errors import UserError
 from .exports import EXPORT_DIRS, PRMBENCH_FIELDS, split_features, write_split
 from .records import Candidate, RunDirectory
+from .verdicts import VERDICTS, VERIFY_FILE, read_verdicts
 
 CORRECT = "correct"  # the category of source solutions added as correct control items
 
@@ -33,6 +34,28 @@ class BuildReport:
     reviewer_reasons: Counter = field(default_factory=Counter)
     reject_codes: Counter = field(default_factory=Counter)
     run_rejects: int = 0
+    required: tuple[str, ...] = ()
+    """`--require`: the verdicts a candidate needed to enter."""
+    left_out_by_verdict: Counter = field(default_factory=Counter)
+    """(category, verdict or `unverified`) -> candidates `--require` left out."""
+    verdicts: Counter = field(default_factory=Counter)
+    """(category, verdict or `unverified`) -> rows of the split, when a run was verified."""
+    dropped: list = field(default_factory=list)
+    """`dedup.Dropped` per row `--decontaminate` or `--dedup` left out, in that order."""
+    dedup_threshold: float | None = None
+    benchmark_files: list[str] = field(default_factory=list)
+    benchmark_questions: int = 0
+
+
+def required_verdicts(text: str | Iterable[str] | None) -> tuple[str, ...]:
+    """`--require missed,confirmed` (or several options) as verdict names; an unknown name is a UserError."""
+    names = [text] if isinstance(text, str) else list(text or [])
+    wanted = tuple(dict.fromkeys(n.strip() for name in names for n in name.split(",") if n.strip()))
+    unknown = [name for name in wanted if name not in VERDICTS]
+    if unknown or (names and not wanted):
+        raise UserError(f"--require {','.join(unknown) or '(nothing)'}: not a verdict; choose from "
+                        f"{', '.join(VERDICTS)} (comma-separated)")
+    return wanted
 
 
 def _stable_unit(seed: int, key: str) -> float:
@@ -64,12 +87,14 @@ def _categories_of(run_dir: RunDirectory, taxonomy: Any = None) -> dict[str, dic
 
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
                  include_sources: bool = False, report: BuildReport,
-                 taxonomy: str | Path | None = None) -> list[dict[str, Any]]:
+                 taxonomy: str | Path | None = None, require: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all).
 
     `taxonomy` (a name or path the user gave) names the categories and re-checks reviewers' corrections; without
     it the runs' manifests name them and each run's taxonomy is read for its rules only. A candidate line that is
     not a candidate record stops the build (`InputError` naming FILE:LINE): a split must not silently lack one.
+    `require` (verdict names) keeps only candidates `inject verify` gave one of them; each row carries its verdict
+    as `_verdict` (None when its run was not verified) until `build` counts them.
     """
     from .review.session import Refused
     from .review.store import apply_decision
@@ -87,6 +112,11 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
         categories = _categories_of(run_dir, named)
         config_hash = (run_dir.read_manifest() or {}).get("config_hash")
         decisions, session = _decisions(run_path, taxonomy)
+        verified = (run_path / VERIFY_FILE).is_file()
+        if require and not verified:
+            raise UserError(f"{run_path}: no {VERIFY_FILE}, so --require has no verdicts to keep; run `inject verify "
+                            f"{run_path} --model MODEL` first, or build without --require")
+        verdicts = read_verdicts(run_path) if verified else {}
         for reject in run_dir.rejections():
             report.run_rejects += 1
             report.reject_codes.update(reject.codes)
@@ -108,6 +138,11 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
             if decision is None and not include_unreviewed:
                 report.unreviewed_left_out += 1
                 continue
+            record = verdicts.get(candidate.id)
+            verdict = record.verdict if record else ("unverified" if verified else None)
+            if require and verdict not in require:
+                report.left_out_by_verdict[(candidate.category, verdict)] += 1
+                continue
             if decision is not None:
                 candidate = apply_decision(candidate, decision)
             category = categories.get(candidate.category, {})
@@ -115,13 +150,14 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                              category.get("name", candidate.category),
                              reviewed=decision is not None, reviewer=decision.reviewer if decision else "",
                              config_hash=str(config_hash or "")))
+            rows[-1]["_verdict"] = verdict
             sources.setdefault(candidate.trajectory_id, candidate)
     if refused:
         raise UserError(f"{len(refused)} reviewer decision(s) fail the review app's checks, so nothing was built:\n"
                         + "\n".join(f"  {line}" for line in refused) + "\ndecide these candidates again in "
                         "`inject review RUN_DIR` (the latest decision wins), then build again")
     if include_sources:
-        rows.extend(_source_row(candidate) for candidate in sources.values())
+        rows.extend({**_source_row(candidate), "_verdict": None} for candidate in sources.values())
     _unique_ids(rows)
     _unique_idx(rows)
     return rows
@@ -214,6 +250,15 @@ def assign_splits(rows: list[dict[str, Any]], *, by: str, test_size: float | Non
     return dict(sorted(splits.items()))
 
 
+def _without(rows: list[dict[str, Any]], dropped: list[Any], report: BuildReport | None = None
+             ) -> list[dict[str, Any]]:
+    """`rows` less the dropped ones (by id: split ids are unique); with `report`, the drops are recorded there."""
+    if report is not None:
+        report.dropped.extend(dropped)
+    gone = {d.id for d in dropped}
+    return [row for row in rows if row["id"] not in gone]
+
+
 def _staging_dir(out: Path) -> Path:
     """A new empty directory beside `out` (a resolved path; the same file system, so a rename moves it); UserError
     if none can be made."""
@@ -266,8 +311,15 @@ def _move_into_place(staging: Path, out: Path) -> None:
 def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", test_size: float | None = None,
           seed: int = 0, include_unreviewed: bool = False, include_sources: bool = False, overwrite: bool = False,
           license: str = "other", command: list[str] | None = None, push_to_hub: str | None = None,
-          taxonomy: str | Path | None = None) -> BuildReport:
-    """Write a split directory from run directories; see README "Benchmark splits"."""
+          taxonomy: str | Path | None = None, require: str | Iterable[str] | None = None,
+          dedup_threshold: float | None = None, decontaminate: Iterable[str | Path] = (),
+          decontaminate_field: str | None = None) -> BuildReport:
+    """Write a split directory from run directories; see README "Benchmark splits".
+
+    `require` keeps only candidates with those `inject verify` verdicts; `decontaminate` (benchmark files) drops
+    candidates whose question is in them; `dedup_threshold` (None: off) drops near-duplicates within each split
+    (`dedup.py`). What each left out is counted in the card.
+    """
     import datasets
 
     from .card import dataset_card
@@ -278,16 +330,42 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
         raise UserError(f"--by {by!r}: choose category or train-test")
     if by == "train-test" and not (test_size and 0 < test_size < 1):
         raise UserError("--by train-test needs --test-size between 0 and 1, e.g. --test-size 0.2")
+    if dedup_threshold is not None and not 0 < dedup_threshold <= 1:
+        raise UserError(f"--dedup-threshold {dedup_threshold}: give a Jaccard similarity in (0, 1], e.g. 0.9")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise UserError(f"{out} is not empty; choose another --out or pass --overwrite")
-    report = BuildReport(out_dir=out)
+    report = BuildReport(out_dir=out, required=required_verdicts(require), dedup_threshold=dedup_threshold)
+    benchmark = None
+    if decontaminate:
+        from .dedup import read_benchmarks
+
+        report.benchmark_files = [str(path) for path in decontaminate]
+        benchmark = read_benchmarks(decontaminate, decontaminate_field)  # a bad file stops the build first
+        report.benchmark_questions = benchmark.count
     # Every row is read and checked before anything is written.
     rows = collect_rows(run_dirs, include_unreviewed=include_unreviewed, include_sources=include_sources,
-                        report=report, taxonomy=taxonomy)
+                        report=report, taxonomy=taxonomy, require=report.required)
     if not rows:
-        raise UserError("no accepted candidates to build from: review the run first (`inject review RUN_DIR`), "
-                        "or pass --include-unreviewed")
+        left_out = " or --require" if report.left_out_by_verdict else ""
+        raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "
+                        "RUN_DIR`), or pass --include-unreviewed")
+    if benchmark is not None:
+        from .dedup import contaminated
+
+        rows = _without(rows, contaminated(rows, benchmark), report)
     splits = assign_splits(rows, by=by, test_size=test_size, seed=seed)
+    if dedup_threshold is not None:
+        from .dedup import near_duplicates
+
+        dropped = [d for split_rows in splits.values() for d in near_duplicates(split_rows, dedup_threshold)]
+        rows = _without(rows, dropped, report)
+        splits = {name: kept for name, split_rows in splits.items() if (kept := _without(split_rows, dropped))}
+    if not rows:
+        raise UserError(f"all {len(report.dropped)} candidates were left out by --decontaminate or --dedup, so "
+                        "nothing was built; check the benchmark files given, or raise --dedup-threshold")
+    for row in rows:
+        report.verdicts[(row["category"], row.pop("_verdict"))] += 1
+    report.verdicts = Counter({key: n for key, n in report.verdicts.items() if key[1] is not None})
     report.rows = rows
     report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
     features = split_features()

@@ -86,6 +86,7 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     if report.reviewer_reasons:
         parts.append("Reviewer reject reasons:\n\n" + _table(
             ["reason", "count"], [[r, n] for r, n in report.reviewer_reasons.most_common()]) + "\n")
+    parts.extend(_triage_sections(report))
 
     used: Counter = Counter()
     for row in rows:
@@ -151,3 +152,47 @@ def _production_section(rows: list[dict[str, Any]]) -> str:
             ("" if overall["auc"] is None else f"; over all categories {overall['auc']:.2f}") + ".\n\n")
     text += _table(["category", "rows", "final answer changed", "error steps", "first error", "cue AUC"], table)
     return text + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
+
+
+def verdict_table(counts: Counter) -> str:
+    """A (category, verdict) -> count table: one row per category, one column per verdict present (reviewer order,
+    `unverified` last), and a total row."""
+    from .verdicts import verdict_rank
+
+    verdicts = sorted({verdict for _, verdict in counts}, key=verdict_rank)
+    categories = sorted({category for category, _ in counts})
+    rows = [[c, *(counts.get((c, v), 0) for v in verdicts)] for c in categories]
+    rows.append(["**total**", *(sum(counts.get((c, v), 0) for c in categories) for v in verdicts)])
+    return _table(["category", *verdicts], rows)
+
+
+def _triage_sections(report: Any) -> list[str]:
+    """The blind judge's verdicts on the rows (when a run was verified) and what --require, --decontaminate and
+    --dedup left out, each drop with its reason."""
+    parts = []
+    if report.verdicts:
+        parts.append("## Triage verdicts\n\nThe blind judge's verdict (`inject verify`) on the rows of this split, "
+                     "per category (`unverified`: the run was verified, this candidate not yet):\n\n"
+                     + verdict_table(report.verdicts) + "\n")
+    lines = []
+    if report.required:
+        left_out = sum(report.left_out_by_verdict.values())
+        lines.append(f"`--require {','.join(report.required)}` kept only candidates with "
+                     f"{'that verdict' if len(report.required) == 1 else 'those verdicts'}; it left out {left_out}"
+                     + (":\n\n" + verdict_table(report.left_out_by_verdict) if left_out else "."))
+    if report.benchmark_files:
+        files = ", ".join(f"`{name}`" for name in report.benchmark_files)
+        lines.append(f"`--decontaminate` checked every question against the {report.benchmark_questions} questions "
+                     f"of {files} (equal after normalisation, or sharing a run of 13 words): "
+                     f"{sum(d.rule.startswith('benchmark') for d in report.dropped)} dropped.")
+    if report.dedup_threshold is not None:
+        lines.append(f"`--dedup` (MinHash Jaccard over word 5-grams ≥ {report.dedup_threshold}: the same category "
+                     "and source with near-identical solutions, or near-identical questions of different sources): "
+                     f"{sum(d.rule.startswith('duplicate') for d in report.dropped)} dropped.")
+    if report.dropped:
+        lines.append(_table(["id", "category", "rule", "why"], [
+            [f"`{d.id}`", d.category, d.rule, d.detail.replace("|", "\\|")] for d in report.dropped]))
+    if lines:
+        parts.append("## Left out\n\n" + "\n\n".join(lines) + "\n")
+    return parts
+

@@ -187,6 +187,9 @@ def compute_stats(path: str | Path, *, cues: bool = False,
     for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
         result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **_summarize(group, pl)}
     result["total"] = _summarize(frame, pl)
+    verdicts = verdict_counts(path)
+    if verdicts is not None:
+        result["verdicts"] = verdicts
     if cues:
         from .cues import cue_records, cue_report
 
@@ -195,6 +198,26 @@ def compute_stats(path: str | Path, *, cues: bool = False,
         for category, row in result["categories"].items():
             row["cue_auc"] = report["per_category"].get(category, {}).get("auc")
         result["total"]["cue_auc"] = report["overall"]["auc"]
+    return result
+
+
+def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
+    """Category -> verdict -> candidates, from a run directory's `verify.jsonl` (`inject verify`), in reviewer order,
+    `unverified` for candidates it has no verdict for yet; None when the run was not verified."""
+    from collections import Counter
+
+    from .verdicts import VERIFY_FILE, read_verdicts, verdict_rank
+
+    if not (path.is_dir() and (path / VERIFY_FILE).is_file()):
+        return None
+    verdicts = read_verdicts(path)
+    counts: Counter = Counter()
+    for _, candidate in RunDirectory(path).numbered_candidates():
+        record = verdicts.get(candidate.id)
+        counts[(candidate.category, record.verdict if record else "unverified")] += 1
+    result: dict[str, dict[str, int]] = {}
+    for (category, verdict), n in sorted(counts.items(), key=lambda item: (item[0][0], verdict_rank(item[0][1]))):
+        result.setdefault(category, {})[verdict] = n
     return result
 
 
@@ -246,11 +269,26 @@ def stats_table(stats: dict[str, Any]) -> str:
     if total["answer_checked"] < candidates:
         lines += ["", f"ans.chg: share whose final answer changed, among the {total['answer_checked']} of "
                   f"{candidates} solutions where both final answers were found (\\boxed{{}} or `# Answer`)"]
+    if "verdicts" in stats:
+        lines += _verdict_lines(stats["verdicts"])
     if with_cues:
         lines += _cue_notes(stats["cues"])
     if stats["total"]["reject_codes"]:
         lines += ["", "reject codes: " + ", ".join(f"{c} {n}" for c, n in stats["total"]["reject_codes"].items())]
     return "\n".join(lines)
+
+
+def _verdict_lines(verdicts: dict[str, dict[str, int]]) -> list[str]:
+    """The blind judge's verdicts per category (`inject verify`), as a table under the main one."""
+    from .verdicts import verdict_rank
+
+    names = sorted({v for row in verdicts.values() for v in row}, key=verdict_rank)
+    widths = {n: max(5, len(n)) for n in names}
+    lines = ["", "verdicts (inject verify):", f"{'category':22}" + "".join(f" {n:>{widths[n]}}" for n in names)]
+    for category, row in [*verdicts.items(), ("total", {n: sum(r.get(n, 0) for r in verdicts.values())
+                                                          for n in names})]:
+        lines.append(f"{category:22}" + "".join(f" {row.get(n, 0):>{widths[n]}d}" for n in names))
+    return lines
 
 
 def _cue_notes(cues: dict[str, Any]) -> list[str]:

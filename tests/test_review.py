@@ -207,7 +207,11 @@ def test_hostile_text_is_escaped(run_dir: Path) -> None:
             assert hostile not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
         assert "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;" in html
-        assert html.count("<script") == 1  # the page's own script only
+        # the page's own scripts only: its inline one and the vendored KaTeX it serves itself
+        nonce = re.search(r'<script nonce="([^"]+)"', html).group(1)
+        assert re.findall(r"<script[^>]*>", html) == [
+            f'<script nonce="{nonce}" src="/static/katex/katex.min.js">',
+            f'<script nonce="{nonce}" src="/static/katex/auto-render.min.js">', f'<script nonce="{nonce}">']
         # in the question, the step (diffed, inside <ins>), the explanation and the edit box alike
         assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 4
         # a rejection reason is untrusted too
@@ -221,7 +225,8 @@ def test_page_shows_the_candidate(run_dir: Path) -> None:
         html = http(server, "/?key=0/t6::counterfactual::0")[2]
         assert "Empirical Soundness" in html  # the category name from the run's taxonomy, and its definition
         assert escape(Taxonomy.load().category("counterfactual").definition) in html
-        assert "<del>9$</del>" in html and "<ins>8$</ins>" in html  # word-level difference
+        # word-level difference, a formula counting as one word (KaTeX typesets it whole inside the highlight)
+        assert "is <del>$20 - 11 = 9$</del> dollars" in html and "is <ins>$20 - 11 = 8$</ins> dollars" in html
         assert 'class="deleted"' in html and "deleted original steps: 3" in html
         assert "attempt 1: label_leak" in html and "change_result" in html
         assert "$4 \\cdot 2.75 = 11$" in html  # LaTeX as written

@@ -129,3 +129,75 @@ def test_review_in_a_browser(browser, tmp_path: Path) -> None:
         1: "Four notebooks cost $4 \\cdot 2.75 = 11$ dollars."}
     assert latest["t4::missing_condition::0"].corrected_error_steps is None
     assert all(d.reviewer == "playwright" for d in latest.values())
+
+
+def test_triage_order_and_typeset_math_in_a_browser(browser, tmp_path: Path) -> None:
+    """A verified run: the list puts the likeliest bad candidates first, the verdict filter narrows it, and math is
+    typeset by the vendored KaTeX (a formula it cannot parse stays as written; the toggle shows the source)."""
+    from test_review import STEPS, candidate, sample_candidates
+    from test_review_triage import BY_VERDICT, write_verdicts
+
+    # formulas KaTeX cannot typeset: a double superscript, and an unclosed brace (auto-render then sees no formula)
+    invalid, unclosed = "Her change is $20 - 11 = 8^2^2$ dollars.", "So $\\frac{8$ dollars back."
+    records = [*sample_candidates(), candidate("t7::counterfactual::0", modified=[STEPS[0], invalid, unclosed])]
+    run_dir = write_verdicts(make_run(tmp_path / "run", records))
+    with running([run_dir], reviewer="playwright") as server:
+        origin = f"http://127.0.0.1:{server.port}"
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        requests: list[str] = []
+        problems: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(server.url)
+
+        # sorted by verdict: missed, original_flagged, disputed, late, confirmed, then the unverified
+        ids = page.eval_on_selector_all("nav.list li a", "links => links.map(a => a.title)")
+        assert ids == [*BY_VERDICT, "t7::counterfactual::0"]
+        assert page.text_content("#cid") == "t3::counterfactual::0"
+        assert page.text_content("#triage .verdict") == "missed"
+        assert "judged missed" in page.text_content("#triage")
+        # `j` walks the list in that order
+        with page.expect_navigation():
+            page.keyboard.press("j")
+        assert page.text_content("#cid") == "t4::missing_condition::0"
+        # the verdict filter narrows the list to one verdict, the order select restores file order
+        with page.expect_navigation():
+            page.select_option("#f-verdict", "confirmed")
+        assert page.eval_on_selector_all("nav.list li a", "ls => ls.map(a => a.title)") == ["t1::counterfactual::0"]
+        with page.expect_navigation():
+            page.select_option("#f-verdict", "")
+        with page.expect_navigation():
+            page.select_option("#f-order", "file")
+        assert page.text_content("#cid") == "t1::counterfactual::0"
+
+        # math is typeset, the changed formula inside the difference's highlight (t3: the judge missed its error)
+        page.goto(f"{origin}/?key=0/t3::counterfactual::0")
+        assert page.locator("#question .tex-shown .katex").count() == 2
+        row = "tr.step[data-step='2']"
+        assert page.locator(f"{row} td.mod ins .katex").count() == 1
+        assert page.locator(f"{row} td.orig del .katex").count() == 1
+        assert page.is_visible(f"{row} td.mod .tex-shown") and not page.is_visible(f"{row} td.mod .tex-source")
+        screenshot = tmp_path / "review-math.png"
+        page.screenshot(path=str(screenshot), full_page=True)
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(screenshot, ARTIFACTS / "review-math.png")
+        # the toggle (button or `t`) shows the source as written, which a correction edits; it stays on
+        page.keyboard.press("t")
+        assert page.is_visible(f"{row} td.mod .tex-source") and not page.is_visible(f"{row} td.mod .tex-shown")
+        assert page.inner_text(f"{row} td.mod") == "Her change is $20 - 11 = 8$ dollars."
+        page.reload()
+        assert page.is_visible(f"{row} td.mod .tex-source")
+        page.click("#math-toggle")
+        assert page.is_visible(f"{row} td.mod .tex-shown")
+
+        # a formula KaTeX cannot parse stays as written, and the rest of the page is typeset
+        page.goto(f"{origin}/?key=0/t7::counterfactual::0")
+        assert page.inner_text(f"{row} td.mod .katex-error") == "20 - 11 = 8^2^2"
+        assert page.locator(f"{row} td.mod .katex").count() == 0
+        assert page.inner_text("tr.step[data-step='3'] td.mod .tex-shown") == "So $\\frac{8$ dollars back."
+        assert page.locator("tr.step[data-step='1'] td.mod .katex").count() == 1
+
+        assert problems == []  # no script error, no refusal by the Content-Security-Policy
+        assert requests and all(url.startswith(origin + "/") for url in requests), requests
+        assert any(url.endswith(".woff2") for url in requests)  # the fonts came from the app itself

@@ -1,8 +1,38 @@
-"""The page's style and script, inline (no build step, no CDN: the page makes no request but to its own server).
+"""The page's style and script, inline, and the vendored KaTeX files the server serves itself (no build step, no
+CDN: the page makes no request but to its own server).
 
-The script never builds HTML from data: it reads form values and sets `textContent` only.
+The script never builds HTML from data: it reads form values, sets `textContent` and copies the server's nodes for
+KaTeX to typeset (KaTeX 0.19.1, MIT, in `static/katex/` with its licence; `static/katex/VENDORED.md` says how).
 """
 from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+from pathlib import Path
+
+STATIC_DIR = Path(__file__).parent / "static"
+KATEX_STYLESHEET = "/static/katex/katex.min.css"
+KATEX_SCRIPTS = ("/static/katex/katex.min.js", "/static/katex/auto-render.min.js")
+KATEX_ERROR_COLOR = "#a11"
+# KaTeX shows a formula it cannot parse as its source in a span with style="color:<errorColor>"; the page's policy
+# allows that one style attribute by its hash ('unsafe-hashes' covers exactly the hashed value, nothing else).
+KATEX_ERROR_STYLE_HASH = "'sha256-" + base64.b64encode(hashlib.sha256(
+    f"color:{KATEX_ERROR_COLOR}".encode()).digest()).decode() + "'"
+CONTENT_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".woff2": "font/woff2"}
+
+
+@functools.cache
+def _static_files() -> dict[str, Path]:
+    """URL path -> file, for every servable file under `static/` (listed once: no path is built from a request)."""
+    return {"/static/" + path.relative_to(STATIC_DIR).as_posix(): path for path in sorted(STATIC_DIR.rglob("*"))
+            if path.is_file() and path.suffix in CONTENT_TYPES}
+
+
+def static_file(url_path: str) -> tuple[bytes, str] | None:
+    """The bytes and content type of a vendored asset the page asks for, None when there is no such asset."""
+    path = _static_files().get(url_path)
+    return (path.read_bytes(), CONTENT_TYPES[path.suffix]) if path else None
 
 PAGE_CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #222; }
@@ -39,6 +69,20 @@ del { background: #f6c1c1; text-decoration: line-through; } ins { background: #b
 textarea.edit-text { width: 100%; font-family: ui-monospace, monospace; }
 table.kv th { text-align: left; padding-right: 12px; } pre { white-space: pre-wrap; font-size: 12px; }
 .empty { font-size: 16px; color: #555; }
+.verdict { display: inline-block; border-radius: 3px; padding: 0 4px; font-size: 11px; color: #fff; background: #777;
+           font-weight: normal; }
+.v-missed, .v-original_flagged, .v-disputed { background: #c62828; }
+.v-unparseable, .v-flagged, .v-early, .v-late { background: #b07d00; } .v-confirmed { background: #2e7d32; }
+nav.list .verdict { font-size: 10px; padding: 0 3px; }
+.judge-reason { font-family: system-ui, sans-serif; color: #333; margin: 2px 0; }
+/* Math: the server's text (.tex-source, what a correction edits) and KaTeX's typeset copy (.tex-shown) */
+.tex-shown { display: none; }
+body.typeset .tex-shown { display: inline; font-family: system-ui, sans-serif; font-size: 14px; }
+body.typeset .tex-source, body.typeset.raw .tex-shown { display: none; }
+body.typeset.raw .tex-source { display: inline; }
+.tex-shown .katex { font-size: 1.1em; }
+ins .katex, del .katex { padding: 0 1px; }
+#math-toggle { margin-left: auto; } body:not(.typeset) #math-toggle { display: none; }
 """
 
 PAGE_JS = r"""
@@ -56,6 +100,43 @@ PAGE_JS = r"""
     history.replaceState(null, '', here.pathname + here.search);
   }
 
+  // Math: every .text block keeps the server's text and gets a copy beside it for KaTeX to typeset (the copy is made
+  // from the server's nodes, never from HTML text). A formula KaTeX cannot parse stays as written, in red.
+  if (typeof renderMathInElement === 'function') {
+    for (const block of document.querySelectorAll('.text')) {
+      const source = document.createElement('span');
+      source.className = 'tex-source';
+      while (block.firstChild) source.appendChild(block.firstChild);
+      const shown = source.cloneNode(true);
+      shown.className = 'tex-shown';
+      block.append(source, shown);
+      try {
+        renderMathInElement(shown, {
+          delimiters: [{left: '$$', right: '$$', display: true}, {left: '\\[', right: '\\]', display: true},
+                       {left: '\\(', right: '\\)', display: false}, {left: '$', right: '$', display: false}],
+          throwOnError: false, errorColor: '@ERROR_COLOR@', strict: 'ignore', trust: false, maxExpand: 1000,
+          maxSize: 50});
+      } catch (error) {
+        shown.remove();  // the source stays on its own
+        source.className = '';
+      }
+    }
+    body.classList.add('typeset');
+  }
+  const mathToggle = $('math-toggle');
+  function showSource(raw) {
+    body.classList.toggle('raw', raw);
+    if (mathToggle) {
+      mathToggle.setAttribute('aria-pressed', String(raw));
+      mathToggle.textContent = raw ? 'typeset math (t)' : 'LaTeX source (t)';
+    }
+    try { localStorage.setItem('review-raw', raw ? '1' : '0'); } catch (error) { /* storage off: this page only */ }
+  }
+  let rawWanted = false;
+  try { rawWanted = localStorage.getItem('review-raw') === '1'; } catch (error) { /* storage off */ }
+  showSource(rawWanted);
+  const toggleSource = () => showSource(!body.classList.contains('raw'));
+
   const say = (text, bad) => { if (message) { message.textContent = text; message.className = bad ? 'bad' : 'ok'; } };
   const go = (url) => { if (url) location.href = url; };
 
@@ -67,7 +148,8 @@ PAGE_JS = r"""
       response = await fetch('/api/decide', {
         method: 'POST',
         headers: {'Content-Type': 'application/json', 'X-Review-Token': token},
-        body: JSON.stringify(Object.assign({key, cat: body.dataset.cat, status: body.dataset.status}, payload)),
+        body: JSON.stringify(Object.assign({key, cat: body.dataset.cat, status: body.dataset.status,
+                                            verdict: body.dataset.verdict, order: body.dataset.order}, payload)),
       });
     } catch (error) {
       say('NOT saved: the review server does not answer (' + error + '); restart `inject review`', true);
@@ -122,6 +204,7 @@ PAGE_JS = r"""
   on('correct', openCorrect);
   on('correct-save', saveCorrection);
   on('skip', () => go(body.dataset.next));
+  on('math-toggle', toggleSource);
   for (const button of document.querySelectorAll('.quick')) {
     button.addEventListener('click', () => {
       const area = $('reject-reason');
@@ -153,10 +236,10 @@ PAGE_JS = r"""
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const actions = {a: accept, r: openReject, e: openCorrect, s: () => go(body.dataset.next),
+    const actions = {a: accept, r: openReject, e: openCorrect, t: toggleSource, s: () => go(body.dataset.next),
                      j: () => go(body.dataset.next), k: () => go(body.dataset.prev)};
     const action = actions[event.key];
     if (action) { event.preventDefault(); action(); }
   });
 })();
-"""
+""".replace("@ERROR_COLOR@", KATEX_ERROR_COLOR)

@@ -37,7 +37,7 @@ def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: st
     """Review candidates in a local web app: accept, reject with a reason, or correct them.
 
     Decisions are saved at once in RUN_DIR/review.sqlite (the latest per candidate wins; earlier ones are kept).
-    Keys: a accept, r reject, e correct error steps or step text, s skip, j/k next/previous.
+    Keys: a accept, r reject, e correct error steps or step text, s skip, j/k next/previous, t LaTeX source.
     """
     from .session import ReviewSession
 

@@ -1,7 +1,10 @@
 """The review page, rendered on the server: every piece of data text goes through `html.escape` here.
 
-Questions and steps are untrusted (a model wrote them): they are shown as text, never interpreted, and LaTeX stays
-as written. The page's script only reads and sets text (textContent, form values), so it adds no HTML either.
+Questions and steps are untrusted (a model wrote them): they are shown as text, never interpreted. The page's
+script only reads and sets text (textContent, form values) and copies the server's nodes, so it adds no HTML
+either; KaTeX (served by the app itself, `assets.py`) then typesets the `$...$` formulas of that text in the copy,
+and a toggle shows the source as written. A formula counts as one word in the difference, so a changed formula is
+marked whole and never split between a highlight and the text around it (KaTeX could not typeset the halves).
 """
 from __future__ import annotations
 
@@ -14,22 +17,27 @@ from urllib.parse import urlencode
 
 from ..align import align_steps
 from ..records import Candidate
-from .assets import PAGE_CSS, PAGE_JS
-from .session import QUICK_REASONS, STATUS_OF, STATUSES, Entry, ReviewSession
+from ..verdicts import VerifyRecord
+from .assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_CSS, PAGE_JS
+from .session import ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, UNVERIFIED, Entry, ReviewSession, View
 from .store import Decision, apply_decision
 
 LIST_WINDOW = 100
 """Entries of the filtered list shown on each side of the current one."""
 
-_TOKENS = re.compile(r"\s+|\S+")
+# A formula (the delimiters the page's KaTeX typesets: $$..$$, \[..\], \(..\), $..$ with \$ inside), a run of
+# spaces, a word that stops where a formula may start, or any one character: together they cover any text, so the
+# tokens always join back to it.
+_TOKENS = re.compile(r"\$\$.+?\$\$|\\\[.+?\\\]|\\\(.+?\\\)|\$(?:\\.|[^$\\])+?\$|\s+|(?:[^\s$\\]|\\[^\s\[(])+|\S",
+                     re.DOTALL)
 
 
 def e(text: Any) -> str:
     return escape(str(text), quote=True)
 
 
-def page_url(key: str | None = None, cat: str = "", status: str = "") -> str:
-    query = {name: value for name, value in (("key", key), ("cat", cat), ("status", status)) if value}
+def page_url(key: str | None = None, view: View = View()) -> str:
+    query = {"key": key, **view.query()} if key else view.query()
     return "/?" + urlencode(query) if query else "/"
 
 
@@ -181,28 +189,70 @@ def _progress(session: ReviewSession, latest: dict[str, Decision]) -> str:
             f"<th>accepted</th><th>rejected</th></tr>{rows}</table></details>")
 
 
-def _filters(session: ReviewSession, cat: str, status: str) -> str:
-    cats = "".join(f'<option value="{e(c)}"{" selected" if c == cat else ""}>{e(c)}</option>'
-                   for c in session.categories())
-    states = "".join(f'<option value="{s}"{" selected" if s == (status or "all") else ""}>{s}</option>'
-                     for s in STATUSES)
+def _options(values: list[str] | tuple[str, ...], chosen: str, labels: dict[str, str] | None = None) -> str:
+    return "".join(f'<option value="{e(v)}"{" selected" if v == chosen else ""}>{e((labels or {}).get(v, v))}</option>'
+                   for v in values)
+
+
+def _filters(session: ReviewSession, view: View) -> str:
+    cats = _options(["", *session.categories()], view.cat, {"": "all"})
+    states = _options(STATUSES, view.status or "all")
+    triage = ""
+    if session.verified:  # the verdict filter and the order only mean something once `inject verify` ran
+        verdicts = _options(["", *session.verdicts()], view.verdict, {"": "all"})
+        orders = _options(ORDERS, session.order(view), {"verdict": "by verdict", "file": "as written"})
+        triage = (f' <label>verdict <select name="verdict" id="f-verdict">{verdicts}</select></label>'
+                  f' <label>order <select name="order" id="f-order">{orders}</select></label>')
     return ('<form class="filters" method="get" action="/"><label>category <select name="cat" id="f-cat">'
-            f'<option value="">all</option>{cats}</select></label> <label>status <select name="status" '
-            f'id="f-status">{states}</select></label> <noscript><button>filter</button></noscript></form>')
+            f'{cats}</select></label> <label>status <select name="status" id="f-status">{states}</select></label>'
+            f'{triage} <noscript><button>filter</button></noscript></form>')
 
 
-def _side_list(items: list[Entry], position: int, latest: dict[str, Decision], cat: str, status: str) -> str:
+def _verdict_badge(record: VerifyRecord | None) -> str:
+    verdict = record.verdict if record else UNVERIFIED
+    return f'<span class="verdict v-{e(verdict)}" title="the blind judge\'s verdict">{e(verdict)}</span>'
+
+
+def _side_list(session: ReviewSession, items: list[Entry], position: int, latest: dict[str, Decision],
+               view: View) -> str:
     start = max(0, position - LIST_WINDOW)
     out = ['<nav class="list"><ol start="%d">' % (start + 1)]
     for n, entry in enumerate(items[start:position + LIST_WINDOW + 1], start):
         decision = latest.get(entry.key)
         state = STATUS_OF[decision.decision] if decision else "unreviewed"
         current = ' aria-current="true"' if n == position else ""
+        record = session.verdict(entry)
+        badge = _verdict_badge(record) + " " if session.verified else ""
         # the title repeats ids the narrow column cuts
-        out.append(f'<li class="{state}"><a href="{e(page_url(entry.key, cat, status))}" title="{e(entry.id)}"'
-                   f"{current}>{e(entry.id)}</a></li>")
+        out.append(f'<li class="{state}" data-verdict="{e(record.verdict if record else UNVERIFIED)}">{badge}'
+                   f'<a href="{e(page_url(entry.key, view))}" title="{e(entry.id)}"{current}>{e(entry.id)}</a></li>')
     out.append("</ol></nav>")
     return "".join(out)
+
+
+def _triage(record: VerifyRecord | None) -> str:
+    """The blind judge's verdict on the candidate, its reason, and what it answered (`inject verify`)."""
+    if record is None:
+        return ""
+    def step(answer: Any) -> str:
+        if answer is None or answer.first_error_step is None:
+            return "no answer"
+        return "none (-1)" if answer.first_error_step == -1 else f"step {answer.first_error_step}"
+    facts = [f"on the modified solution: {step(record.judge_modified)}"]
+    if record.declared_first_error is not None:
+        facts.append(f"declared first error: step {record.declared_first_error}")
+    if record.kind != "alternative":
+        facts.append(f"on the original: {step(record.judge_original)}")
+    if len(record.votes) > 1:
+        facts.append("votes: " + ", ".join("?" if v is None else str(v) for v in record.votes))
+    if record.mc:
+        facts.append("Monte Carlo: " + ", ".join(f"{k} {v}" for k, v in record.mc.items()))
+    original = record.judge_original.reason if record.judge_original and record.verdict == "original_flagged" else ""
+    reasons = f'<div class="text judge-reason">reason: {e(record.reason)}</div>' if record.reason else ""
+    if original:
+        reasons += f'<div class="text judge-reason">reason on the original: {e(original)}</div>'
+    return (f'<section id="triage"><h2>blind judge: {_verdict_badge(record)} <code>{e(record.kind)}</code></h2>'
+            f'<p class="help">{e("; ".join(facts))}</p>{reasons}</section>')
 
 
 def _actions(multi: bool) -> str:
@@ -213,7 +263,7 @@ def _actions(multi: bool) -> str:
         '<button type="button" id="reject">reject (r)</button> '
         '<button type="button" id="correct">correct (e)</button> '
         '<button type="button" id="skip">skip (s)</button> '
-        '<span class="help">j / k: next / previous; Esc: close</span>'
+        '<span class="help">j / k: next / previous; t: LaTeX source; Esc: close</span>'
         '<div id="reject-panel" hidden><div class="quick-reasons">' + quick + '</div>'
         '<textarea id="reject-reason" rows="2" placeholder="why (Ctrl+Enter to reject)"></textarea>'
         '<button type="button" id="reject-save">reject with this reason</button></div>'
@@ -223,32 +273,38 @@ def _actions(multi: bool) -> str:
     )
 
 
-def render_page(session: ReviewSession, *, key: str | None, cat: str, status: str, token: str, nonce: str) -> str:
+def render_page(session: ReviewSession, *, key: str | None, view: View, token: str, nonce: str) -> str:
     latest = session.latest()
-    items = session.filtered(cat, status, latest)
+    items = session.filtered(view, latest)
     entry = session.by_key.get(key or "")
     if entry is None or entry not in items:
         entry = items[0] if items else None
     position = items.index(entry) if entry is not None else 0
-    nav = {name: (page_url(items[n].key, cat, status) if 0 <= n < len(items) else "")
+    nav = {name: (page_url(items[n].key, view) if 0 <= n < len(items) else "")
            for name, n in (("next", position + 1), ("prev", position - 1))}
     head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>inject review</title>'
-            f'<meta name="review-token" content="{e(token)}"><style nonce="{nonce}">{PAGE_CSS}</style></head>')
+            f'<meta name="review-token" content="{e(token)}">'
+            f'<link rel="stylesheet" href="{KATEX_STYLESHEET}" nonce="{nonce}">'
+            f'<style nonce="{nonce}">{PAGE_CSS}</style></head>')
     decision = latest.get(entry.key) if entry else None
     corrected = bool(decision and (decision.corrected_error_steps is not None or decision.edited_steps))
-    data = (f'data-key="{e(entry.key if entry else "")}" data-cat="{e(cat)}" data-status="{e(status)}" '
-            f'data-corrected="{int(corrected)}" '
+    data = (f'data-key="{e(entry.key if entry else "")}" data-cat="{e(view.cat)}" data-status="{e(view.status)}" '
+            f'data-verdict="{e(view.verdict)}" data-order="{e(view.order)}" data-corrected="{int(corrected)}" '
             f'data-next="{e(nav["next"])}" data-prev="{e(nav["prev"])}"')
-    top = (f"<header><strong>inject review</strong> {_progress(session, latest)} {_filters(session, cat, status)} "
-           f'<span class="position">{position + 1 if entry else 0} of {len(items)} in this view</span></header>')
+    toggle = ('<button type="button" id="math-toggle" aria-pressed="false" title="show the LaTeX source, as a '
+              'correction edits it">LaTeX source (t)</button>')
+    top = (f"<header><strong>inject review</strong> {_progress(session, latest)} {_filters(session, view)} "
+           f'<span class="position">{position + 1 if entry else 0} of {len(items)} in this view</span>{toggle}'
+           "</header>")
     if entry is None:
         main = '<main><p class="empty">No candidate matches these filters.</p></main>'
         side = ""
     else:
         main = _candidate(session, entry, latest.get(entry.key))
-        side = _side_list(items, position, latest, cat, status)
+        side = _side_list(session, items, position, latest, view)
+    scripts = "".join(f'<script nonce="{nonce}" src="{src}"></script>' for src in KATEX_SCRIPTS)
     return (f'{head}<body {data}>{top}<div class="layout">{side}{main}</div>'
-            f'<script nonce="{nonce}">{PAGE_JS}</script></body></html>')
+            f'{scripts}<script nonce="{nonce}">{PAGE_JS}</script></body></html>')
 
 
 def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) -> str:
@@ -270,7 +326,8 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
     history = f'<ol class="history">{history}</ol>' if history else "<p>none yet</p>"
     return (
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
-        f"{about}{note}{status}</section>{_actions(multi)}{_question(candidate)}{_images(candidate, entry.key)}"
+        f"{about}{note}{status}</section>{_triage(session.verdict(entry))}{_actions(multi)}{_question(candidate)}"
+        f"{_images(candidate, entry.key)}"
         f"<section><h2>steps</h2>{_steps_table(candidate, shown, multi)}</section>"
         f'<section><h2>model\'s reason</h2><div class="text">{e(candidate.reason)}</div></section>'
         f'<section><h2>warnings</h2><ul>{warnings or "<li>none</li>"}</ul></section>'

@@ -19,8 +19,9 @@ from urllib.parse import parse_qs, urlsplit
 from ..errors import UserError
 from ..images import ImageRefused, is_data_url, read_image
 from ..json_bounds import MAX_REVIEW_BODY_BYTES, TooDeep, loads_bounded
+from .assets import KATEX_ERROR_STYLE_HASH, static_file
 from .render import page_url, render_page
-from .session import Refused, ReviewSession
+from .session import Refused, ReviewSession, View
 
 HOST = "127.0.0.1"
 MAX_BODY = MAX_REVIEW_BODY_BYTES
@@ -88,10 +89,9 @@ class ReviewHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
-        for name, value in (headers or {}).items():
+        all_headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+                       "Referrer-Policy": "no-referrer", **(headers or {})}
+        for name, value in all_headers.items():
             self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
@@ -131,6 +131,8 @@ class ReviewHandler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.OK, {key: vars(d) for key, d in latest.items()})
         if url.path == "/image":
             return self._image(query)
+        if url.path.startswith("/static/"):
+            return self._static(url.path)
         if url.path == "/favicon.ico":
             return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
         self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
@@ -157,14 +159,24 @@ class ReviewHandler(BaseHTTPRequestHandler):
         # Even a file that passed the checks gets no power over this origin: no script, no sub-resources.
         self._send(HTTPStatus.OK, data, kind, {"Content-Security-Policy": "default-src 'none'; sandbox"})
 
+    def _static(self, path: str) -> None:
+        """A vendored KaTeX file (script, stylesheet, font): only the files the package ships, by exact name."""
+        found = static_file(path)
+        if found is None:
+            return self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+        data, kind = found
+        self._send(HTTPStatus.OK, data, kind, {"Cache-Control": "private, max-age=86400"})
+
     def _page(self, query: dict[str, list[str]], *, set_cookie: bool) -> None:
         first = {name: (values or [""])[0] for name, values in query.items()}
         nonce = secrets.token_urlsafe(16)
-        html = render_page(self.server.session, key=first.get("key"), cat=first.get("cat", ""),
-                           status=first.get("status", ""), token=self.server.token, nonce=nonce)
+        html = render_page(self.server.session, key=first.get("key"), view=View.of(first), token=self.server.token,
+                           nonce=nonce)
         headers = {
-            # Defence in depth behind the escaping: only our own inline code runs, and nothing leaves the machine.
-            "Content-Security-Policy": (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+            # Defence in depth behind the escaping: only our own code runs (inline, and KaTeX's files by nonce), fonts
+            # come from this server only, and nothing leaves the machine.
+            "Content-Security-Policy": (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}' "
+                                        f"'unsafe-hashes' {KATEX_ERROR_STYLE_HASH}; font-src 'self'; "
                                         "connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
                                         "frame-ancestors 'none'"),
             "X-Frame-Options": "DENY",
@@ -199,11 +211,11 @@ class ReviewHandler(BaseHTTPRequestHandler):
 
     def _decide(self, payload: dict[str, Any]) -> None:
         session = self.server.session
-        cat, status = str(payload.get("cat") or ""), str(payload.get("status") or "")
+        view = View.of(payload)
         key = payload["key"]
         with self.server.decide_lock:
             # The next candidate is taken from the view as it was before this decision moved the current one.
-            items = session.filtered(cat, status, session.latest())
+            items = session.filtered(view, session.latest())
             keys = [entry.key for entry in items]
             position = keys.index(key) if key in keys else -1
             following = keys[position + 1] if 0 <= position < len(keys) - 1 else key
@@ -211,7 +223,7 @@ class ReviewHandler(BaseHTTPRequestHandler):
                 decision = session.decide(key, payload)
             except Refused as exc:
                 return self._json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": str(exc)})
-        self._json(HTTPStatus.OK, {"ok": True, "decision": vars(decision), "next": page_url(following, cat, status)})
+        self._json(HTTPStatus.OK, {"ok": True, "decision": vars(decision), "next": page_url(following, view)})
 
 
 def make_server(run_dirs: list[str | Path], *, port: int = 0, reviewer: str = "",

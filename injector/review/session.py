@@ -11,6 +11,7 @@ from ..errors import InjectorError, UserError
 from ..records import CANDIDATES_FILE, Candidate, RunDirectory, record_at
 from ..taxonomy import Category, Taxonomy, run_taxonomy
 from ..validate import validate_answer
+from ..verdicts import VERDICTS, VerifyRecord, read_verdicts, verdict_rank
 from .store import Decision, ReviewStore, apply_decision, now_iso
 
 log = logging.getLogger("injector")
@@ -18,6 +19,30 @@ log = logging.getLogger("injector")
 STATUSES = ("all", "unreviewed", "accepted", "rejected")
 STATUS_OF = {"accept": "accepted", "reject": "rejected"}
 QUICK_REASONS = ("not this category", "not an error", "error elsewhere", "leaks its label", "unreadable")
+UNVERIFIED = "unverified"
+"""The verdict filter's name for candidates `inject verify` has not judged."""
+ORDERS = ("verdict", "file")
+"""How the list is sorted: by the blind judge's verdict (likeliest bad items first), or as the run wrote them."""
+
+
+@dataclass(frozen=True)
+class View:
+    """What the reviewer is looking at: the filters and the order of the list, carried from page to page."""
+
+    cat: str = ""
+    status: str = ""
+    verdict: str = ""
+    """A verdict name, `unverified`, or "" for all."""
+    order: str = ""
+    """`verdict` or `file`; "" is the default: by verdict when any run was verified, else file order."""
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> "View":
+        """The view a query string or a POST names; anything but text counts as not given."""
+        return cls(*(str(values.get(name) or "") for name in ("cat", "status", "verdict", "order")))
+
+    def query(self) -> dict[str, str]:
+        return {name: value for name, value in vars(self).items() if value}
 
 
 class Refused(InjectorError):
@@ -46,6 +71,8 @@ class Run:
     entries: list[Entry] = field(default_factory=list)
     image_base: Path | None = None
     """The only directory the app serves this run's local images from (manifest `image_base`)."""
+    verdicts: dict[str, VerifyRecord] = field(default_factory=dict)
+    """The blind judge's verdict per candidate id (`verify.jsonl`; empty when the run was not verified)."""
 
 
 def _run_image_base(path: Path) -> Path | None:
@@ -81,6 +108,7 @@ class ReviewSession:
             loaded, note = run_taxonomy(path, taxonomy)
             run = Run(path, ReviewStore(path), loaded, note, _index(number, path))
             run.image_base = _run_image_base(path)
+            run.verdicts = read_verdicts(path)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
@@ -120,14 +148,40 @@ class ReviewSession:
     def history(self, entry: Entry) -> list[Decision]:
         return self.runs[entry.run].store.history(entry.id)
 
-    def filtered(self, category: str, status: str, latest: dict[str, Decision]) -> list[Entry]:
+    def verdict(self, entry: Entry) -> VerifyRecord | None:
+        """The blind judge's record for this candidate, None when its run has none for it."""
+        return self.runs[entry.run].verdicts.get(entry.id)
+
+    @property
+    def verified(self) -> bool:
+        """Whether any run under review has verdicts (then the list is sorted by verdict by default)."""
+        return any(run.verdicts for run in self.runs)
+
+    def verdicts(self) -> list[str]:
+        """The verdicts present, in reviewer order, then `unverified` when some candidate has none."""
+        present = {record.verdict if (record := self.verdict(entry)) else UNVERIFIED for entry in self.entries}
+        return [v for v in (*VERDICTS, UNVERIFIED) if v in present]
+
+    def filtered(self, view: View, latest: dict[str, Decision]) -> list[Entry]:
+        """The entries of a view, in its order (by verdict a stable sort: file order within a verdict)."""
         def wanted(entry: Entry) -> bool:
-            if category and entry.category != category:
+            if view.cat and entry.category != view.cat:
                 return False
+            if view.verdict not in ("", "all"):
+                record = self.verdict(entry)
+                if (record.verdict if record else UNVERIFIED) != view.verdict:
+                    return False
             decision = latest.get(entry.key)
             state = STATUS_OF[decision.decision] if decision else "unreviewed"
-            return status in ("", "all") or state == status
-        return [entry for entry in self.entries if wanted(entry)]
+            return view.status in ("", "all") or state == view.status
+        items = [entry for entry in self.entries if wanted(entry)]
+        if self.order(view) == "verdict":
+            items.sort(key=lambda entry: verdict_rank(record.verdict if (record := self.verdict(entry)) else None))
+        return items
+
+    def order(self, view: View) -> str:
+        """The view's order, its default resolved."""
+        return view.order if view.order in ORDERS else ("verdict" if self.verified else "file")
 
     def categories(self) -> list[str]:
         return list(dict.fromkeys(entry.category for entry in self.entries))
