@@ -250,7 +250,12 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--model", envvar="INJECT_MODEL", show_envvar=True,
               help="`offline` (the default: rule-based, no LLM) or any litellm model string: gpt-4o, anthropic/..., "
                    "hosted_vllm/..., ollama_chat/..., openai/NAME.")
-@click.option("--api-base", help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--api-base", multiple=True,
+              help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1. Repeat it to "
+                   "spread the run over several servers of the model (a litellm Router).")
+@click.option("--deployments", "deployments_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="YAML list of servers (model, api_base, rpm, tpm, api_key_env) to spread the run over through "
+                   "a litellm Router; see README, \"Beyond one machine\".")
 @click.option("--temperature", type=float, default=1.0, show_default=True,
               help="Sampling temperature sent to the model (0: most repeatable; higher: more varied injections). "
                    "Part of the run's configuration and the cache key; the offline engine ignores it.")
@@ -277,7 +282,8 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
-def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, max_tokens, seed, samples, no_schema,
+def run(inputs: InputOptions, output_mode, out, model, api_base, deployments_file, temperature, max_tokens, seed,
+        samples, no_schema,
         max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
         retry_rejects) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
@@ -291,10 +297,11 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
     if (price_in is None) != (price_out is None):
         raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
     taxonomy, selected, source = inputs.load()
-    if not model:
+    if not model and not deployments_file:
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
                    "--model, e.g. --model gpt-4o, or set INJECT_MODEL", err=True)
-    engine = from_model(model or OFFLINE_MODEL, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
+    engine = from_model(model or (None if deployments_file else OFFLINE_MODEL), api_base=api_base,
+                        deployments=deployments_file, temperature=temperature, max_tokens=max_tokens,
                         use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm,
                         use_cache=not (no_cache or dry_run), cache_path=cache_path, price_in=price_in,
                         price_out=price_out)

@@ -247,6 +247,7 @@ def run(
                     for c in categories},
         skipped_categories=skipped_categories,
         image_base=None if source.image_base is None else str(source.image_base),
+        deployments=engine.servers(),
     )
     try:
         run_dir.write_manifest(manifest)

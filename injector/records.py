@@ -146,6 +146,8 @@ class RunManifest(BaseModel):
     """The directory the run's local images were checked to lie under (the review app serves only from there)."""
     counts: dict[str, Any] = Field(default_factory=dict)
     totals: dict[str, Any] = Field(default_factory=dict)
+    deployments: list[dict[str, Any]] = Field(default_factory=list)
+    """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
 
 
 def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:
