@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .codes import ReasonCode
 from .contract import DEFAULT_OUTPUT_MODE, OutputMode, answer_mode
 from .engines.base import Engine, Proposal
-from .errors import BudgetExceeded, UserError, WriteFailed
+from .errors import BatchesPending, BudgetExceeded, UserError, WriteFailed
 from .estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from .unit import DEFAULT_MAX_ATTEMPTS, Unit, inject_one, utc_now
 from .prompts import render_messages
@@ -264,6 +264,9 @@ def run(
         raise
     except BudgetExceeded:
         manifest.status = "budget_exceeded"
+        raise
+    except BatchesPending:
+        manifest.status = "batches_pending"
         raise
     except BaseException:
         manifest.status = "failed"

@@ -9,6 +9,7 @@ from ..errors import UserError
 from ..limits import RateLimiter
 from .base import Engine
 from .llm import LLMEngine
+from .batch import BatchEngine, BatchSettings
 from .deployments import from_api_bases, load_deployments
 from .offline import OfflineEngine
 from .router import RouterEngine
@@ -22,6 +23,7 @@ def from_model(
     *,
     api_base: str | list[str] | tuple[str, ...] | None = None,
     deployments: str | Path | None = None,
+    batch: BatchSettings | None = None,
     temperature: float = 1.0,
     max_tokens: int | None = 4096,
     use_schema: bool = True,
@@ -36,10 +38,22 @@ def from_model(
     """The engine for `model`: the offline one for None or "offline", else an `LLMEngine` with its rate limiter
     (`rpm`, `tpm`) and request cache (`cache_path`, default the user cache directory; none when not `use_cache`).
 
-    Several `api_base`s, or a `deployments` file, give a `RouterEngine` spreading the requests over those servers.
+    Several `api_base`s, or a `deployments` file, give a `RouterEngine` spreading the requests over those servers;
+    `batch` gives a `BatchEngine` sending them through the provider's batch API.
     The LLM options are ignored by the offline engine, which has no settings.
     """
     api_bases = [api_base] if isinstance(api_base, str) else list(api_base or [])
+    if batch is not None:
+        if deployments is not None or len(api_bases) > 1 or model in (None, OFFLINE_MODEL):
+            raise UserError("--batch sends through one provider's batch API: give --model with an LLM and at most "
+                            "one --api-base (no --deployments)")
+        assert model is not None
+        return BatchEngine(model, api_base=api_bases[0] if api_bases else None, temperature=temperature,
+                           max_tokens=max_tokens, use_schema=use_schema, timeout=timeout,
+                           limiter=RateLimiter(rpm, tpm), cache=RequestCache(cache_path) if use_cache else None,
+                           price_in=price_in, price_out=price_out, run_dir=batch.run_dir,
+                           max_requests=batch.max_requests, max_bytes=batch.max_bytes,
+                           poll_seconds=batch.poll_seconds, wait=batch.wait)
     if deployments is not None or len(api_bases) > 1:
         return _router_engine(model, api_bases, deployments, temperature=temperature, max_tokens=max_tokens,
                               use_schema=use_schema, timeout=timeout, rpm=rpm, tpm=tpm,
@@ -67,4 +81,4 @@ def _router_engine(model: str | None, api_bases: list[str], deployments: str | P
     return RouterEngine(servers, model=model, limiter=RouterEngine.limiter_for(servers, rpm, tpm), **options)
 
 
-__all__ = ["OFFLINE_MODEL", "Engine", "LLMEngine", "OfflineEngine", "RouterEngine", "from_model"]
+__all__ = ["OFFLINE_MODEL", "Engine", "LLMEngine", "BatchEngine", "BatchSettings", "OfflineEngine", "RouterEngine", "from_model"]
