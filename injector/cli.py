@@ -322,7 +322,8 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
         if ctx.get_parameter_source("concurrency") is click.core.ParameterSource.DEFAULT:
             concurrency = 5000
     engine = from_model(model or (None if deployments_file else OFFLINE_MODEL), api_base=api_base,
-                        deployments=deployments_file, batch=batch_settings, temperature=temperature, max_tokens=max_tokens,
+                        deployments=deployments_file, batch=batch_settings, temperature=temperature,
+                        max_tokens=max_tokens,
                         use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm,
                         use_cache=not (no_cache or dry_run), cache_path=cache_path, price_in=price_in,
                         price_out=price_out)

@@ -2,8 +2,9 @@
 
 Files: upload (multipart), content. Batches: create (with metadata), retrieve, list (paged), cancel. A batch moves
 validating -> in_progress -> completed one step per retrieve; `expire` names batches (by order of creation, from 0)
-that end `expired` with half their lines answered and the rest in the error file (`batch_expired`); `fails(custom_id,
-body, n)` says which lines fail (a 500 in the error file), n being how many batches have held that custom_id so far. Every uploaded line is kept in `submitted`, in order.
+that end `expired` with half their lines answered and the rest in the error file (`batch_expired`);
+`fails(custom_id, body, n)` says which lines fail (a 500 in the error file), n being how many batches have held that
+custom_id so far. Every uploaded line is kept in `submitted`, in order.
 """
 from __future__ import annotations
 

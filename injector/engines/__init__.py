@@ -61,7 +61,8 @@ def from_model(
                               price_out=price_out)
     if model is None or model == OFFLINE_MODEL:
         return OfflineEngine()
-    return LLMEngine(model, api_base=api_bases[0] if api_bases else None, temperature=temperature, max_tokens=max_tokens, use_schema=use_schema,
+    return LLMEngine(model, api_base=api_bases[0] if api_bases else None, temperature=temperature,
+                     max_tokens=max_tokens, use_schema=use_schema,
                      timeout=timeout, limiter=RateLimiter(rpm, tpm),
                      cache=RequestCache(cache_path) if use_cache else None, price_in=price_in, price_out=price_out)
 
@@ -81,4 +82,5 @@ def _router_engine(model: str | None, api_bases: list[str], deployments: str | P
     return RouterEngine(servers, model=model, limiter=RouterEngine.limiter_for(servers, rpm, tpm), **options)
 
 
-__all__ = ["OFFLINE_MODEL", "Engine", "LLMEngine", "BatchEngine", "BatchSettings", "OfflineEngine", "RouterEngine", "from_model"]
+__all__ = ["OFFLINE_MODEL", "BatchEngine", "BatchSettings", "Engine", "LLMEngine", "OfflineEngine", "RouterEngine",
+           "from_model"]

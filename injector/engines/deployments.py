@@ -5,7 +5,7 @@ variable holding its key (`api_key_env`), never the key itself: a run directory'
 deployments, and the file travels with it. A key found in the file is refused (exit 2), not used.
 
     model: qwen                 # optional: the name the run (and its cache key) uses; default --model
-    cooldown_seconds: 30        # optional: how long the Router rests a failing server
+    cooldown_seconds: 5         # optional: how long the Router rests a failing server
     allowed_fails: 3            # optional: failures in a minute before it does
     deployments:
       - model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct
@@ -33,10 +33,13 @@ from ..redaction import public_host
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 """What an OpenAI-style key looks like (sk-..., sk-proj-..., sk-ant-...): refused wherever it appears."""
-DEPLOYMENT_KEYS: dict[str, type | tuple[type, ...]] = {"model": str, "api_base": str, "rpm": (int, float), "tpm": (int, float), "api_key_env": str}
-TOP_KEYS: dict[str, type | tuple[type, ...]] = {"model": str, "deployments": list, "cooldown_seconds": (int, float), "allowed_fails": int}
+DEPLOYMENT_KEYS: dict[str, type | tuple[type, ...]] = {
+    "model": str, "api_base": str, "rpm": (int, float), "tpm": (int, float), "api_key_env": str}
+TOP_KEYS: dict[str, type | tuple[type, ...]] = {
+    "model": str, "deployments": list, "cooldown_seconds": (int, float), "allowed_fails": int}
 KEY_NAMES = ("api_key", "key", "token", "secret", "password")
-DEFAULT_COOLDOWN_SECONDS = 30.0
+DEFAULT_COOLDOWN_SECONDS = 5.0
+"""litellm's own default (DEFAULT_COOLDOWN_TIME_SECONDS)."""
 DEFAULT_ALLOWED_FAILS = 3
 
 
