@@ -139,22 +139,25 @@ def test_a_deployments_file_runs_with_keys_from_the_environment(servers, input_f
     first, second = servers[:2]
     for server in (first, second):
         server.script = lambda request: json.dumps(GOOD)
-    monkeypatch.setenv("GPU_B_KEY", "sk-b-secret-value-123")
+    monkeypatch.setenv("GPU_B_CRED", "b-secret-value-123")  # a name redaction would not guess holds a key
     file = tmp_path / "deployments.yaml"
     file.write_text(f"model: scripted\ndeployments:\n  - model: openai/scripted\n    api_base: {first.api_base}\n"
                     f"    rpm: 6000\n  - model: openai/scripted\n    api_base: {second.api_base}\n    rpm: 6000\n"
-                    "    api_key_env: GPU_B_KEY\n")
+                    "    api_key_env: GPU_B_CRED\n")
     result = CliRunner().invoke(main, [
         "run", "--category", "counterfactual", "--input", str(input_file), "--limit", "20", "--deployments",
         str(file), "--out", str(tmp_path / "run")], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     keys = {value for r in second.requests for name, value in r["headers"].items() if name.lower() == "authorization"}
-    assert keys == {"Bearer sk-b-secret-value-123"}
+    assert keys == {"Bearer b-secret-value-123"}
     manifest_text = (tmp_path / "run" / "manifest.json").read_text()
-    assert "sk-b-secret" not in manifest_text
+    assert "b-secret" not in manifest_text
+    from injector.redaction import redact
+
+    assert redact("the provider said: bad key b-secret-value-123") == "the provider said: bad key [redacted]"
     manifest = json.loads(manifest_text)
     assert manifest["deployments"][1] == {"model": "openai/scripted", "api_base_host": f"127.0.0.1:{second.port}",
-                                          "rpm": 6000, "tpm": None, "api_key_env": "GPU_B_KEY"}
+                                          "rpm": 6000, "tpm": None, "api_key_env": "GPU_B_CRED"}
     assert manifest["config"]["model"] == "scripted"
 
 

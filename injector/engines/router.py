@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..limits import RateLimiter
-from ..redaction import public_host
+from ..redaction import public_host, register_secret
 from .base import Proposal
 from .deployments import Deployment, DeploymentSet
 from .llm import (
@@ -102,6 +102,7 @@ class RouterEngine(LLMEngine):
             if not key:
                 raise UserError(f"{deployment.origin}: the environment variable {deployment.api_key_env} is not set; "
                                 f"export it with the key of {deployment.model}")
+            register_secret(key)  # redacted wherever it might surface, whatever the variable is called
             return key
         try:
             status = litellm.validate_environment(model=deployment.model, api_base=deployment.api_base)
