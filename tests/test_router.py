@@ -82,6 +82,8 @@ def test_a_server_failing_half_the_time_loses_no_unit_and_both_servers_answer(se
     answered_by = {c["provenance"]["deployment"] for c in candidates}
     assert answered_by == {f"127.0.0.1:{healthy.port}", f"127.0.0.1:{flaky.port}"}
     assert engine.retries >= 1 and any(r.get("body") for r in flaky.requests)
+    # An unknown model's price stays unknown after the Router has run (it registers deployments with no price).
+    assert engine.prices() is None and {c["provenance"]["cost"] for c in candidates} == {None}
     assert result.manifest.deployments == [
         {"model": "openai/scripted", "api_base_host": f"127.0.0.1:{s.port}", "rpm": None, "tpm": None,
          "api_key_env": None} for s in (healthy, flaky)]

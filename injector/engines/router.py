@@ -87,11 +87,18 @@ class RouterEngine(LLMEngine):
         if self._router is None or self._router_loop is not loop:
             if self._model_list is None:
                 self.check_ready()
-            self._router = import_litellm().Router(
+            litellm = import_litellm()
+            known = set(litellm.model_cost)
+            self._router = litellm.Router(
                 model_list=self._model_list, routing_strategy=ROUTING_STRATEGY, num_retries=0, max_fallbacks=0,
                 retry_after=0, allowed_fails=self.deployments.allowed_fails,
                 cooldown_time=self.deployments.cooldown_seconds,
             )
+            # The Router registers each unknown deployment model in litellm's price list with no price, which
+            # `get_model_info` then reads as free (0 per token): an unknown price must stay unknown, in this run and
+            # in any later one in the process.
+            for name in set(litellm.model_cost) - known:
+                del litellm.model_cost[name]
             self._router_loop = loop
         return self._router
 
