@@ -17,7 +17,7 @@ import click
 
 from .contract import DEFAULT_OUTPUT_MODE, OUTPUT_MODES
 from .engines import OFFLINE_MODEL
-from .errors import InjectorError
+from .errors import BatchesPending, InjectorError
 from .sources.formats import RECORD_FORMATS
 from .redaction import redact
 from .sources import DUPLICATE_ID_POLICIES
@@ -250,7 +250,12 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--model", envvar="INJECT_MODEL", show_envvar=True,
               help="`offline` (the default: rule-based, no LLM) or any litellm model string: gpt-4o, anthropic/..., "
                    "hosted_vllm/..., ollama_chat/..., openai/NAME.")
-@click.option("--api-base", help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--api-base", multiple=True,
+              help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1. Repeat it to "
+                   "spread the run over several servers of the model (a litellm Router).")
+@click.option("--deployments", "deployments_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="YAML list of servers (model, api_base, rpm, tpm, api_key_env) to spread the run over through "
+                   "a litellm Router; see README, \"Beyond one machine\".")
 @click.option("--temperature", type=float, default=1.0, show_default=True,
               help="Sampling temperature sent to the model (0: most repeatable; higher: more varied injections). "
                    "Part of the run's configuration and the cache key; the offline engine ignores it.")
@@ -277,9 +282,20 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
-def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, max_tokens, seed, samples, no_schema,
+@click.option("--batch", is_flag=True, help="Send the requests through the provider's batch API (cheaper, slower; "
+              "needs --out). --concurrency is then the most requests one round holds (default with --batch: 5000).")
+@click.option("--batch-max-requests", type=click.IntRange(min=1), default=50_000, show_default=True,
+              help="Most requests in one batch file (OpenAI's limit).")
+@click.option("--batch-max-bytes", type=click.IntRange(min=1), default=200 * 1024 * 1024, show_default=True,
+              help="Most bytes in one batch file (OpenAI's limit: 200 MB).")
+@click.option("--batch-poll-seconds", type=click.FloatRange(min=0), default=30, show_default=True,
+              help="First wait between polls of running batches (then longer, up to 10 minutes).")
+@click.option("--no-wait", is_flag=True, help="With --batch: submit and exit; the same command again collects.")
+@click.pass_context
+def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_base, deployments_file, temperature,
+        max_tokens, seed, samples, no_schema,
         max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
-        retry_rejects) -> None:
+        retry_rejects, batch, batch_max_requests, batch_max_bytes, batch_poll_seconds, no_wait) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from . import RunSpec, split_by_support
     from . import dry_run as plan_run
@@ -291,10 +307,23 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
     if (price_in is None) != (price_out is None):
         raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
     taxonomy, selected, source = inputs.load()
-    if not model:
+    if not model and not deployments_file:
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
                    "--model, e.g. --model gpt-4o, or set INJECT_MODEL", err=True)
-    engine = from_model(model or OFFLINE_MODEL, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
+    batch_settings = None
+    if batch or no_wait:
+        from .engines import BatchSettings
+
+        if not batch or not out:
+            raise click.UsageError("--batch needs --out (the same command, run again, collects the batches there)"
+                                   if batch else "--no-wait goes with --batch")
+        batch_settings = BatchSettings(run_dir=Path(out), max_requests=batch_max_requests, max_bytes=batch_max_bytes,
+                                       poll_seconds=batch_poll_seconds, wait=not no_wait)
+        if ctx.get_parameter_source("concurrency") is click.core.ParameterSource.DEFAULT:
+            concurrency = 5000
+    engine = from_model(model or (None if deployments_file else OFFLINE_MODEL), api_base=api_base,
+                        deployments=deployments_file, batch=batch_settings, temperature=temperature,
+                        max_tokens=max_tokens,
                         use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm,
                         use_cache=not (no_cache or dry_run), cache_path=cache_path, price_in=price_in,
                         price_out=price_out)
@@ -317,6 +346,9 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
         resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {spec.out}")
         click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+    except BatchesPending as pending:
+        click.echo(f"{spec.out}: {pending}", err=True)
+        return
     counts = result.manifest.counts
     click.echo(source.describe(), err=True)
     click.echo(summary_table(result.progress), err=True)
@@ -543,6 +575,50 @@ def _register_review() -> None:
 
 
 _register_review()
+
+
+@main.command(epilog=_examples("inject status runs/a"))
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+def status(run_dir) -> None:
+    """What a run directory holds: its state and counts, and its provider batches as last recorded."""
+    from .engines.batch import batch_table
+    from .records import RunDirectory
+
+    manifest = RunDirectory(run_dir).read_manifest()
+    if manifest is None:
+        from .errors import UserError
+
+        raise UserError(f"{run_dir}: no manifest.json; not a run directory")
+    counts = manifest.get("counts") or {}
+    click.echo(f"{run_dir}: {manifest.get('status')}, {counts.get('candidates', 0)} candidates, "
+               f"{counts.get('rejects', 0)} rejects")
+    click.echo(batch_table(run_dir))
+
+
+@main.group(epilog=_examples("inject batch cancel runs/a --model gpt-4o-mini",
+                            "inject batch cancel runs/a --model openai/NAME --api-base http://127.0.0.1:8000/v1"))
+def batch() -> None:
+    """Work with the provider batches of a run (`inject run --batch`)."""
+
+
+@batch.command("cancel", epilog=_examples("inject batch cancel runs/a --model gpt-4o-mini"))
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--model", required=True, envvar="INJECT_MODEL", show_envvar=True,
+              help="The run's model (it says which provider, and which key, the cancel goes to).")
+@click.option("--api-base", help="The run's server, if it had one; never read from the run directory (a received "
+              "directory must not decide where your key is sent).")
+def batch_cancel(run_dir, model, api_base) -> None:
+    """Cancel the run's batches that are not finished (a later `inject run` resubmits what they did not answer)."""
+    import asyncio
+
+    from .engines.batch import BatchEngine, cancel_batches
+
+    engine = BatchEngine(model, api_base=api_base, run_dir=run_dir)
+    engine.check_ready()
+    cancelled = asyncio.run(cancel_batches(engine))
+    for batch_id, state in cancelled:
+        click.echo(f"{batch_id}\t{state}")
+    click.echo(f"{run_dir}: {len(cancelled)} batches cancelled", err=True)
 
 
 @main.group(epilog=_examples("inject taxonomy validate prmbench projudge",

@@ -61,3 +61,10 @@ class ProviderUnreachable(InjectorError):
     the same command again retries them."""
 
     exit_code = 5
+
+
+class BatchesPending(InjectorError):
+    """`inject run --batch --no-wait`: batches are submitted (or still running) and nothing more can be collected
+    now; running the same command again polls and collects them (exit 0: nothing went wrong)."""
+
+    exit_code = 0

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .codes import ReasonCode
 from .contract import DEFAULT_OUTPUT_MODE, OutputMode, answer_mode
 from .engines.base import Engine, Proposal
-from .errors import BudgetExceeded, UserError, WriteFailed
+from .errors import BatchesPending, BudgetExceeded, UserError, WriteFailed
 from .estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from .unit import DEFAULT_MAX_ATTEMPTS, Unit, inject_one, utc_now
 from .prompts import render_messages
@@ -247,6 +247,7 @@ def run(
                     for c in categories},
         skipped_categories=skipped_categories,
         image_base=None if source.image_base is None else str(source.image_base),
+        deployments=engine.servers(),
     )
     try:
         run_dir.write_manifest(manifest)
@@ -263,6 +264,9 @@ def run(
         raise
     except BudgetExceeded:
         manifest.status = "budget_exceeded"
+        raise
+    except BatchesPending:
+        manifest.status = "batches_pending"
         raise
     except BaseException:
         manifest.status = "failed"

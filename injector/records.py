@@ -135,7 +135,7 @@ class RunManifest(BaseModel):
     started: str
     finished: str | None = None
     status: str = "running"
-    """running, finished, interrupted, budget_exceeded or failed."""
+    """running, finished, interrupted, budget_exceeded, batches_pending (`--batch --no-wait`) or failed."""
     categories: dict[str, dict[str, str]] = Field(default_factory=dict)
     """id -> name, domain and classification of each category run (categories built in Python included)."""
     skipped_categories: dict[str, str] = Field(default_factory=dict)
@@ -146,6 +146,8 @@ class RunManifest(BaseModel):
     """The directory the run's local images were checked to lie under (the review app serves only from there)."""
     counts: dict[str, Any] = Field(default_factory=dict)
     totals: dict[str, Any] = Field(default_factory=dict)
+    deployments: list[dict[str, Any]] = Field(default_factory=list)
+    """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
 
 
 def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:
@@ -403,6 +405,21 @@ class RunDirectory:
         # Unbuffered writes on a descriptor kept open (opening a file costs about a millisecond here): a killed
         # process loses nothing it reported as written, and no buffer holds half a line to flush later. No fsync
         # per record: power loss may drop the last few lines, which a rerun redoes since they are not in the files.
+        try:
+            fd = self._locked_appender(path)
+            try:
+                _cut_torn_tail(fd, path)
+                _append_whole(fd, data)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError as exc:
+            raise WriteFailed(path, exc) from None
+
+    def append_line(self, name: str, record: dict[str, Any]) -> None:
+        """Append one JSON object as one whole line to the run directory's file `name` (e.g. `batches.jsonl`),
+        under the same lock and torn-line rules as `append`; a failed write raises `WriteFailed`."""
+        path = self.path / name
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         try:
             fd = self._locked_appender(path)
             try:

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..cache import RequestCache
+from ..errors import UserError
 from ..limits import RateLimiter
 from .base import Engine
 from .llm import LLMEngine
+from .batch import BatchEngine, BatchSettings
+from .deployments import from_api_bases, load_deployments
 from .offline import OfflineEngine
+from .router import RouterEngine
 
 OFFLINE_MODEL = "offline"
 """The model name of the rule-based engine (`--model offline`, the default)."""
@@ -16,7 +21,9 @@ OFFLINE_MODEL = "offline"
 def from_model(
     model: str | None,
     *,
-    api_base: str | None = None,
+    api_base: str | list[str] | tuple[str, ...] | None = None,
+    deployments: str | Path | None = None,
+    batch: BatchSettings | None = None,
     temperature: float = 1.0,
     max_tokens: int | None = 4096,
     use_schema: bool = True,
@@ -31,13 +38,49 @@ def from_model(
     """The engine for `model`: the offline one for None or "offline", else an `LLMEngine` with its rate limiter
     (`rpm`, `tpm`) and request cache (`cache_path`, default the user cache directory; none when not `use_cache`).
 
+    Several `api_base`s, or a `deployments` file, give a `RouterEngine` spreading the requests over those servers;
+    `batch` gives a `BatchEngine` sending them through the provider's batch API.
     The LLM options are ignored by the offline engine, which has no settings.
     """
+    api_bases = [api_base] if isinstance(api_base, str) else list(api_base or [])
+    if batch is not None:
+        if deployments is not None or len(api_bases) > 1 or model in (None, OFFLINE_MODEL):
+            raise UserError("--batch sends through one provider's batch API: give --model with an LLM and at most "
+                            "one --api-base (no --deployments)")
+        assert model is not None
+        return BatchEngine(model, api_base=api_bases[0] if api_bases else None, temperature=temperature,
+                           max_tokens=max_tokens, use_schema=use_schema, timeout=timeout,
+                           limiter=RateLimiter(rpm, tpm), cache=RequestCache(cache_path) if use_cache else None,
+                           price_in=price_in, price_out=price_out, run_dir=batch.run_dir,
+                           max_requests=batch.max_requests, max_bytes=batch.max_bytes,
+                           poll_seconds=batch.poll_seconds, wait=batch.wait)
+    if deployments is not None or len(api_bases) > 1:
+        return _router_engine(model, api_bases, deployments, temperature=temperature, max_tokens=max_tokens,
+                              use_schema=use_schema, timeout=timeout, rpm=rpm, tpm=tpm,
+                              cache=RequestCache(cache_path) if use_cache else None, price_in=price_in,
+                              price_out=price_out)
     if model is None or model == OFFLINE_MODEL:
         return OfflineEngine()
-    return LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens, use_schema=use_schema,
+    return LLMEngine(model, api_base=api_bases[0] if api_bases else None, temperature=temperature,
+                     max_tokens=max_tokens, use_schema=use_schema,
                      timeout=timeout, limiter=RateLimiter(rpm, tpm),
                      cache=RequestCache(cache_path) if use_cache else None, price_in=price_in, price_out=price_out)
 
 
-__all__ = ["OFFLINE_MODEL", "Engine", "LLMEngine", "OfflineEngine", "from_model"]
+def _router_engine(model: str | None, api_bases: list[str], deployments: str | Path | None, *, rpm: float | None,
+                   tpm: float | None, **options: Any) -> RouterEngine:
+    if deployments is not None and api_bases:
+        raise UserError("give either --deployments or --api-base, not both (list every server in the file)")
+    if model == OFFLINE_MODEL:
+        raise UserError("the offline engine sends no requests: several servers need --model with an LLM")
+    if deployments is not None:
+        servers = load_deployments(deployments)
+    elif model is None:
+        raise UserError("several --api-base need --model, e.g. --model openai/qwen")
+    else:
+        servers = from_api_bases(model, api_bases)
+    return RouterEngine(servers, model=model, limiter=RouterEngine.limiter_for(servers, rpm, tpm), **options)
+
+
+__all__ = ["OFFLINE_MODEL", "BatchEngine", "BatchSettings", "Engine", "LLMEngine", "OfflineEngine", "RouterEngine",
+           "from_model"]

@@ -86,6 +86,11 @@ class Engine(ABC):
         """The settings that change outputs (part of the run configuration and of provenance): at least `engine`
         (its name), `model` and `api_base_host`."""
 
+    def servers(self) -> list[dict[str, Any]]:
+        """The servers this engine spreads requests over, as the manifest records them (hosts, limits, the names of
+        key variables; never a key). Default: none listed (one server is `describe`'s `api_base_host`)."""
+        return []
+
     def check_ready(self) -> None:
         """Raise a UserError if the engine cannot run (e.g. a missing API key). Default: always ready."""
 

@@ -1,0 +1,427 @@
+"""Provider batch APIs (`inject run --batch`): the same units, sent as batch files through litellm's files and
+batches API (OpenAI-compatible providers, Azure, Vertex, Bedrock where litellm supports them).
+
+The run loop collects requests and calls `flush` when every worker waits (`Engine.collects_batches`). A flush
+splits the requests into chunks within the provider's limits, submits each chunk as one batch carrying metadata
+that names the run and the chunk, records the batch in `RUN/batches.jsonl`, polls with backoff, and answers each
+request from the output file. A line that failed or expired (and only such a line) is resubmitted in a later
+batch; an answer that fails validation is re-asked by the unit as usual, and the re-ask goes into the next round.
+
+No request is ever submitted twice: before a chunk is submitted, the provider's batches are listed and one that
+already carries the chunk's metadata is adopted (a kill between "create" and "record" leaves exactly that), and a
+request a recorded batch holds is collected from it, not sent again. With `wait=False` (`--no-wait`) the flush
+submits what is new and stops the run (`BatchesPending`); the same command later collects.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from ..cache import request_key
+from ..errors import AuthenticationRefused, BatchesPending, UserError
+from ..records import RunDirectory, read_jsonl
+from ..redaction import redact
+from ..taxonomy import Category
+from ..trajectory import Trajectory
+from .base import Proposal, ProviderError, TransientProviderError
+from .llm import LLMEngine, classify_provider_error, import_litellm
+
+BATCHES_FILE = "batches.jsonl"
+DEFAULT_MAX_REQUESTS = 50_000
+"""OpenAI's documented limit of requests in one batch file."""
+DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+"""OpenAI's documented limit of a batch input file (200 MB)."""
+DEFAULT_POLL_SECONDS = 30.0
+MAX_POLL_SECONDS = 600.0
+TERMINAL = ("completed", "expired", "failed", "cancelled")
+NOT_ADOPTABLE = ("failed", "cancelled", "cancelling")
+ENDPOINT = "/v1/chat/completions"
+COMPLETION_WINDOW = "24h"
+BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm")
+"""Providers litellm 1.110's `acreate_batch` takes."""
+LIST_PAGE, LIST_PAGES = 100, 100
+RETRYABLE_LINE_STATUS = (408, 409, 429, 500, 502, 503, 504)
+
+
+@dataclass
+class BatchLog:
+    """`RUN/batches.jsonl` read back: what was submitted, each batch's last recorded state, and for each request
+    the batch that holds it now."""
+
+    submitted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    holder: dict[str, str] = field(default_factory=dict)
+    """request key -> id of the latest batch it was submitted in."""
+    submissions: Counter = field(default_factory=Counter)
+    """request key -> batches it was submitted in."""
+
+    def add(self, record: dict[str, Any]) -> None:
+        if record.get("event") == "submitted":
+            self.submitted[record["batch_id"]] = record
+            for key in record.get("keys", []):
+                self.holder[key] = record["batch_id"]
+                self.submissions[key] += 1
+        elif record.get("event") == "state":
+            self.states[record["batch_id"]] = record
+
+    def status(self, batch_id: str) -> str:
+        return str((self.states.get(batch_id) or self.submitted.get(batch_id) or {}).get("status", "unknown"))
+
+
+def read_batch_log(run_dir: str | Path) -> BatchLog:
+    """The batch log of a run directory (empty when it has none); torn lines are skipped with a warning."""
+    log = BatchLog()
+    path = Path(run_dir) / BATCHES_FILE
+    if path.exists():
+        for record in read_jsonl(path):
+            if isinstance(record, dict) and isinstance(record.get("batch_id"), str):
+                log.add(record)
+    return log
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """How `inject run --batch` sends: where it records batches, the provider's limits, polling, waiting."""
+
+    run_dir: Path
+    max_requests: int = DEFAULT_MAX_REQUESTS
+    max_bytes: int = DEFAULT_MAX_BYTES
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    wait: bool = True
+
+
+@dataclass
+class _Waiting:
+    request: dict[str, Any]
+    futures: list[asyncio.Future] = field(default_factory=list)
+
+
+class BatchEngine(LLMEngine):
+    """An `LLMEngine` that sends its requests as provider batches (see the module's docstring)."""
+
+    collects_batches = True
+
+    def __init__(self, model: str, *, run_dir: str | Path, max_requests: int = DEFAULT_MAX_REQUESTS,
+                 max_bytes: int = DEFAULT_MAX_BYTES, poll_seconds: float = DEFAULT_POLL_SECONDS,
+                 max_poll_seconds: float = MAX_POLL_SECONDS, wait: bool = True, **options: Any):
+        super().__init__(model, **options)
+        self.run_dir = RunDirectory(run_dir)
+        self.max_requests, self.max_bytes = max_requests, max_bytes
+        self.poll_seconds, self.max_poll_seconds, self.wait = poll_seconds, max_poll_seconds, wait
+        self._waiting: dict[str, _Waiting] = {}
+        self._log: BatchLog | None = None
+        self._results: dict[str, dict[str, tuple[str, Any]]] = {}
+        """batch id -> custom_id -> ("ok", completion body) | ("retry", why) | ("fail", why), once downloaded."""
+        self.submitted_batches = 0
+        """Batches this engine created (not adopted), for the summary."""
+
+    @property
+    def run_name(self) -> str:
+        """The run as batch metadata names it: the run directory's name."""
+        return self.run_dir.path.resolve().name
+
+    def check_ready(self) -> None:
+        try:
+            provider = self._provider()[1]
+        except Exception as exc:  # litellm raises for model strings it cannot route
+            raise UserError(f"model {self.model!r} is not usable: {exc}") from None
+        if provider not in BATCH_PROVIDERS:
+            raise UserError(f"--batch: litellm has no batch API for {provider!r} models ({self.model}); it has one "
+                            f"for {', '.join(BATCH_PROVIDERS)}. Run without --batch")
+        super().check_ready()
+
+    def _provider(self) -> tuple[str, str]:
+        """(the model as the provider names it, litellm's provider name)."""
+        model, provider, _, _ = import_litellm().get_llm_provider(self.model, api_base=self.api_base)
+        return model, provider
+
+    def _connection(self) -> dict[str, Any]:
+        connection: dict[str, Any] = {"custom_llm_provider": self._provider()[1]}
+        if self.api_base:
+            connection["api_base"] = self.api_base
+        if self._api_key:
+            connection["api_key"] = self._api_key
+        return connection
+
+    def prices(self) -> tuple[float, float] | None:
+        """`--price-in/--price-out` when given, else litellm's batch prices for the model, else unknown."""
+        if self.price_in is not None and self.price_out is not None:
+            return self.price_in / 1e6, self.price_out / 1e6
+        try:
+            info = import_litellm().get_model_info(self.model)
+        except Exception:  # litellm raises for models it does not know
+            return None
+        price_in, price_out = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
+        return (price_in, price_out) if price_in is not None and price_out is not None else None
+
+    async def propose(self, messages: list[dict[str, Any]], *, trajectory: Trajectory, category: Category,
+                      seed: int, sample: int, response_schema: dict[str, Any] | None, output_mode: str = "edits",
+                      read_cache: bool = True) -> Proposal:
+        """File the request for the next batch (or answer it from the cache) and wait for `flush` to answer it."""
+        request = self.request(messages, seed + sample, response_schema, f"{category.id}_answer")
+        key = request_key(request)
+        if self.cache and read_cache and (hit := self.cache.get(key)):
+            return Proposal(text=hit["text"], usage={}, cost=0.0, details={"cached": True})
+        future: asyncio.Future[Proposal] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(key, _Waiting(request)).futures.append(future)
+        return await future
+
+    async def flush(self) -> None:
+        """Submit, poll and collect every request filed so far; every one ends answered or failed."""
+        waiting, self._waiting = self._waiting, {}
+        if not waiting:
+            return
+        try:
+            await self._settle(waiting)
+        except Exception as exc:  # every waiting unit learns why (a refused key stops the run through them)
+            for entry in waiting.values():
+                for future in entry.futures:
+                    if not future.done():
+                        future.set_exception(exc)
+
+    def _log_now(self) -> BatchLog:
+        if self._log is None:
+            self._log = read_batch_log(self.run_dir.path)
+        return self._log
+
+    def _record(self, record: dict[str, Any]) -> None:
+        record = {**record, "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        self.run_dir.append_line(BATCHES_FILE, record)
+        self._log_now().add(record)
+
+    async def _settle(self, waiting: dict[str, _Waiting]) -> None:
+        log = self._log_now()
+        resubmit: set[str] = set()
+        delay = self.poll_seconds
+        while waiting:
+            for batch_id in sorted({log.holder[k] for k in waiting if k in log.holder and k not in resubmit}):
+                results = await self._collect(batch_id)
+                if results is None:
+                    continue  # still running
+                for key in [k for k in waiting if log.holder.get(k) == batch_id and k not in resubmit]:
+                    outcome, value = results.get(key, ("retry", f"not answered by batch {batch_id}"))
+                    if outcome == "ok":
+                        self._answer(waiting.pop(key), key, value, batch_id)
+                    elif outcome == "fail":
+                        _fail(waiting.pop(key), ProviderError(f"batch {batch_id}: {value}"))
+                    else:
+                        resubmit.add(key)
+            new = sorted(k for k in waiting if k not in log.holder or k in resubmit)
+            for key in [k for k in new if log.submissions[k] >= self.transient_attempts]:
+                _fail(waiting.pop(key), TransientProviderError(
+                    f"failed in {log.submissions[key]} batches; run the same command again to retry it"))
+                new.remove(key)
+            if new:
+                await self._submit(new, waiting)
+                resubmit.difference_update(new)
+                delay = self.poll_seconds
+            if not waiting:
+                break
+            if not self.wait:
+                held = {log.holder[k] for k in waiting}
+                error = BatchesPending(f"{len(waiting)} requests in {len(held)} batches are with the provider; run "
+                                       "the same command again to collect them (`inject status RUN` shows them)")
+                for entry in waiting.values():
+                    _fail(entry, error)
+                return
+            await asyncio.sleep(delay + random.uniform(0, delay / 10))
+            delay = min(self.max_poll_seconds, max(delay * 1.5, 0.0))
+
+    def _answer(self, entry: _Waiting, key: str, body: dict[str, Any], batch_id: str) -> None:
+        usage = body.get("usage") or {}
+        usage_dict = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
+                      "completion_tokens": int(usage.get("completion_tokens") or 0)}
+        prices = self.prices()
+        cost = None if prices is None else usage_dict["prompt_tokens"] * prices[0] + \
+            usage_dict["completion_tokens"] * prices[1]
+        try:
+            text = body["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            _fail(entry, ProviderError(f"batch {batch_id}: an answer without choices[0].message.content"))
+            return
+        if self.cache:
+            self.cache.put(key, text, usage_dict, cost)
+        for future in entry.futures:
+            if not future.done():
+                future.set_result(Proposal(text=text, usage=usage_dict, cost=cost, details={"batch": batch_id}))
+
+    async def _collect(self, batch_id: str) -> dict[str, tuple[str, Any]] | None:
+        """The outcome of every line of a finished batch (downloaded once), or None while it runs."""
+        if batch_id in self._results:
+            return self._results[batch_id]
+        litellm = import_litellm()
+        batch = await self._call(litellm.aretrieve_batch, batch_id=batch_id)
+        status = str(batch.status)
+        if self._log_now().status(batch_id) != status:
+            self._record({"event": "state", "batch_id": batch_id, "status": status,
+                          "counts": _counts(batch), "output_file_id": batch.output_file_id,
+                          "error_file_id": batch.error_file_id})
+        if status not in TERMINAL:
+            return None
+        results: dict[str, tuple[str, Any]] = {}
+        if batch.error_file_id:
+            for line in await self._lines(batch.error_file_id):
+                results[str(line.get("custom_id"))] = _line_outcome(line)
+        if batch.output_file_id:
+            for line in await self._lines(batch.output_file_id):
+                results[str(line.get("custom_id"))] = _line_outcome(line)
+        self._results[batch_id] = results
+        return results
+
+    async def _lines(self, file_id: str) -> list[dict[str, Any]]:
+        content = await self._call(import_litellm().afile_content, file_id=file_id)
+        lines = []
+        for raw in content.content.splitlines():
+            try:
+                line = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue  # an unreadable line answers nothing: its request is resubmitted
+            if isinstance(line, dict):
+                lines.append(line)
+        return lines
+
+    async def _submit(self, keys: list[str], waiting: dict[str, _Waiting]) -> None:
+        """Submit `keys` (sorted) in chunks within the limits, each adopted from the provider when a batch with its
+        metadata exists already (a kill between create and record), else created; each recorded."""
+        log, litellm = self._log_now(), import_litellm()
+        provider_model = self._provider()[0]
+        listing: dict[str, Any] | None = None
+        for chunk_keys, data in self._chunks(keys, waiting, provider_model):
+            number = 1 + max(log.submissions[k] for k in chunk_keys)
+            chunk = hashlib.sha256(("\n".join(chunk_keys) + f"\n#{number}").encode()).hexdigest()[:16]
+            if listing is None:
+                listing = await self._adoptable()
+            batch = listing.get(chunk)
+            adopted = batch is not None
+            if batch is None:
+                file = await self._call(litellm.acreate_file, file=("requests.jsonl", data), purpose="batch")
+                batch = await self._call(litellm.acreate_batch, completion_window=COMPLETION_WINDOW,
+                                         endpoint=ENDPOINT, input_file_id=file.id,
+                                         metadata={"inject_run": self.run_name, "inject_chunk": chunk})
+                self.submitted_batches += 1
+            self._record({"event": "submitted", "batch_id": batch.id, "run": self.run_name, "chunk": chunk,
+                          "submission": number, "status": str(batch.status), "requests": len(chunk_keys),
+                          "bytes": len(data), "adopted": adopted, "keys": chunk_keys})
+
+    def _chunks(self, keys: list[str], waiting: dict[str, _Waiting],
+                provider_model: str) -> list[tuple[list[str], bytes]]:
+        chunks: list[tuple[list[str], bytes]] = []
+        current: list[str] = []
+        lines: list[bytes] = []
+        size = 0
+        for key in keys:
+            body = {name: value for name, value in waiting[key].request.items() if name != "api_base"}
+            body["model"] = provider_model
+            line = (json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body},
+                               ensure_ascii=False) + "\n").encode()
+            if len(line) > self.max_bytes:
+                _fail(waiting.pop(key), ProviderError(f"the request is {len(line)} bytes, more than a batch file "
+                                                      f"may hold (--batch-max-bytes {self.max_bytes})"))
+                continue
+            if current and (len(current) >= self.max_requests or size + len(line) > self.max_bytes):
+                chunks.append((current, b"".join(lines)))
+                current, lines, size = [], [], 0
+            current.append(key)
+            lines.append(line)
+            size += len(line)
+        if current:
+            chunks.append((current, b"".join(lines)))
+        return chunks
+
+    async def _adoptable(self) -> dict[str, Any]:
+        """chunk -> the provider's batch of this run carrying it (newest first wins), from every page listed."""
+        litellm = import_litellm()
+        found: dict[str, Any] = {}
+        after = None
+        for _ in range(LIST_PAGES):
+            page = await self._call(litellm.alist_batches, limit=LIST_PAGE, **({"after": after} if after else {}))
+            data = list(getattr(page, "data", None) or [])
+            for batch in data:
+                metadata = getattr(batch, "metadata", None) or {}
+                if metadata.get("inject_run") == self.run_name and str(batch.status) not in NOT_ADOPTABLE:
+                    found.setdefault(str(metadata.get("inject_chunk")), batch)
+            if not data or not getattr(page, "has_more", False):
+                break
+            after = data[-1].id
+        return found
+
+    async def _call(self, function: Callable[..., Any], **arguments: Any) -> Any:
+        """One call of litellm's files/batches API, with transient faults retried (429, 5xx, connection)."""
+        litellm = import_litellm()
+        for attempt in range(1, self.transient_attempts + 1):
+            try:
+                return await function(**arguments, **self._connection())
+            except Exception as exc:
+                error = classify_provider_error(litellm, exc)
+                if isinstance(error, AuthenticationRefused) or not isinstance(error, TransientProviderError) \
+                        or attempt == self.transient_attempts:
+                    raise error from exc
+                self.retries += 1
+                await asyncio.sleep(self._retry_delay(error, attempt))
+        raise AssertionError("unreachable")
+
+
+def _fail(entry: _Waiting, error: Exception) -> None:
+    for future in entry.futures:
+        if not future.done():
+            future.set_exception(error)
+
+
+def _counts(batch: Any) -> dict[str, int]:
+    counts = getattr(batch, "request_counts", None)
+    return {name: int(getattr(counts, name, 0) or 0) for name in ("total", "completed", "failed")}
+
+
+def _line_outcome(line: dict[str, Any]) -> tuple[str, Any]:
+    """("ok", completion), ("retry", why) for a failed or expired line worth resubmitting, ("fail", why) for a
+    request the provider refused for good (a 4xx other than 408/409/429)."""
+    response = line.get("response") or {}
+    status = response.get("status_code") if isinstance(response, dict) else None
+    if status == 200 and isinstance(response.get("body"), dict):
+        return "ok", response["body"]
+    body = response.get("body") if isinstance(response, dict) else None
+    error = line.get("error") or (body.get("error") if isinstance(body, dict) else None)
+    message = redact(str(error.get("message") if isinstance(error, dict) else error or f"status {status}"))
+    if isinstance(status, int) and 400 <= status < 500 and status not in RETRYABLE_LINE_STATUS:
+        return "fail", message
+    return "retry", message
+
+
+async def cancel_batches(engine: BatchEngine) -> list[tuple[str, str]]:
+    """Cancel every batch of the engine's run directory that is not finished; (batch id, new status) each."""
+    log = read_batch_log(engine.run_dir.path)
+    litellm = import_litellm()
+    cancelled = []
+    for batch_id in log.submitted:
+        if log.status(batch_id) in TERMINAL:
+            continue
+        batch = await engine._call(litellm.acancel_batch, batch_id=batch_id)
+        engine._record({"event": "state", "batch_id": batch_id, "status": str(batch.status),
+                        "counts": _counts(batch)})
+        cancelled.append((batch_id, str(batch.status)))
+    return cancelled
+
+
+def batch_table(run_dir: str | Path) -> str:
+    """The batches of a run directory as last recorded: id, submission, requests, state and line counts."""
+    log = read_batch_log(run_dir)
+    if not log.submitted:
+        return f"{run_dir}: no batches"
+    rows = [f"{'batch':28} {'round':>5} {'requests':>8} {'state':12} {'completed':>9} {'failed':>6}"]
+    states: Counter = Counter()
+    for batch_id, record in log.submitted.items():
+        state = log.states.get(batch_id, {})
+        status = log.status(batch_id)
+        states[status] += 1
+        counts = state.get("counts") or {}
+        rows.append(f"{batch_id:28} {record.get('submission', 1):>5} {record.get('requests', 0):>8} {status:12} "
+                    f"{counts.get('completed', ''):>9} {counts.get('failed', ''):>6}")
+    rows.append(f"{len(log.submitted)} batches: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
+    return "\n".join(rows)

@@ -1,0 +1,205 @@
+"""Several servers, one run: an `LLMEngine` whose requests go through a `litellm.Router`.
+
+The Router picks a deployment per request with usage-based routing (`usage-based-routing-v2`, which honours each
+deployment's rpm/tpm; least-busy would ignore them) and rests a failing server for a while (its cooldown). It
+retries nothing itself (`num_retries=0`, no fallbacks): a failure comes back to our explicit retries, which send it
+again through the Router (so usually to another server). The run configuration and the cache key name the model
+and the set of the deployments' models, never their addresses.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from ..errors import UserError
+from ..limits import RateLimiter
+from ..redaction import public_host, register_secret
+from .base import Proposal
+from .deployments import Deployment, DeploymentSet
+from .llm import (
+    PLACEHOLDER_KEY,
+    SCHEMA_PREFIXES,
+    LLMEngine,
+    _duration_seconds,
+    _headers,
+    _spent_window,
+    _text_tokens_estimate,
+    classify_provider_error,
+    import_litellm,
+)
+
+ROUTING_STRATEGY = "usage-based-routing-v2"
+"""litellm's routing that keeps each deployment under its own rpm/tpm (checked against litellm 1.110's router)."""
+
+
+class RouterEngine(LLMEngine):
+    """Sends each request through a `litellm.Router` over `deployments`; everything else is `LLMEngine`'s."""
+
+    def __init__(self, deployments: DeploymentSet, *, model: str | None = None, **options: Any):
+        group = model or deployments.model or _single_model(deployments)
+        super().__init__(group, **options)
+        self.deployments = deployments
+        self._model_list: list[dict[str, Any]] | None = None
+        self._router: Any = None
+        self._router_loop: Any = None
+
+    @classmethod
+    def limiter_for(cls, deployments: DeploymentSet, rpm: float | None, tpm: float | None) -> RateLimiter:
+        """The run-wide limiter: `--rpm/--tpm` when given, else the deployments' sum (when every one has a limit),
+        so the run does not send faster than the Router can place requests."""
+        if rpm is None and all(d.rpm for d in deployments.deployments):
+            rpm = sum(d.rpm or 0 for d in deployments.deployments)
+        if tpm is None and all(d.tpm for d in deployments.deployments):
+            tpm = sum(d.tpm or 0 for d in deployments.deployments)
+        return RateLimiter(rpm, tpm)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "deployment_models": self.deployments.models}
+
+    def servers(self) -> list[dict[str, Any]]:
+        """The deployments as the manifest records them (hosts and variable names, never keys)."""
+        return [d.public() for d in self.deployments.deployments]
+
+    def check_ready(self) -> None:
+        """Each deployment's key: its `api_key_env` must be set; without one, a server gets a placeholder key and a
+        provider the key litellm finds in the environment (or a one-line error naming the variable)."""
+        litellm = import_litellm()
+        model_list = []
+        for deployment in self.deployments.deployments:
+            params: dict[str, Any] = {"model": deployment.model, "max_retries": 0}
+            if deployment.api_base:
+                params["api_base"] = deployment.api_base
+            key = self._key(litellm, deployment)
+            if key:
+                params["api_key"] = key
+            for name in ("rpm", "tpm"):
+                if getattr(deployment, name):
+                    params[name] = int(getattr(deployment, name))
+            model_list.append({"model_name": self.model, "litellm_params": params})
+        self._model_list = model_list
+
+    def _router_of_this_loop(self) -> Any:
+        """The Router, made inside the running event loop: its usage-based routing starts a task on the loop it
+        finds (made outside one, it would set up a loop of its own that never runs), so each `asyncio.run` of the
+        engine gets its own, and its counters start afresh."""
+        loop = asyncio.get_running_loop()
+        if self._router is None or self._router_loop is not loop:
+            if self._model_list is None:
+                self.check_ready()
+            litellm = import_litellm()
+            known = set(litellm.model_cost)
+            self._router = litellm.Router(
+                model_list=self._model_list, routing_strategy=ROUTING_STRATEGY, num_retries=0, max_fallbacks=0,
+                retry_after=0, allowed_fails=self.deployments.allowed_fails,
+                cooldown_time=self.deployments.cooldown_seconds,
+            )
+            # The Router registers each unknown deployment model in litellm's price list with no price, which
+            # `get_model_info` then reads as free (0 per token): an unknown price must stay unknown, in this run and
+            # in any later one in the process.
+            for name in set(litellm.model_cost) - known:
+                del litellm.model_cost[name]
+            self._router_loop = loop
+        return self._router
+
+    @staticmethod
+    def _key(litellm: Any, deployment: Deployment) -> str | None:
+        if deployment.api_key_env:
+            key = os.environ.get(deployment.api_key_env)
+            if not key:
+                raise UserError(f"{deployment.origin}: the environment variable {deployment.api_key_env} is not set; "
+                                f"export it with the key of {deployment.model}")
+            register_secret(key)  # redacted wherever it might surface, whatever the variable is called
+            return key
+        try:
+            status = litellm.validate_environment(model=deployment.model, api_base=deployment.api_base)
+        except Exception as exc:  # litellm raises for model strings it cannot route
+            raise UserError(f"{deployment.origin}: model {deployment.model!r} is not usable: {exc}") from None
+        missing = status.get("missing_keys") or []
+        if not missing:
+            return None
+        if deployment.api_base:
+            return PLACEHOLDER_KEY  # local servers ignore the key, but the openai client insists on one
+        raise UserError(f"{deployment.origin}: no API key for {deployment.model!r}: set {' and '.join(missing)}, "
+                        "or name the variable that holds it with `api_key_env`")
+
+    def prices(self) -> tuple[float, float] | None:
+        """The dearest deployment's prices (a budget must hold whichever server answers), or None if one is
+        unknown; `--price-in/--price-out` win."""
+        if self.price_in is not None and self.price_out is not None:
+            return self.price_in / 1e6, self.price_out / 1e6
+        litellm = import_litellm()
+        found = []
+        for model in self.deployments.models:
+            try:
+                info = litellm.get_model_info(model)
+            except Exception:  # litellm raises for models it does not know
+                return None
+            if info.get("input_cost_per_token") is None or info.get("output_cost_per_token") is None:
+                return None
+            found.append((info["input_cost_per_token"], info["output_cost_per_token"]))
+        return max(p for p, _ in found), max(c for _, c in found)
+
+    def count_tokens(self, messages: list[dict[str, Any]]) -> int:
+        return int(import_litellm().token_counter(model=self.deployments.models[0], messages=messages))
+
+    def count_text_tokens(self, text: str) -> int:
+        return int(import_litellm().token_counter(model=self.deployments.models[0], text=text))
+
+    def sends_schema(self) -> bool:
+        """Only when every deployment's model takes a JSON-schema response_format."""
+        return self.use_schema and all(_takes_schema(model) for model in self.deployments.models)
+
+    def request(self, messages: list[dict[str, Any]], seed: int, schema: dict | None, name: str) -> dict[str, Any]:
+        """`LLMEngine.request` plus the set of the deployments' models (in the cache key; not sent)."""
+        return {**super().request(messages, seed, schema, name), "deployment_models": self.deployments.models}
+
+    async def _complete_once(self, request: dict[str, Any]) -> Proposal:
+        litellm = import_litellm()
+        router = self._router_of_this_loop()
+        sent = {name: value for name, value in request.items() if name != "deployment_models"}
+        await self.limiter.before_request(_text_tokens_estimate(sent["messages"]))
+        try:
+            response = await router.acompletion(**sent, timeout=self.timeout, drop_params=True, max_retries=0)
+        except Exception as exc:
+            error = classify_provider_error(litellm, exc)
+            status = getattr(error, "status", None)
+            if status == 429:
+                spent = _spent_window(exc)
+                wait = getattr(error, "retry_after", None)
+                if wait is None and spent:
+                    wait = _duration_seconds(_headers(exc).get(f"x-ratelimit-reset-{spent}"))
+                self.limiter.rate_limited(min(self.backoff_seconds if wait is None else wait, self.transient_seconds),
+                                          window_spent=spent is not None)
+            raise error from exc
+        text = response.choices[0].message.content or ""
+        usage = getattr(response, "usage", None)
+        usage_dict = {
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        }
+        await self.limiter.after_response(usage_dict["completion_tokens"])
+        hidden = getattr(response, "_hidden_params", None) or {}
+        return Proposal(text=text, usage=usage_dict, cost=self._cost(litellm, response, usage_dict),
+                        details={"deployment": _host(hidden.get("api_base"))})
+
+
+def _host(api_base: Any) -> str | None:
+    return public_host(str(api_base)) if api_base else None
+
+
+def _takes_schema(model: str) -> bool:
+    if model.startswith(SCHEMA_PREFIXES):
+        return True
+    try:
+        return bool(import_litellm().supports_response_schema(model=model))
+    except Exception:
+        return False
+
+
+def _single_model(deployments: DeploymentSet) -> str:
+    models = deployments.models
+    if len(models) != 1:
+        raise UserError(f"the deployments serve several models ({', '.join(models)}): name the run's model with "
+                        "--model NAME (or `model:` at the top of the deployments file)")
+    return models[0]
