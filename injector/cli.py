@@ -277,9 +277,14 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where units run: this process, or Ray workers (RAY_ADDRESS, else a local Ray; needs "
+                   "prm-injector[ray]). --concurrency, --rpm, --tpm and --max-cost are divided among the workers.")
+@click.option("--ray-workers", type=click.IntRange(min=1), metavar="N",
+              help="With --executor ray: workers (Ray actors). Default: one per CPU of the Ray cluster.")
 def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, max_tokens, seed, samples, no_schema,
         max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
-        retry_rejects) -> None:
+        retry_rejects, executor, ray_workers) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from . import RunSpec, split_by_support
     from . import dry_run as plan_run
@@ -294,10 +299,15 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
     if not model:
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
                    "--model, e.g. --model gpt-4o, or set INJECT_MODEL", err=True)
-    engine = from_model(model or OFFLINE_MODEL, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
-                        use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm,
-                        use_cache=not (no_cache or dry_run), cache_path=cache_path, price_in=price_in,
-                        price_out=price_out)
+    engine_options = dict(api_base=api_base, temperature=temperature, max_tokens=max_tokens, use_schema=not no_schema,
+                          timeout=timeout, rpm=rpm, tpm=tpm, use_cache=not (no_cache or dry_run),
+                          cache_path=cache_path, price_in=price_in, price_out=price_out)
+    engine = from_model(model or OFFLINE_MODEL, **engine_options)
+    units_executor = None
+    if executor == "ray" and not dry_run:
+        from .ray_executor import RayExecutor, WorkerEngine
+
+        units_executor = RayExecutor(WorkerEngine(model or OFFLINE_MODEL, engine_options), workers=ray_workers)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
     spec = RunSpec(taxonomy=taxonomy, categories=selected, samples=samples, seed=seed, output_mode=output_mode,
@@ -310,7 +320,8 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
     command = invocation()
     try:
         with ProgressDisplay() as display:
-            result = run_injection(source, spec, engine, on_progress=display.update, command=command)
+            result = run_injection(source, spec, engine, on_progress=display.update, command=command,
+                                   executor=units_executor)
     except KeyboardInterrupt:
         from .redaction import redact_command
 
