@@ -243,7 +243,8 @@ def render(inputs: InputOptions, output_mode: str) -> None:
     "inject run --category circular_logic                  # offline engine, bundled sample, no key",
     "inject run --category all --model gpt-4o --dry-run    # units, tokens, estimated cost; sends nothing",
     "inject run --category all --model gpt-4o --max-cost 20 --rpm 450 --out runs/gpt4o",
-    "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1"))
+    "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1",
+    "inject run --category all --model gpt-4o --rpm 450 --out runs/big --executor ray   # Ray workers"))
 @input_options
 @output_mode_option
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
@@ -307,6 +308,8 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
     if executor == "ray" and not dry_run:
         from .ray_executor import RayExecutor, WorkerEngine
 
+        if cache_path:  # a worker's working directory is not this one
+            engine_options["cache_path"] = os.path.abspath(cache_path)
         units_executor = RayExecutor(WorkerEngine(model or OFFLINE_MODEL, engine_options), workers=ray_workers)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
@@ -331,6 +334,8 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
     counts = result.manifest.counts
     click.echo(source.describe(), err=True)
     click.echo(summary_table(result.progress), err=True)
+    if units_executor is not None:
+        click.echo(units_executor.last_run.describe(), err=True)
     click.echo(
         f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"

@@ -46,7 +46,7 @@ MIN_BATCH = 8
 """Fewest units per batch (a batch is also at least a worker's concurrency): fewer, larger messages to the workers,
 and still little to redo when a worker dies."""
 RAY_NAMESPACE = "prm-injector"
-QUIET_RAY = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+QUIET_RAY: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
 """No dashboard, no worker output on the terminal, no info lines from Ray: the run's progress display is the output."""
 
 UnitPayload = tuple[Trajectory, str, int, bool]
@@ -138,6 +138,8 @@ class BatchResult:
     """(message, exit code) of what stopped the worker."""
     retries: int = 0
     """The worker engine's transient retries so far."""
+    node: str = ""
+    """The Ray node the worker runs on."""
 
 
 class ShardWorker:
@@ -151,6 +153,7 @@ class ShardWorker:
         self.appends = False
         self.spent: float | None = 0.0
         self.failure: tuple[str, int] | None = None
+        self.node = ""
         self._slots: asyncio.Semaphore | None = None
         self.categories = {category.id: category for category in job.spec.categories}
 
@@ -160,8 +163,11 @@ class ShardWorker:
     def _start(self) -> None:
         # Built in the actor's event loop thread, on first use: an engine's request cache (SQLite) must be used by
         # the thread that opened it.
+        import ray
+
         job = self.job
         self._slots = asyncio.Semaphore(job.concurrency)
+        self.node = ray.get_runtime_context().get_node_id()
         try:
             self.appends = sees_run_directory(Path(job.run_path)) if job.append is None else job.append
             if self.appends:
@@ -185,7 +191,7 @@ class ShardWorker:
         done = await asyncio.gather(*(self._one(payload) for payload in batch))
         return BatchResult(records=[record for record in done if record is not None], appended=self.appends,
                            budget_reached=self.out_of_budget(), failure=self.failure,
-                           retries=self.engine.retries if self.engine is not None else 0)
+                           retries=self.engine.retries if self.engine is not None else 0, node=self.node)
 
     async def _one(self, payload: UnitPayload) -> Record | None:
         trajectory, category_id, sample, read_cache = payload
@@ -233,6 +239,23 @@ def connect_ray(init_options: dict[str, Any] | None = None) -> tuple[Any, bool]:
 
 
 @dataclass
+class RayRunInfo:
+    """What the last `RayExecutor.run_units` used: for the summary line, and to see a run spread over nodes."""
+
+    workers: int = 0
+    token: str = ""
+    """Names the run's actors: `inject-TOKEN-SHARD-GENERATION` (in the `prm-injector` namespace)."""
+    nodes: set[str] = field(default_factory=set)
+    """Ray node ids the workers answered from."""
+    restarts: int = 0
+    """Dead workers replaced."""
+
+    def describe(self) -> str:
+        return (f"ray: {self.workers} worker{'s' * (self.workers != 1)} on {len(self.nodes)} "
+                f"node{'s' * (len(self.nodes) != 1)}, {self.restarts} replaced")
+
+
+@dataclass
 class RayExecutor:
     """Runs a run's units on Ray workers (`injector.run(..., executor=RayExecutor(...))`; the CLI's
     `--executor ray`). `make_engine(workers)` builds one worker's engine, with its share of the rate limits
@@ -248,6 +271,7 @@ class RayExecutor:
     the run directory (None)."""
     init_options: dict[str, Any] = field(default_factory=dict)
     """Extra `ray.init` arguments when a local session is started (e.g. {"num_cpus": 2})."""
+    last_run: RayRunInfo = field(default_factory=RayRunInfo)
 
     def __post_init__(self) -> None:
         require_ray()
@@ -255,6 +279,7 @@ class RayExecutor:
     def run_units(self, units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
                   progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
         ray, started = connect_ray(self.init_options)
+        self.last_run = RayRunInfo()
         try:
             _Dispatch(ray, self, spec, engine, run_dir, progress, on_progress).run(units)
         finally:
@@ -289,6 +314,8 @@ class _Dispatch:
         self.generation = [0] * self.workers
         self.restarts = [0] * self.workers
         self.actors = [self._new_actor(k) for k in range(self.workers)]
+        self.info = executor.last_run
+        self.info.workers, self.info.token = self.workers, self.token
         self.retries: dict[tuple[int, int], int] = {}
         progress.retries = lambda: sum(self.retries.values())
         self.pending: dict[Any, tuple[int, int, list[UnitPayload]]] = {}
@@ -306,16 +333,19 @@ class _Dispatch:
         name = f"inject-{self.token}-{shard}-{self.generation[shard]}"
         return self.actor_class.options(name=name, **self.actor_options).remote(job)
 
-    def over_budget(self) -> bool:
+    def over_budget(self, *, every_worker: bool = False) -> bool:
+        """Whether the run's budget is spent, or a worker's share of it (`every_worker`: every worker's share)."""
         max_cost, cost = self.spec.max_cost, self.progress.cost
-        return bool(self.out_of_budget) or (max_cost is not None and cost is not None and cost >= max_cost)
+        if max_cost is not None and cost is not None and cost >= max_cost:
+            return True
+        return len(self.out_of_budget) == self.workers if every_worker else bool(self.out_of_budget)
 
     def run(self, units: Iterator[Unit]) -> None:
         written = self.run_dir.written()
         finished = written.finished(self.spec.retry_rejects)
         try:
             for unit in units:
-                if self.failure or self.over_budget():
+                if self.failure or self.over_budget(every_worker=True):
                     break
                 if unit.id in finished:
                     self.progress.skipped_existing += 1
@@ -323,12 +353,15 @@ class _Dispatch:
                         self.progress.planned -= 1
                     continue
                 shard = shard_of(unit.id, self.workers)
+                if shard in self.out_of_budget:
+                    continue  # its worker spent its share: left for the next run
                 self.buffers[shard].append((unit.trajectory, unit.category.id, unit.sample,
                                             unit.id not in written.rejected))
                 if len(self.buffers[shard]) >= self.batch_size[shard]:
                     self._send(shard)
             for shard in range(self.workers):
-                if self.buffers[shard] and not (self.failure or self.over_budget()):
+                if self.buffers[shard] and not (self.failure or self.over_budget(every_worker=True)
+                                                or shard in self.out_of_budget):
                     self._send(shard)
             while self.pending:
                 self._collect()
@@ -369,6 +402,7 @@ class _Dispatch:
             self.failure = WorkerFailed(f"a Ray worker failed: {str(exc).splitlines()[0]}", 1)
             return
         self.retries[shard, generation] = result.retries
+        self.info.nodes.add(result.node)
         for record in result.records:
             self._count(record, append=not result.appended)
         if result.budget_reached:
@@ -397,6 +431,7 @@ class _Dispatch:
                     "written is kept: run the same command again to continue")
                 return
             self.ray.kill(self.actors[shard])
+            self.info.restarts += 1
             self.generation[shard] += 1
             self.actors[shard] = self._new_actor(shard)
         ids = {unit_id(trajectory.id, category_id, sample) for trajectory, category_id, sample, _ in batch}
@@ -409,11 +444,11 @@ class _Dispatch:
 
     def _written_since_start(self, ids: set[str]) -> Iterator[Record]:
         """Records of units `ids` written by this invocation (after the offsets it started at)."""
-        models: tuple[tuple[Path, type[Candidate] | type[Rejection]], ...] = (
-            (self.run_dir.candidates_path, Candidate), (self.run_dir.rejects_path, Rejection))
-        for path, model in models:
-            if not path.exists():
-                continue
-            for _, offset, record in scan_records(path, model):
-                if offset >= self.start_offsets[path] and record.id in ids:
-                    yield record
+        start = self.start_offsets
+        candidates, rejects = self.run_dir.candidates_path, self.run_dir.rejects_path
+        if candidates.exists():
+            yield from (record for _, offset, record in scan_records(candidates, Candidate)
+                        if offset >= start[candidates] and record.id in ids)
+        if rejects.exists():
+            yield from (record for _, offset, record in scan_records(rejects, Rejection)
+                        if offset >= start[rejects] and record.id in ids)
