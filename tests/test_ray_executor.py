@@ -223,15 +223,15 @@ def test_a_worker_killed_mid_run_is_replaced_and_nothing_is_lost_or_written_twic
                                                                                  scripted_server):
     killed: list[int] = []
     executor = ray_executor(scripted_server)
-    kill_a_worker_at(scripted_server, ray_session, executor, 60, killed)
-    spec = spec_for(tmp_path / "run", ["counterfactual"], limit=25, samples=8, concurrency=8)
+    kill_a_worker_at(scripted_server, ray_session, executor, 30, killed)
+    spec = spec_for(tmp_path / "run", ["counterfactual"], limit=25, samples=4, concurrency=8)
     result = run(load_trajectories(SAMPLE), spec, llm_engine(scripted_server), executor=executor)
     assert killed and executor.last_run.restarts == 1
     ids = line_ids(tmp_path / "run")
-    assert len(ids) == 200 and max(ids.values()) == 1  # 0 lost, 0 duplicates
-    assert result.manifest.counts["candidates"] + result.manifest.counts["rejects"] == 200
+    assert len(ids) == 100 and max(ids.values()) == 1  # 0 lost, 0 duplicates
+    assert result.manifest.counts["candidates"] + result.manifest.counts["rejects"] == 100
     again = run(load_trajectories(SAMPLE), spec, llm_engine(scripted_server), executor=ray_executor(scripted_server))
-    assert again.progress.done == 0 and again.progress.skipped_existing == 200
+    assert again.progress.done == 0 and again.progress.skipped_existing == 100
     assert line_ids(tmp_path / "run") == ids
 
 
@@ -240,18 +240,18 @@ def test_a_killed_worker_without_replacements_stops_the_run_and_a_local_rerun_fi
                                                                                          scripted_server):
     killed: list[int] = []
     executor = ray_executor(scripted_server, worker_restarts=0)
-    kill_a_worker_at(scripted_server, ray_session, executor, 60, killed)
-    spec = spec_for(tmp_path / "run", ["counterfactual"], limit=25, samples=8, concurrency=8)
+    kill_a_worker_at(scripted_server, ray_session, executor, 30, killed)
+    spec = spec_for(tmp_path / "run", ["counterfactual"], limit=25, samples=4, concurrency=8)
     with pytest.raises(WorkerLost, match="run the same command again"):
         run(load_trajectories(SAMPLE), spec, llm_engine(scripted_server), executor=executor)
     assert killed
     before = line_ids(tmp_path / "run")
-    assert 0 < len(before) < 200 and max(before.values()) == 1
+    assert 0 < len(before) < 100 and max(before.values()) == 1
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "failed"
     result = run(load_trajectories(SAMPLE), spec, llm_engine(scripted_server))  # the local loop resumes it
     ids = line_ids(tmp_path / "run")
-    assert result.progress.done == 200 - len(before)
-    assert len(ids) == 200 and max(ids.values()) == 1  # 0 lost, 0 duplicates
+    assert result.progress.done == 100 - len(before)
+    assert len(ids) == 100 and max(ids.values()) == 1  # 0 lost, 0 duplicates
 
 
 @needs_ray
