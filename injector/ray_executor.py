@@ -23,6 +23,7 @@ import fcntl
 import importlib.util
 import logging
 import os
+import sys
 import traceback
 import uuid
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Any, Callable, Iterator
 from .engines import from_model
 from .engines.base import Engine
 from .errors import BudgetExceeded, InjectorError, UserError
+from .hooks import HOOK_MODULE_PREFIX
 from .pipeline import RunProgress, RunSpec
 from .records import Candidate, Rejection, RunDirectory, scan_records, unit_id
 from .shards import shard_of
@@ -220,6 +222,16 @@ class ShardWorker:
         return record
 
 
+def send_loaded_hooks_by_value() -> None:
+    """A hook loaded in this process lives in a module imported from the taxonomy's directory under a made-up name
+    (`hooks.py`), which a worker cannot import: ship its code with the categories instead of a reference to it."""
+    from ray import cloudpickle
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith(HOOK_MODULE_PREFIX):
+            cloudpickle.register_pickle_by_value(module)
+
+
 def connect_ray(init_options: dict[str, Any] | None = None) -> tuple[Any, bool]:
     """Ray, initialised: the session already open in this process, else the cluster at RAY_ADDRESS, else a new
     local one (with `init_options`, e.g. num_cpus). Returns (ray, whether this call started the session)."""
@@ -301,6 +313,7 @@ class _Dispatch:
         self.concurrency = [share + (k < extra) for k in range(self.workers)]
         self.batch_size = [max(MIN_BATCH, c) for c in self.concurrency]
         self.budget = None if spec.max_cost is None else spec.max_cost / self.workers
+        send_loaded_hooks_by_value()
         manifest = run_dir.read_manifest() or {}
         self.job = WorkerJob(spec=spec, make_engine=executor.make_engine, workers=self.workers, concurrency=1,
                              budget=self.budget, run_path=str(run_dir.path.resolve()),

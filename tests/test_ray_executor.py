@@ -281,3 +281,23 @@ def test_cli_executor_ray_and_a_local_rerun_agree(ray_session, tmp_path):
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output
     assert "0 new, 20 already there" in again.output
+
+
+@needs_ray
+def test_a_hook_loaded_before_the_run_runs_on_the_workers(ray_session, tmp_path, scripted_server):
+    # The hook's module exists only in this process (imported from the taxonomy's directory); its check must still
+    # reject the first answer on the worker and feed the re-ask.
+    from test_taxonomy import TEMPLATE, TRAJECTORY, WRONG, hook_taxonomy
+
+    taxonomy = hook_taxonomy(tmp_path, TEMPLATE)
+    category = taxonomy.category("unit_slip")
+    assert category.loaded_hook() is not None
+    scripted_server.script = lambda body: json.dumps(
+        {"question": None, "reason": "r",
+         "edits": [WRONG if len(body["messages"]) <= 2 else dict(WRONG, text="Then $x + 3 = 5$ cents.")]})
+    spec = RunSpec(taxonomy=taxonomy, categories=[category], samples=4, out=tmp_path / "run")
+    result = run([TRAJECTORY], spec, llm_engine(scripted_server), executor=ray_executor(scripted_server))
+    assert result.progress.accepted == 4
+    lines = (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()
+    attempts = [json.loads(line)["provenance"]["attempts"] for line in lines]
+    assert attempts == [[{"codes": ["no_unit_slip"]}, {"codes": []}]] * 4
