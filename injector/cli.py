@@ -282,7 +282,8 @@ def render(inputs: InputOptions, output_mode: str) -> None:
               help="Where units run: this process, or Ray workers (RAY_ADDRESS, else a local Ray; needs "
                    "prm-injector[ray]). --concurrency, --rpm, --tpm and --max-cost are divided among the workers.")
 @click.option("--ray-workers", type=click.IntRange(min=1), metavar="N",
-              help="With --executor ray: workers (Ray actors). Default: one per CPU of the Ray cluster.")
+              help="With --executor ray: workers (Ray actors). Default: one per CPU of the Ray cluster; never more "
+                   "than --concurrency.")
 def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, max_tokens, seed, samples, no_schema,
         max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
         retry_rejects, executor, ray_workers) -> None:

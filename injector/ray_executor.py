@@ -47,6 +47,7 @@ the driver collects."""
 MIN_BATCH = 8
 """Fewest units per batch (a batch is also at least a worker's concurrency): fewer, larger messages to the workers,
 and still little to redo when a worker dies."""
+KILL_WAITS, KILL_WAIT_SECONDS = 6, 10.0
 RAY_NAMESPACE = "prm-injector"
 QUIET_RAY: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
 """No dashboard, no worker output on the terminal, no info lines from Ray: the run's progress display is the output."""
@@ -443,7 +444,7 @@ class _Dispatch:
                     f"the Ray worker of shard {shard} died {self.restarts[shard]} times (last: {reason}); what was "
                     "written is kept: run the same command again to continue")
                 return
-            self.ray.kill(self.actors[shard])
+            self._kill(self.actors[shard])
             self.info.restarts += 1
             self.generation[shard] += 1
             self.actors[shard] = self._new_actor(shard)
@@ -454,6 +455,19 @@ class _Dispatch:
         rest = [payload for payload in batch if unit_id(payload[0].id, payload[1], payload[2]) in ids]
         if rest:
             self._submit(shard, rest)
+
+    def _kill(self, actor: Any) -> None:
+        """Kill a worker and wait (a minute at most) until it is gone: `ray.kill` only asks, and a worker that is
+        merely unreachable must not append after the run directory is read for what it wrote."""
+        ray = self.ray
+        ray.kill(actor)
+        for _ in range(KILL_WAITS):
+            try:
+                ray.get(actor.pid.remote(), timeout=KILL_WAIT_SECONDS)
+            except ray.exceptions.ActorDiedError:
+                return
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                continue
 
     def _written_since_start(self, ids: set[str]) -> Iterator[Record]:
         """Records of units `ids` written by this invocation (after the offsets it started at)."""
