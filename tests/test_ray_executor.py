@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from injector import RunSpec, Taxonomy, load_trajectories, run
 from injector.cli import main
 from injector.engines import from_model
-from injector.errors import BudgetExceeded, UserError
+from injector.errors import BudgetExceeded, InjectorError, UserError
 from injector.limits import RateLimiter
 from injector.ray_executor import RayExecutor, WorkerEngine, WorkerLost, require_ray, sees_run_directory
 from injector.records import RunDirectory
@@ -300,3 +300,33 @@ def test_a_hook_loaded_before_the_run_runs_on_the_workers(ray_session, tmp_path,
     lines = (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()
     attempts = [json.loads(line)["provenance"]["attempts"] for line in lines]
     assert attempts == [[{"codes": ["no_unit_slip"]}, {"codes": []}]] * 4
+
+
+@needs_ray
+def test_an_unreachable_ray_address_is_one_line_and_exit_2(ray_session, monkeypatch, tmp_path):
+    def refuse(*args, **kwargs):
+        raise ConnectionError("Could not find any running Ray instance. Please specify the one to connect to")
+
+    monkeypatch.setattr(ray_session, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_session, "init", refuse)
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.9:6379")
+    result = CliRunner().invoke(main, ["run", "--category", "redundancy", "--limit", "1", "--executor", "ray",
+                                       "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "error: cannot start or reach the Ray cluster at RAY_ADDRESS=10.0.0.9:6379 (Could not find any running Ray "
+        "instance. Please specify the one to connect to); check it with `ray status`, or unset RAY_ADDRESS to start "
+        "a local one; run the same command again to continue")
+
+
+@needs_ray
+def test_a_worker_that_cannot_start_its_engine_stops_the_run_with_that_error(ray_session, tmp_path, scripted_server):
+    # The worker's engine must be the run's: one built with another temperature would write records of another run.
+    scripted_server.script = answer
+    other = RayExecutor(WorkerEngine(MODEL, {"api_base": scripted_server.api_base, "use_cache": False,
+                                             "temperature": 0.5}), workers=2)
+    spec = spec_for(tmp_path / "run", ["counterfactual"], limit=4, samples=1)
+    with pytest.raises(InjectorError, match="a Ray worker built a different engine") as raised:
+        run(load_trajectories(SAMPLE), spec, llm_engine(scripted_server), executor=other)
+    assert raised.value.exit_code == 2
+    assert line_ids(tmp_path / "run") == Counter() and scripted_server.requests == []
