@@ -103,12 +103,14 @@ def sees_run_directory(path: Path) -> bool:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)  # nobody held it: a copy, or a directory no run holds
+        return False
     except BlockingIOError:
         return True
     except OSError:
         return False
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    return False
+    finally:
+        os.close(fd)
 
 
 @dataclass

@@ -74,6 +74,10 @@ def test_a_worker_sees_the_run_directory_only_while_the_run_holds_it(tmp_path):
     assert sees_run_directory(run_dir.path)  # the run lock is held: the same directory
     run_dir.release()
     assert not sees_run_directory(run_dir.path)  # a directory no run holds (a copy): the driver appends
+    open_files = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        sees_run_directory(run_dir.path)
+    assert len(os.listdir("/proc/self/fd")) == open_files  # the probe closes what it opens
 
 
 def test_worker_engines_share_the_rate_limits():
