@@ -163,6 +163,7 @@ class ShardWorker:
         self.categories = {category.id: category for category in job.spec.categories}
 
     def pid(self) -> int:
+        """The worker's process id (to kill it in a test; to wait for its death after `ray.kill`)."""
         return os.getpid()
 
     def _start(self) -> None:
