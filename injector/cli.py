@@ -243,7 +243,8 @@ def render(inputs: InputOptions, output_mode: str) -> None:
     "inject run --category circular_logic                  # offline engine, bundled sample, no key",
     "inject run --category all --model gpt-4o --dry-run    # units, tokens, estimated cost; sends nothing",
     "inject run --category all --model gpt-4o --max-cost 20 --rpm 450 --out runs/gpt4o",
-    "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1"))
+    "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1",
+    "inject run --category all --model gpt-4o --rpm 450 --out runs/big --executor ray   # Ray workers"))
 @input_options
 @output_mode_option
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
@@ -291,11 +292,18 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--batch-poll-seconds", type=click.FloatRange(min=0), default=30, show_default=True,
               help="First wait between polls of running batches (then longer, up to 10 minutes).")
 @click.option("--no-wait", is_flag=True, help="With --batch: submit and exit; the same command again collects.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where units run: this process, or Ray workers (RAY_ADDRESS, else a local Ray; needs "
+                   "prm-injector[ray]). --concurrency, --rpm, --tpm and --max-cost are divided among the workers.")
+@click.option("--ray-workers", type=click.IntRange(min=1), metavar="N",
+              help="With --executor ray: workers (Ray actors). Default: one per CPU of the Ray cluster; never more "
+                   "than --concurrency.")
 @click.pass_context
 def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_base, deployments_file, temperature,
         max_tokens, seed, samples, no_schema,
         max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
-        retry_rejects, batch, batch_max_requests, batch_max_bytes, batch_poll_seconds, no_wait) -> None:
+        retry_rejects, batch, batch_max_requests, batch_max_bytes, batch_poll_seconds, no_wait, executor,
+        ray_workers) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from . import RunSpec, split_by_support
     from . import dry_run as plan_run
@@ -317,16 +325,28 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
         if not batch or not out:
             raise click.UsageError("--batch needs --out (the same command, run again, collects the batches there)"
                                    if batch else "--no-wait goes with --batch")
+        if executor == "ray":
+            raise click.UsageError("--batch and --executor ray do not combine: a batch run needs one process")
         batch_settings = BatchSettings(run_dir=Path(out), max_requests=batch_max_requests, max_bytes=batch_max_bytes,
                                        poll_seconds=batch_poll_seconds, wait=not no_wait)
         if ctx.get_parameter_source("concurrency") is click.core.ParameterSource.DEFAULT:
             concurrency = 5000
-    engine = from_model(model or (None if deployments_file else OFFLINE_MODEL), api_base=api_base,
-                        deployments=deployments_file, batch=batch_settings, temperature=temperature,
-                        max_tokens=max_tokens,
-                        use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm,
-                        use_cache=not (no_cache or dry_run), cache_path=cache_path, price_in=price_in,
-                        price_out=price_out)
+    engine_options = dict(api_base=api_base, deployments=deployments_file, temperature=temperature,
+                          max_tokens=max_tokens, use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm,
+                          use_cache=not (no_cache or dry_run), cache_path=cache_path, price_in=price_in,
+                          price_out=price_out)
+    engine_model = model or (None if deployments_file else OFFLINE_MODEL)
+    engine = from_model(engine_model, batch=batch_settings, **engine_options)
+    units_executor = None
+    if executor == "ray" and not dry_run:
+        from .ray_executor import RayExecutor, WorkerEngine
+
+        if deployments_file:  # each worker's Router would pace every deployment at its full rpm/tpm
+            raise click.UsageError("--deployments and --executor ray do not combine yet: use --api-base (repeatable) "
+                                   "with --rpm/--tpm, which are divided among the workers")
+        if cache_path:  # a worker's working directory is not this one
+            engine_options["cache_path"] = os.path.abspath(cache_path)
+        units_executor = RayExecutor(WorkerEngine(engine_model, engine_options), workers=ray_workers)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
     spec = RunSpec(taxonomy=taxonomy, categories=selected, samples=samples, seed=seed, output_mode=output_mode,
@@ -339,7 +359,8 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     command = invocation()
     try:
         with ProgressDisplay() as display:
-            result = run_injection(source, spec, engine, on_progress=display.update, command=command)
+            result = run_injection(source, spec, engine, on_progress=display.update, command=command,
+                                   executor=units_executor)
     except KeyboardInterrupt:
         from .redaction import redact_command
 
@@ -352,6 +373,8 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     counts = result.manifest.counts
     click.echo(source.describe(), err=True)
     click.echo(summary_table(result.progress), err=True)
+    if units_executor is not None:
+        click.echo(units_executor.last_run.describe(), err=True)
     click.echo(
         f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"

@@ -18,6 +18,9 @@ from typing import Any, Protocol
 
 from .errors import UserError
 
+HOOK_MODULE_PREFIX = "injector_hook_"
+"""A loaded hook file's module name in `sys.modules`: this prefix and a hash of its path."""
+
 
 class Hook(Protocol):
     def context(self, trajectory: Any) -> dict[str, Any]: ...
@@ -41,7 +44,7 @@ def load_hook(spec: str, allowed_dirs: tuple[Path, ...] | None = None) -> Hook:
     if allowed_dirs is not None and not any(real.is_relative_to(d) for d in allowed_dirs):
         raise UserError(f"hook {spec!r}: {path} resolves (through a symlink) to {real}, outside the taxonomy's "
                         "directory; refusing to import it. Copy the file into the taxonomy's directory")
-    module_name = "injector_hook_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    module_name = HOOK_MODULE_PREFIX + hashlib.sha256(str(path).encode()).hexdigest()[:12]
     module = sys.modules.get(module_name)
     if module is None:
         loader_spec = importlib.util.spec_from_file_location(module_name, real)  # the file checked above

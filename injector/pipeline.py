@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -211,6 +211,15 @@ def _planned_units(trajectories: TrajectoryInput, categories: list[Category], sa
     return None if estimate is None else estimate * len(categories) * samples
 
 
+class UnitExecutor(Protocol):
+    """Somewhere else to run a run's units (`injector.ray_executor.RayExecutor`): the same units and the same
+    `inject_one`, every record appended to `run_dir` and counted in `progress`; raises as the local loop does
+    (`BudgetExceeded`, the first failure)."""
+
+    def run_units(self, units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
+                  progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None: ...
+
+
 def run(
     trajectories: TrajectoryInput | Iterable[Trajectory],
     spec: RunSpec,
@@ -218,6 +227,7 @@ def run(
     *,
     on_progress: Callable[[RunProgress], None] | None = None,
     command: list[str] | None = None,
+    executor: UnitExecutor | None = None,
 ) -> RunResult:
     """Inject every category of `spec` into every trajectory (`spec.samples` times each); write a run directory.
 
@@ -225,7 +235,8 @@ def run(
     (wrapped in an `IterableInput`, whose identity is `{"input": "python"}`); an existing run directory of the same
     configuration is continued. Rejects are a normal outcome, not an exception; a reached `spec.max_cost` (dollars,
     this invocation) raises `BudgetExceeded` after the requests in flight are written. `command` is recorded in the
-    manifest (default: `sys.argv`, redacted).
+    manifest (default: `sys.argv`, redacted). `executor` runs the units elsewhere (default: this process's event
+    loop).
     """
     source = as_input(trajectories)
     engine.check_ready()
@@ -257,7 +268,10 @@ def run(
     progress = RunProgress(planned=_planned_units(source, categories, spec.samples, spec.limit),
                            retries=lambda: engine.retries)
     try:
-        asyncio.run(_run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress))
+        if executor is None:
+            asyncio.run(_run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress))
+        else:
+            executor.run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress)
         manifest.status = "finished"
     except KeyboardInterrupt:
         manifest.status = "interrupted"
