@@ -369,3 +369,15 @@ def test_run_with_some_candidates_and_transient_failures_exits_0(scripted_server
     result = invoke(*run_args(scripted_server, trajectories_file, out, "--limit", "2", "--concurrency", "1"))
     assert result.exit_code == 0 and f"{out}: 1 candidates, 1 rejects" in result.output
     assert "no candidates" not in result.output
+
+
+@pytest.mark.parametrize("extra, word", [(["--batch"], "--batch"), (["--deployments", "deployments.yaml"], "--deployments")])
+def test_the_ray_executor_refuses_what_one_process_must_do(tmp_path, monkeypatch, extra, word):
+    # A batch run needs one process; a Router in each worker would pace every server at its full limit.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "deployments.yaml").write_text("deployments:\n  - model: openai/m\n    api_base: http://127.0.0.1:9/v1\n")
+    result = CliRunner().invoke(main, ["run", "--category", "circular_logic", "--model", "openai/m", "--out",
+                                       str(tmp_path / "run"), "--executor", "ray", *extra])
+    assert result.exit_code == 2, result.output
+    assert word in result.output and "--executor ray" in result.output
+    assert not (tmp_path / "run" / "candidates.jsonl").exists()
