@@ -15,12 +15,9 @@ from typing import Any
 
 import click
 
-from .contract import DEFAULT_OUTPUT_MODE, OUTPUT_MODES
-from .engines import OFFLINE_MODEL
+from .choices import CLIENTS, DEFAULT_OUTPUT_MODE, DUPLICATE_ID_POLICIES, OFFLINE_MODEL, OUTPUT_MODES, RECORD_FORMATS
 from .errors import InjectorError
-from .sources.formats import RECORD_FORMATS
 from .redaction import redact
-from .sources import DUPLICATE_ID_POLICIES
 from .version import __version__
 
 EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
@@ -274,7 +271,7 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--price-out", type=click.FloatRange(min=0), help="Dollars per million completion tokens.")
 @click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly (exit 3, resumable) once this run has "
               "spent this many dollars.")
-@click.option("--client", type=click.Choice(["auto", "litellm", "openai"]), envvar="INJECT_CLIENT",
+@click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
               show_envvar=True, default="auto", show_default=True,
               help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "
                    "hosted_vllm/... with --api-base, OpenAI's chat models; faster start-up and less CPU) and "

@@ -4,13 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..cache import RequestCache
+from ..choices import OFFLINE_MODEL  # defined there for --help
 from ..limits import RateLimiter
 from .base import Engine
 from .llm import LLMEngine
 from .offline import OfflineEngine
-
-OFFLINE_MODEL = "offline"
-"""The model name of the rule-based engine (`--model offline`, the default)."""
 
 
 def from_model(

@@ -22,13 +22,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..choices import CLIENTS
 from ..errors import AuthenticationRefused, UserError
 from ..redaction import RedactingFilter, redact
 from .base import ProviderError, TransientProviderError
 from .provider_faults import retry_after
 
-CLIENTS = ("auto", "litellm", "openai")
-"""`--client`: auto picks the openai SDK where it sends what litellm would, else litellm."""
 CLIENT_ENV = "INJECT_CLIENT"
 """The environment variable that sets the default client (`--client` overrides it)."""
 PLACEHOLDER_KEY = "sk-no-key-needed"
@@ -153,12 +152,11 @@ class OpenAIClient:
             return None
         entry = model_entry(self.model) or {}
         prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
         cached_price = entry.get("cache_read_input_token_cost")
-        if cached_price is None:
-            cached = 0
-        return float((prompt - cached) * prices[0] + cached * cached_price + completion * prices[1]
-                     if cached else prompt * prices[0] + completion * prices[1])
+        cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
+        if cached_price is None or not cached:
+            return float(prompt * prices[0] + completion * prices[1])
+        return float((prompt - cached) * prices[0] + cached * cached_price + completion * prices[1])
 
     def _client(self, api_key: str) -> Any:
         loop = asyncio.get_running_loop()
@@ -187,8 +185,8 @@ class OpenAIClient:
         return payload
 
 
-class MalformedResponse(Exception):
-    """An HTTP 200 whose body is not a chat completion."""
+class MalformedResponse(TransientProviderError):
+    """An HTTP 200 whose body is not a chat completion (a broken proxy): retried."""
 
 
 @functools.lru_cache(maxsize=1)
