@@ -13,8 +13,10 @@ and prints one table with the openai/litellm ratio per measure.
 
     python bench/client_speed.py                       # both clients, 2 rounds (~6 min on 2 idle cores)
     python bench/client_speed.py --rounds 1 --only instant --json out.json
-    python bench/client_speed.py --clients litellm     # one client (e.g. for a checkout without --client:
-                                                        # --clients none runs without the option)
+    python bench/client_speed.py --clients litellm     # one client
+    python bench/client_speed.py --clients main,litellm,openai --baseline /tmp/main-export
+        # "main": `inject run` without --client, importing the library from --baseline (a checkout or an export of
+        # another commit, put first on PYTHONPATH), in the same rounds: before and after, side by side
 
 CPU and peak RSS come from `os.wait4` on the `inject` process (its own rusage: user+sys seconds, ru_maxrss).
 """
@@ -38,13 +40,18 @@ from run_loop import INJECT, account, inject_command, library_fingerprint, log, 
 from run_loop import unit_ids  # noqa: E402
 
 CONCURRENCY = 64
+BASELINE: str | None = None
+"""--baseline: where the "main" client imports the library from."""
 
 
-def run_measured(command: list[str], work: Path, name: str) -> dict[str, float]:
+def run_measured(command: list[str], work: Path, name: str, client: str) -> dict[str, float]:
     """Run to completion; wall, user+sys CPU and peak RSS (MB) of that process alone (wait4's rusage)."""
     with (work / f"{name}.log").open("w") as log_file:
         start = time.monotonic()
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=subprocess_env(work))
+        env = subprocess_env(work)
+        if client == "main":
+            env["PYTHONPATH"] = str(BASELINE)
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.monotonic() - start
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -53,7 +60,7 @@ def run_measured(command: list[str], work: Path, name: str) -> dict[str, float]:
 
 
 def client_args(client: str) -> list[str]:
-    return [] if client == "none" else ["--client", client]
+    return [] if client in ("none", "main") else ["--client", client]
 
 
 def instant(client: str, work: Path, input_path: Path, n: int, tag: str) -> dict[str, Any]:
@@ -61,7 +68,7 @@ def instant(client: str, work: Path, input_path: Path, n: int, tag: str) -> dict
         out = work / f"instant-{client}-{tag}"
         command = inject_command(input_path, out, provider.api_base, "--no-cache", "--concurrency",
                                  str(CONCURRENCY), *client_args(client))
-        result = run_measured(command, work, out.name)
+        result = run_measured(command, work, out.name, client)
         stats = provider.stats()
     counts = account(out, unit_ids(n))
     result.update(requests=stats["requests"], candidates=counts["candidates"], lost=counts["lost"],
@@ -76,7 +83,7 @@ def latency(client: str, work: Path, input_path: Path, n: int, tag: str, seconds
         out = work / f"latency-{client}-{tag}"
         command = inject_command(input_path, out, provider.api_base, "--no-cache", "--concurrency",
                                  str(CONCURRENCY), *client_args(client))
-        result = run_measured(command, work, out.name)
+        result = run_measured(command, work, out.name, client)
         stats = provider.stats()
     ideal = stats["requests"] * seconds / CONCURRENCY
     counts = account(out, unit_ids(n))
@@ -87,11 +94,14 @@ def latency(client: str, work: Path, input_path: Path, n: int, tag: str, seconds
     return result
 
 
-def help_time(work: Path) -> float:
+def help_time(work: Path, baseline: str | None = None) -> float:
+    env = subprocess_env(work)
+    if baseline:
+        env["PYTHONPATH"] = baseline
     times = []
     for _ in range(5):
         start = time.monotonic()
-        subprocess.run([str(INJECT), "--help"], stdout=subprocess.DEVNULL, env=subprocess_env(work), check=True)
+        subprocess.run([str(INJECT), "--help"], stdout=subprocess.DEVNULL, env=env, check=True)
         times.append(time.monotonic() - start)
     return statistics.median(times)
 
@@ -135,13 +145,19 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]], clients: list[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", default="litellm,openai", help="comma-separated: litellm, openai, auto, none")
+    parser.add_argument("--clients", default="litellm,openai",
+                        help="comma-separated: litellm, openai, auto, none (no --client), main (see --baseline)")
+    parser.add_argument("--baseline", help="the library the `main` client imports (a checkout's root)")
     parser.add_argument("--only", default="instant,latency,help", help="comma-separated scenarios")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--instant-n", type=int, default=2000)
     parser.add_argument("--latency-n", type=int, default=1000)
     parser.add_argument("--json", help="write every measurement here")
     args = parser.parse_args()
+    global BASELINE
+    BASELINE = args.baseline
+    if "main" in args.clients.split(",") and not args.baseline:
+        parser.error("--clients main needs --baseline")
     clients = args.clients.split(",")
     only = set(args.only.split(","))
     fingerprint = library_fingerprint()
@@ -151,6 +167,7 @@ def main() -> None:
         instant_input = make_input(work / "instant.jsonl", args.instant_n)
         latency_input = make_input(work / "latency.jsonl", args.latency_n)
         help_seconds = help_time(work) if "help" in only else None
+        baseline_help = help_time(work, BASELINE) if "help" in only and "main" in clients else None
         for k in range(args.rounds):
             order = clients if k % 2 == 0 else list(reversed(clients))
             for scenario, function, path, n in (("instant", instant, instant_input, args.instant_n),
@@ -165,11 +182,13 @@ def main() -> None:
                         for key, value in result.items() if key != "start"))
     print(table(results, clients))
     if help_seconds is not None:
-        print(f"\n`inject --help`: median of 5 = {help_seconds:.3f} s")
+        print(f"\n`inject --help`: median of 5 = {help_seconds:.3f} s"
+              + (f" (main, --baseline: {baseline_help:.3f} s)" if baseline_help is not None else ""))
     print(f"\nlibrary fingerprint {fingerprint} (after: {library_fingerprint()}); load average "
           f"{os.getloadavg()[0]:.1f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"results": results, "help_seconds": help_seconds,
+                                               "baseline_help_seconds": baseline_help,
                                                "fingerprint": fingerprint}, indent=2))
 
 

@@ -231,3 +231,23 @@ def test_cost_with_cached_prompt_tokens_is_litellms(model):
                                          choices=[{"message": {"role": "assistant", "content": "x"}}])
         expected = litellm.completion_cost(completion_response=response, model=model)
         assert OpenAIClient(model, None).cost(usage) == pytest.approx(expected)
+
+
+def test_a_run_directory_continues_under_the_other_client(server, tmp_path):
+    """The client is not part of the run's configuration: a run made through litellm resumes through the SDK."""
+    from click.testing import CliRunner
+
+    from injector.cli import main
+
+    server.script = lambda request: ANSWER
+    records = tmp_path / "in.jsonl"
+    records.write_text("".join(json.dumps({"id": f"t{k}", "question": f"{TRAJECTORY.question} ({k})", "steps": STEPS,
+                                           "answer": "5"}) + "\n" for k in range(3)))
+    args = ["run", "--category", "counterfactual", "--input", str(records), "--input-format", "trajectories",
+            "--model", "openai/scripted", "--api-base", server.api_base, "--no-cache", "--out", str(tmp_path / "run")]
+    first = CliRunner().invoke(main, [*args, "--client", "litellm", "--limit", "2"])
+    assert first.exit_code == 0, first.output
+    second = CliRunner().invoke(main, [*args, "--client", "openai"])
+    assert second.exit_code == 0, second.output
+    assert len(server.requests) == 3  # 2 through litellm, then only the third through the SDK
+    assert len((tmp_path / "run" / "candidates.jsonl").read_text().splitlines()) == 3
