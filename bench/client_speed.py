@@ -7,6 +7,8 @@ bench/fake_provider.py in its own process, caches off, `--concurrency 64`:
             start-up (process start -> the provider's first request), peak RSS
   latency   1,000 requests x 2.0 s server latency: wall / ideal (1,000 x 2.0 / 64 = 31.25 s), start-up included,
             and (last answer - first request) / ideal
+  startup   1 trajectory, instant server: process start -> the provider's first request, and the CPU of the
+            whole (short) process: start-up alone, 3 runs per round
   help      `inject --help`: median wall of 5
 
 and prints one table with the openai/litellm ratio per measure.
@@ -94,6 +96,21 @@ def latency(client: str, work: Path, input_path: Path, n: int, tag: str, seconds
     return result
 
 
+def startup(client: str, work: Path, input_path: Path, n: int, tag: str) -> dict[str, Any]:
+    """Start-up alone: the median of 3 runs on one trajectory (first request; CPU of the whole process)."""
+    runs = []
+    with ProviderProcess() as provider:
+        for k in range(3):
+            provider.reset()
+            out = work / f"startup-{client}-{tag}-{k}"
+            command = inject_command(input_path, out, provider.api_base, "--no-cache", *client_args(client))
+            result = run_measured(command, work, out.name, client)
+            result["startup"] = provider.stats()["first_request"] - result["start"]
+            runs.append(result)
+    return {"startup": statistics.median(r["startup"] for r in runs),
+            "cpu": statistics.median(r["cpu"] for r in runs), "rss_mb": statistics.median(r["rss_mb"] for r in runs)}
+
+
 def help_time(work: Path, baseline: str | None = None) -> float:
     env = subprocess_env(work)
     if baseline:
@@ -118,6 +135,8 @@ ROWS = [  # (scenario, key, label, format)
     ("latency", "startup", "1,000 x 2.0 s: start-up to first request (s)", "{:.2f}"),
     ("latency", "cpu", "1,000 x 2.0 s: user+sys CPU (s)", "{:.1f}"),
     ("latency", "rss_mb", "1,000 x 2.0 s: peak RSS (MB)", "{:.0f}"),
+    ("startup", "startup", "1 trajectory: start-up to first request (s, median of 3)", "{:.2f}"),
+    ("startup", "cpu", "1 trajectory: user+sys CPU of the process (s, median of 3)", "{:.2f}"),
 ]
 
 
@@ -148,7 +167,7 @@ def main() -> None:
     parser.add_argument("--clients", default="litellm,openai",
                         help="comma-separated: litellm, openai, auto, none (no --client), main (see --baseline)")
     parser.add_argument("--baseline", help="the library the `main` client imports (a checkout's root)")
-    parser.add_argument("--only", default="instant,latency,help", help="comma-separated scenarios")
+    parser.add_argument("--only", default="instant,latency,startup,help", help="comma-separated scenarios")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--instant-n", type=int, default=2000)
     parser.add_argument("--latency-n", type=int, default=1000)
@@ -166,12 +185,14 @@ def main() -> None:
         work = Path(tmp)
         instant_input = make_input(work / "instant.jsonl", args.instant_n)
         latency_input = make_input(work / "latency.jsonl", args.latency_n)
+        startup_input = make_input(work / "startup.jsonl", 1)
         help_seconds = help_time(work) if "help" in only else None
         baseline_help = help_time(work, BASELINE) if "help" in only and "main" in clients else None
         for k in range(args.rounds):
             order = clients if k % 2 == 0 else list(reversed(clients))
             for scenario, function, path, n in (("instant", instant, instant_input, args.instant_n),
-                                                 ("latency", latency, latency_input, args.latency_n)):
+                                                 ("latency", latency, latency_input, args.latency_n),
+                                                 ("startup", startup, startup_input, 1)):
                 if scenario not in only:
                     continue
                 for client in order:
