@@ -38,7 +38,8 @@ def from_model(
         return OfflineEngine()
     return LLMEngine(model, api_base=api_base, temperature=temperature, max_tokens=max_tokens, use_schema=use_schema,
                      timeout=timeout, limiter=RateLimiter(rpm, tpm),
-                     cache=RequestCache(cache_path) if use_cache else None, price_in=price_in, price_out=price_out, client=client)
+                     cache=RequestCache(cache_path) if use_cache else None, price_in=price_in, price_out=price_out,
+                     client=client)
 
 
 __all__ = ["OFFLINE_MODEL", "Engine", "LLMEngine", "OfflineEngine", "from_model"]

@@ -21,7 +21,8 @@ from ..redaction import RedactingFilter, public_host, redact
 from ..taxonomy import Category
 from ..trajectory import Trajectory
 from .base import Engine, Proposal, ProviderError, TransientProviderError
-from .openai_client import PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text, response_usage
+from .openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
+                            response_usage)
 from .provider_faults import rate_limit_wait, retry_after
 
 # Providers that take a JSON-schema response_format although litellm's price list does not say so
