@@ -243,7 +243,8 @@ def worker(kind: str, api_base: str, input_path: str, concurrency: int, out: str
     taxonomy = Taxonomy.load()
     categories = taxonomy.select([CATEGORY])
     trajectories = list(load_trajectories(input_path, "trajectories"))
-    engine = LLMEngine(MODEL, api_base=api_base, cache=None)
+    # Through litellm, like the bare loop it is compared with (auto would take the openai SDK path for openai/).
+    engine = LLMEngine(MODEL, api_base=api_base, cache=None, client="litellm")
     engine.check_ready()
     litellm = import_litellm()
     if kind == "bare":
@@ -347,7 +348,7 @@ def stage_costs(input_path: Path, work: Path) -> dict[str, float]:
     response = litellm.ModelResponse(choices=[{"message": {"role": "assistant", "content": texts[0]}}],
                                      model="bench", usage={"prompt_tokens": 1700, "completion_tokens": 70,
                                                            "total_tokens": 1770})
-    engine = LLMEngine(MODEL, api_base="http://127.0.0.1:9/v1", cache=None)
+    engine = LLMEngine(MODEL, api_base="http://127.0.0.1:9/v1", cache=None, client="litellm")
     answers = dict(zip((t.id for t in trajectories), texts))
 
     class Canned(Engine):  # an engine that answers at once: the whole of inject_one but the HTTP call

@@ -15,12 +15,9 @@ from typing import Any
 
 import click
 
-from .contract import DEFAULT_OUTPUT_MODE, OUTPUT_MODES
-from .engines import OFFLINE_MODEL
+from .choices import CLIENTS, DEFAULT_OUTPUT_MODE, DUPLICATE_ID_POLICIES, OFFLINE_MODEL, OUTPUT_MODES, RECORD_FORMATS
 from .errors import BatchesPending, InjectorError
-from .sources.formats import RECORD_FORMATS
 from .redaction import redact
-from .sources import DUPLICATE_ID_POLICIES
 from .version import __version__
 
 EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
@@ -280,6 +277,11 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--price-out", type=click.FloatRange(min=0), help="Dollars per million completion tokens.")
 @click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly (exit 3, resumable) once this run has "
               "spent this many dollars.")
+@click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
+              show_envvar=True, default="auto", show_default=True,
+              help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "
+                   "hosted_vllm/... with --api-base, OpenAI's chat models; faster start-up and less CPU) and "
+                   "litellm for the rest; the same requests either way.")
 @click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
@@ -301,8 +303,8 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.pass_context
 def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_base, deployments_file, temperature,
         max_tokens, seed, samples, no_schema,
-        max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
-        retry_rejects, batch, batch_max_requests, batch_max_bytes, batch_poll_seconds, no_wait, executor,
+        max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, client,
+        dry_run, retry_rejects, batch, batch_max_requests, batch_max_bytes, batch_poll_seconds, no_wait, executor,
         ray_workers) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from . import RunSpec, split_by_support
@@ -334,7 +336,7 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     engine_options = dict(api_base=api_base, deployments=deployments_file, temperature=temperature,
                           max_tokens=max_tokens, use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm,
                           use_cache=not (no_cache or dry_run), cache_path=cache_path, price_in=price_in,
-                          price_out=price_out)
+                          price_out=price_out, client=client)
     engine_model = model or (None if deployments_file else OFFLINE_MODEL)
     engine = from_model(engine_model, batch=batch_settings, **engine_options)
     units_executor = None

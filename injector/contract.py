@@ -18,16 +18,11 @@ import json_repair
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from .choices import DEFAULT_OUTPUT_MODE, OUTPUT_MODES, OutputMode  # noqa: F401 (defined there for --help)
 from .codes import ReasonCode
 from .errors import InjectorError, UserError
 from .json_bounds import MAX_ANSWER_BYTES, MAX_JSON_DEPTH, too_deep, too_long
 from .taxonomy import Category
-
-OutputMode = Literal["edits", "full"]
-OUTPUT_MODES: tuple[str, ...] = ("edits", "full")
-"""How the model answers (`--output-mode`): edits (the default) lists only its edits, applied by the toolkit; full
-writes back the whole modified solution."""
-DEFAULT_OUTPUT_MODE: OutputMode = "edits"
 
 
 def check_output_mode(output_mode: str) -> str:

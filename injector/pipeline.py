@@ -268,10 +268,11 @@ def run(
     progress = RunProgress(planned=_planned_units(source, categories, spec.samples, spec.limit),
                            retries=lambda: engine.retries)
     try:
-        if executor is None:
-            asyncio.run(_run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress))
-        else:
-            executor.run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress)
+        with spec.taxonomy.fixed():  # hashed and its prompts' static parts built once, not per unit
+            if executor is None:
+                asyncio.run(_run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress))
+            else:
+                executor.run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress)
         manifest.status = "finished"
     except KeyboardInterrupt:
         manifest.status = "interrupted"

@@ -110,6 +110,13 @@ def image_part(reference: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
+def _static_context(taxonomy: Taxonomy, category: Category, mode: str) -> tuple[dict[str, Any], str]:
+    """What the system part sees, and its JSON (the system part's cache key)."""
+    static = {**category_context(taxonomy, category), "output_mode": mode,
+              "worked_examples": rendered_examples(category, mode)}
+    return static, json.dumps(static, sort_keys=True, default=str)
+
+
 def render_messages(
     taxonomy: Taxonomy, category: Category, trajectory: Trajectory, output_mode: str = "edits",
     attach_images: bool = True,
@@ -132,9 +139,9 @@ def render_messages(
             template = _environment(template_path.parent, taxonomy_dir).get_template(template_name)
         else:
             template = _compiled_text(category.template_text)
-        static = {**category_context(taxonomy, category), "output_mode": mode,
-                  "worked_examples": rendered_examples(category, mode)}
-        system = _system_part(template, json.dumps(static, sort_keys=True, default=str))
+        static, static_json = taxonomy.memo(("static prompt", id(category), category.id, mode),
+                                            lambda: _static_context(taxonomy, category, mode))
+        system = _system_part(template, static_json)
         dynamic = {**trajectory_context(trajectory), "images_attached": attach_images and bool(trajectory.images),
                    **category.extra_context(trajectory)}
         user = template.render(part="user", **static, **dynamic).strip()

@@ -50,9 +50,13 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
-@pytest.fixture
-def scripted_server():
+@pytest.fixture(params=["litellm", "openai"])
+def scripted_server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """The scripted server, once for each LLM client: every test that talks to it runs through litellm and through
+    the openai SDK (INJECT_CLIENT is the default of `LLMEngine(client=...)` and of `inject run --client`)."""
+    monkeypatch.setenv("INJECT_CLIENT", request.param)
     server = ScriptedServer().start()
+    server.client = request.param
     yield server
     server.stop()
 

@@ -40,6 +40,8 @@ class ScriptedServer:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.client = "auto"
+        """The LLM client the test runs through (set by the fixture)."""
         self.script: Script = lambda request: Reply(status=500, error="no script set")
         self._lock = threading.Lock()
         server = self

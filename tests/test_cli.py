@@ -301,6 +301,17 @@ def test_help_does_not_import_litellm():
     assert output.strip() == "False"
 
 
+def test_help_loads_no_part_of_the_library_it_does_not_show():
+    """`inject --help` (and `inject run --help`) import click and the option values only: no client, no pydantic
+    models, no templates (the lazy `injector` package; `injector.choices`)."""
+    code = ("import sys; from click.testing import CliRunner; from injector.cli import main; "
+            "assert all(CliRunner().invoke(main, args).exit_code == 0 for args in (['--help'], ['run', '--help'])); "
+            "print(sorted(m for m in ('litellm', 'openai', 'pydantic', 'jinja2', 'yaml', 'injector.pipeline', "
+            "'injector.taxonomy', 'injector.review.store') if m in sys.modules))")
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]"
+
+
 def test_damaged_inputs_are_one_line_and_exit_2(scripted_server, tmp_path):
     import gzip
 

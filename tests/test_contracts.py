@@ -240,6 +240,9 @@ def test_the_cli_choices_are_the_registries():
         assert list(params["output_mode"].type.choices) == list(OUTPUT_MODES)
         assert list(params["input_format"].type.choices) == list(RECORD_FORMATS)
         assert list(params["duplicate_ids"].type.choices) == list(DUPLICATE_ID_POLICIES)
+    from injector.engines.openai_client import CLIENTS
+
+    assert list({p.name: p for p in main.commands["run"].params}["client"].type.choices) == list(CLIENTS)
 
 
 def test_multi_solution_answers_in_full_in_every_output_mode():

@@ -48,9 +48,9 @@ def test_provider_error_echoing_the_keys_is_redacted_in_rejects(scripted_server,
     assert URL_KEY in scripted_server.requests[0]["path"]
     reject = json.loads((out / "rejects.jsonl").read_text())
     assert reject["codes"] == ["provider_error"]
+    prefix = {"litellm": "litellm.BadRequestError: OpenAIException - ", "openai": "BadRequestError: "}
     assert reject["messages"] == [
-        f"litellm.BadRequestError: OpenAIException - bad request for key {REDACTED} (query {REDACTED}), "
-        f"also {REDACTED}"]
+        f"{prefix[scripted_server.client]}bad request for key {REDACTED} (query {REDACTED}), also {REDACTED}"]
     written = everything_written(out, result)
     for secret in (ENV_KEY, URL_KEY, OTHER_TOKEN):
         assert secret not in written

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import RequestCache
+from ..choices import OFFLINE_MODEL  # defined there for --help
 from ..errors import UserError
 from ..limits import RateLimiter
 from .base import Engine
@@ -13,9 +14,6 @@ from .batch import BatchEngine, BatchSettings
 from .deployments import from_api_bases, load_deployments
 from .offline import OfflineEngine
 from .router import RouterEngine
-
-OFFLINE_MODEL = "offline"
-"""The model name of the rule-based engine (`--model offline`, the default)."""
 
 
 def from_model(
@@ -34,15 +32,21 @@ def from_model(
     cache_path: str | Path | None = None,
     price_in: float | None = None,
     price_out: float | None = None,
+    client: str | None = None,
 ) -> Engine:
     """The engine for `model`: the offline one for None or "offline", else an `LLMEngine` with its rate limiter
     (`rpm`, `tpm`) and request cache (`cache_path`, default the user cache directory; none when not `use_cache`).
 
-    Several `api_base`s, or a `deployments` file, give a `RouterEngine` spreading the requests over those servers;
-    `batch` gives a `BatchEngine` sending them through the provider's batch API.
-    The LLM options are ignored by the offline engine, which has no settings.
+    Several `api_base`s, or a `deployments` file, give a `RouterEngine` spreading the requests over those servers
+    (through litellm's Router); `batch` gives a `BatchEngine` sending them through the provider's batch API
+    (litellm's). Otherwise `client` picks how an LLM is reached ("auto", "litellm", "openai"; None: the
+    INJECT_CLIENT variable, else auto: the openai SDK for OpenAI-compatible endpoints, litellm for the rest). The LLM
+    options are ignored by the offline engine, which has no settings.
     """
     api_bases = [api_base] if isinstance(api_base, str) else list(api_base or [])
+    if client == "openai" and (batch is not None or deployments is not None or len(api_bases) > 1):
+        raise UserError("--client openai sends to one server: a Router (--deployments, several --api-base) and "
+                        "--batch go through litellm; drop --client or pass --client litellm")
     if batch is not None:
         if deployments is not None or len(api_bases) > 1 or model in (None, OFFLINE_MODEL):
             raise UserError("--batch sends through one provider's batch API: give --model with an LLM and at most "
@@ -64,7 +68,8 @@ def from_model(
     return LLMEngine(model, api_base=api_bases[0] if api_bases else None, temperature=temperature,
                      max_tokens=max_tokens, use_schema=use_schema,
                      timeout=timeout, limiter=RateLimiter(rpm, tpm),
-                     cache=RequestCache(cache_path) if use_cache else None, price_in=price_in, price_out=price_out)
+                     cache=RequestCache(cache_path) if use_cache else None, price_in=price_in, price_out=price_out,
+                     client=client)
 
 
 def _router_engine(model: str | None, api_bases: list[str], deployments: str | Path | None, *, rpm: float | None,

@@ -111,7 +111,7 @@ class BatchEngine(LLMEngine):
     def __init__(self, model: str, *, run_dir: str | Path, max_requests: int = DEFAULT_MAX_REQUESTS,
                  max_bytes: int = DEFAULT_MAX_BYTES, poll_seconds: float = DEFAULT_POLL_SECONDS,
                  max_poll_seconds: float = MAX_POLL_SECONDS, wait: bool = True, **options: Any):
-        super().__init__(model, **options)
+        super().__init__(model, **options, client="litellm")  # the files and batches API is litellm's
         self.run_dir = RunDirectory(run_dir)
         self.max_requests, self.max_bytes = max_requests, max_bytes
         self.poll_seconds, self.max_poll_seconds, self.wait = poll_seconds, max_poll_seconds, wait

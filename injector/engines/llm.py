@@ -1,13 +1,15 @@
-"""The LLM engine: any model litellm can reach (APIs, vLLM, Ollama), imported lazily and retried explicitly."""
+"""The LLM engine: any model litellm can reach (APIs, vLLM, Ollama), imported lazily and retried explicitly.
+
+OpenAI-compatible endpoints go through the openai SDK directly (`openai_client.py`, `client="auto"`), sending the
+same request without litellm's import and per-call cost; `client="litellm"` keeps litellm for them too.
+"""
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-import math
 import os
 import random
-import re
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_after_delay
@@ -19,11 +21,13 @@ from ..redaction import RedactingFilter, public_host, redact
 from ..taxonomy import Category
 from ..trajectory import Trajectory
 from .base import Engine, Proposal, ProviderError, TransientProviderError
+from .openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
+                            response_usage)
+from .provider_faults import rate_limit_wait, retry_after
 
 # Providers that take a JSON-schema response_format although litellm's price list does not say so
 # (its support check only knows listed models; forwarding works for local servers).
 SCHEMA_PREFIXES = ("openai/", "hosted_vllm/", "ollama_chat/")
-PLACEHOLDER_KEY = "sk-no-key-needed"
 
 
 def set_offline_environment() -> None:
@@ -76,6 +80,7 @@ class LLMEngine(Engine):
         cache: RequestCache | None = None,
         price_in: float | None = None,
         price_out: float | None = None,
+        client: str | None = None,
     ):
         self.model = model
         self.api_base = api_base
@@ -95,6 +100,10 @@ class LLMEngine(Engine):
         self.retries = 0
         """Transient faults retried so far (shown in progress; not attempts)."""
         self._api_key: str | None = None
+        self.client = choose_client(model, api_base, client)
+        """"openai" (the openai SDK, for OpenAI-compatible endpoints) or "litellm"; `client` asks for one ("auto",
+        None: the INJECT_CLIENT variable, else auto). Not part of the configuration: both send the same requests."""
+        self._openai = OpenAIClient(model, api_base) if self.client == "openai" else None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -108,6 +117,9 @@ class LLMEngine(Engine):
 
     def check_ready(self) -> None:
         """A missing key is a one-line error naming the variable; with --api-base a placeholder key is sent."""
+        if self._openai is not None:
+            self._api_key = self._openai.api_key()
+            return
         litellm = import_litellm()
         try:
             status = litellm.validate_environment(model=self.model, api_base=self.api_base)
@@ -128,6 +140,8 @@ class LLMEngine(Engine):
         """Dollars per prompt token and per completion token, or None when unknown."""
         if self.price_in is not None and self.price_out is not None:
             return self.price_in / 1e6, self.price_out / 1e6
+        if self._openai is not None:
+            return self._openai.prices()
         try:
             info = import_litellm().get_model_info(self.model)
         except Exception:  # litellm raises for models it does not know
@@ -147,6 +161,8 @@ class LLMEngine(Engine):
             return False
         if self.model.startswith(SCHEMA_PREFIXES):
             return True
+        if self._openai is not None:
+            return self._openai.sends_schema()
         try:
             return bool(import_litellm().supports_response_schema(model=self.model))
         except Exception:
@@ -190,7 +206,7 @@ class LLMEngine(Engine):
         """Any prompt's answer (a critique, a rollout): from the cache, else from the provider, transient faults
         retried. `propose` is this with the unit's seed and schema name (so its cache keys never changed)."""
         request = self.request(messages, seed, response_schema, schema_name)
-        key = request_key(request)
+        key = request_key(request) if self.cache else ""  # hashing the request costs ~0.1 ms: only for a cache
         if self.cache and read_cache and (hit := self.cache.get(key)):
             return Proposal(text=hit["text"], usage={}, cost=0.0, details={"cached": True})
         proposal = await self._complete_with_retries(request)
@@ -233,8 +249,10 @@ class LLMEngine(Engine):
         raise AssertionError("unreachable")  # tenacity either returns or re-raises
 
     async def _complete_once(self, request: dict[str, Any]) -> Proposal:
-        litellm = import_litellm()
         await self.limiter.before_request(_text_tokens_estimate(request["messages"]))
+        if self._openai is not None:
+            return await self._complete_once_openai(request, self._openai)
+        litellm = import_litellm()
         extra: dict[str, Any] = {"timeout": self.timeout, "num_retries": 0, "drop_params": True,
                                  "max_retries": 0}  # the openai SDK's own retries; ours are explicit
         if self._api_key:
@@ -242,18 +260,7 @@ class LLMEngine(Engine):
         try:
             response = await litellm.acompletion(**request, **extra)
         except Exception as exc:
-            error = classify_provider_error(litellm, exc)
-            if isinstance(error, TransientProviderError) and error.status == 429:
-                # The whole run waits only when the window is spent; a sporadic 429 delays just this request
-                # (its retry waits the Retry-After).
-                spent = _spent_window(exc)
-                wait = error.retry_after
-                if wait is None and spent:
-                    wait = _duration_seconds(_headers(exc).get(f"x-ratelimit-reset-{spent}"))
-                # Capped at the retry budget: a run never waits longer on one header than it retries.
-                self.limiter.rate_limited(min(self.backoff_seconds if wait is None else wait, self.transient_seconds),
-                                          window_spent=spent is not None)
-            raise error from exc
+            raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
         text = response.choices[0].message.content or ""
         usage = getattr(response, "usage", None)
         usage_dict = {
@@ -263,9 +270,42 @@ class LLMEngine(Engine):
         await self.limiter.after_response(usage_dict["completion_tokens"])
         return Proposal(text=text, usage=usage_dict, cost=self._cost(litellm, response, usage_dict))
 
+    async def _complete_once_openai(self, request: dict[str, Any], client: OpenAIClient) -> Proposal:
+        """The same request through the openai SDK (`openai_client.py`): same errors, usage and cost."""
+        if self._api_key is None:
+            self._api_key = client.api_key()  # check_ready was not called (a library user's engine)
+        try:
+            payload = await client.complete(request, self._api_key, self.timeout)
+        except Exception as exc:
+            raise self._refused(exc, classify_openai_error(exc)) from exc
+        usage = response_usage(payload)
+        usage_dict = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
+                      "completion_tokens": int(usage.get("completion_tokens") or 0)}
+        await self.limiter.after_response(usage_dict["completion_tokens"])
+        given = self.price_in is not None and self.price_out is not None
+        cost = self._given_price_cost(usage_dict) if given else client.cost(usage)
+        return Proposal(text=response_text(payload), usage=usage_dict, cost=cost)
+
+    def _refused(self, exc: Exception, error: Exception) -> Exception:
+        """The classified error of a failed request; a 429 also tells the rate limiter. The whole run waits only
+        when the window is spent (or 429s come in a burst); a sporadic 429 delays just this request (its retry
+        waits the Retry-After)."""
+        if isinstance(error, TransientProviderError) and error.status == 429:
+            wait, window_spent = rate_limit_wait(exc, error.retry_after)
+            # Capped at the retry budget: a run never waits longer on one header than it retries.
+            self.limiter.rate_limited(min(self.backoff_seconds if wait is None else wait, self.transient_seconds),
+                                      window_spent=window_spent)
+        return error
+
+    def _given_price_cost(self, usage: dict[str, int]) -> float | None:
+        """The cost at --price-in / --price-out, or None when they are not given."""
+        if self.price_in is None or self.price_out is None:
+            return None
+        return (usage["prompt_tokens"] * self.price_in + usage["completion_tokens"] * self.price_out) / 1e6
+
     def _cost(self, litellm: Any, response: Any, usage: dict[str, int]) -> float | None:
         if self.price_in is not None and self.price_out is not None:
-            return (usage["prompt_tokens"] * self.price_in + usage["completion_tokens"] * self.price_out) / 1e6
+            return self._given_price_cost(usage)
         hidden = getattr(response, "_hidden_params", None) or {}
         if "response_cost" in hidden:  # litellm priced the response already; asking again costs ~1 ms of CPU
             return None if hidden["response_cost"] is None else float(hidden["response_cost"])
@@ -298,45 +338,8 @@ def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
     if isinstance(exc, litellm.ContextWindowExceededError):
         return ProviderError(message)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
-        return TransientProviderError(message, retry_after=_retry_after(exc), status=429)
+        return TransientProviderError(message, retry_after=retry_after(exc), status=429)
     if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError, litellm.ServiceUnavailableError,
                         litellm.InternalServerError)) or status in (500, 502, 503, 504):
         return TransientProviderError(message, retry_after=None, status=status)
     return ProviderError(message)  # 400, 404, 422 and anything else we cannot fix by waiting
-
-
-def _headers(exc: Exception) -> Any:
-    """The provider's response headers carried by a litellm exception (httpx's, case-insensitive), or {}."""
-    return getattr(getattr(exc, "response", None), "headers", None) or {}
-
-
-def _spent_window(exc: Exception) -> str | None:
-    """The rate window a 429 says is spent: "requests" or "tokens" when its `x-ratelimit-remaining-*` is 0."""
-    headers = _headers(exc)
-    for window in ("requests", "tokens"):
-        if str(headers.get(f"x-ratelimit-remaining-{window}", "")).strip() == "0":
-            return window
-    return None
-
-
-def _duration_seconds(value: str | None) -> float | None:
-    """A reset time as providers write it (`6m0s`, `1.5s`, `20ms`, `1h2m`, or bare seconds) in seconds; None when
-    absent or unreadable."""
-    text = (value or "").strip()
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        return None
-    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-    return sum(float(number) * scale[unit] for number, unit in parts)
-
-
-def _retry_after(exc: Exception) -> float | None:
-    headers = _headers(exc)
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        seconds = float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None  # not inf, nan

@@ -21,9 +21,6 @@ from .llm import (
     PLACEHOLDER_KEY,
     SCHEMA_PREFIXES,
     LLMEngine,
-    _duration_seconds,
-    _headers,
-    _spent_window,
     _text_tokens_estimate,
     classify_provider_error,
     import_litellm,
@@ -38,7 +35,7 @@ class RouterEngine(LLMEngine):
 
     def __init__(self, deployments: DeploymentSet, *, model: str | None = None, **options: Any):
         group = model or deployments.model or _single_model(deployments)
-        super().__init__(group, **options)
+        super().__init__(group, **options, client="litellm")  # the Router is litellm's
         self.deployments = deployments
         self._model_list: list[dict[str, Any]] | None = None
         self._router: Any = None
@@ -162,16 +159,7 @@ class RouterEngine(LLMEngine):
         try:
             response = await router.acompletion(**sent, timeout=self.timeout, drop_params=True, max_retries=0)
         except Exception as exc:
-            error = classify_provider_error(litellm, exc)
-            status = getattr(error, "status", None)
-            if status == 429:
-                spent = _spent_window(exc)
-                wait = getattr(error, "retry_after", None)
-                if wait is None and spent:
-                    wait = _duration_seconds(_headers(exc).get(f"x-ratelimit-reset-{spent}"))
-                self.limiter.rate_limited(min(self.backoff_seconds if wait is None else wait, self.transient_seconds),
-                                          window_spent=spent is not None)
-            raise error from exc
+            raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
         text = response.choices[0].message.content or ""
         usage = getattr(response, "usage", None)
         usage_dict = {

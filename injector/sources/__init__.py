@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator, Protocol, Sized, runtime_checkable
 
+from ..choices import DUPLICATE_ID_POLICIES  # defined there for --help
 from ..errors import InputError, UserError
 from ..json_bounds import TooDeep, loads_bounded
 from .formats import RECORD_FORMATS, BadRecord, check_fields, detect_format, reader_for
@@ -23,10 +24,6 @@ from ..trajectory import Trajectory
 
 # One raw record as a stream yields it: (path for messages, stem for ids, 1-based line, record, parse problem).
 RawRecord = tuple[str, str, int, Any, "str | None"]
-
-DUPLICATE_ID_POLICIES = ("error", "first")
-"""What two different records with the same trajectory id do: stop with `FILE:LINE` (default), or keep the first
-and skip the rest as `duplicate_id`. Identical (question, steps) records are always dropped as `duplicate`."""
 
 
 @dataclass

@@ -14,11 +14,11 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from ..answers import answers_equivalent, extract_final_answer
+from ..choices import RECORD_FORMATS  # noqa: F401 (defined there for --help)
 from ..errors import InjectorError, UserError
 from ..images import ImageRefused, check_reference
 from ..trajectory import Trajectory
 
-RECORD_FORMATS = ("prm800k", "trajectories", "prmbench", "visualprocessbench", "projudgebench")
 _TRAJECTORY_FIELDS = tuple(Trajectory.model_fields)
 _FORMAT_HINT = "use --input-format to choose another format"
 _PRM800K_NEEDS = ("PRM800K records need question.problem, question.ground_truth_answer, label.steps and "

@@ -9,10 +9,11 @@ off), since a run directory may come from someone else: only a taxonomy named on
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -192,6 +193,28 @@ class Taxonomy(BaseModel):
     categories: list[Category]
     path: Path | None = Field(default=None, exclude=True)
     _hashes: dict[tuple, str] = PrivateAttr(default_factory=dict)  # template hashes, files read once per template
+    _memo: dict[Any, Any] | None = PrivateAttr(default=None)
+    """What `fixed` keeps while the taxonomy cannot change (a run); None otherwise."""
+
+    @contextlib.contextmanager
+    def fixed(self) -> Iterator["Taxonomy"]:
+        """For the duration of a run, which must not change the taxonomy under itself (its hash is in the run's
+        configuration): the hash and each category's static prompt parts are computed once (`memo`), not per unit
+        (~0.5 ms and ~0.4 ms of CPU a unit otherwise)."""
+        outer = self._memo
+        self._memo = {} if outer is None else outer
+        try:
+            yield self
+        finally:
+            self._memo = outer
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """`compute()`, kept under `key` while the taxonomy is `fixed`; computed every time otherwise."""
+        if self._memo is None:
+            return compute()
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     @model_validator(mode="after")
     def _ids_unique(self) -> "Taxonomy":
@@ -265,9 +288,10 @@ class Taxonomy(BaseModel):
     def file_hash(self) -> str:
         """SHA-256 (16 hex digits) of the taxonomy's content, for provenance and run configuration.
 
-        Computed each time (~15 µs), so a taxonomy changed in Python never reuses the hash of its old content.
+        Computed each time (~0.5 ms for the bundled one), so a taxonomy changed in Python never reuses the hash of
+        its old content; once per run while it is `fixed`.
         """
-        return _hash_bytes(self.model_dump_json().encode())
+        return self.memo("file_hash", lambda: _hash_bytes(self.model_dump_json().encode()))
 
     def template_hash(self, category: Category) -> str:
         """Hash of the category's template and the shared templates (`_*.j2`) it may extend: those beside it and

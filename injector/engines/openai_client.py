@@ -1,0 +1,234 @@
+"""The fast path for OpenAI-compatible endpoints: the openai SDK's async client, without litellm.
+
+litellm costs ~3 s of import and ~4 ms of CPU per call (bench/RESULTS.md); for `openai/NAME`, `hosted_vllm/NAME`
+with an api base, and OpenAI's own chat models, it sends the request body unchanged through this same SDK. This
+module sends the same body itself (`AsyncOpenAI.post`, which skips the SDK's per-call typing of the parameters),
+with the SDK's retries off (the engine's are explicit), and reads prices from the price table the litellm wheel
+ships, without importing litellm. The engine (`LLMEngine`) keeps everything else: retries, the rate limiter, the
+cache and its keys, so an answer cached through one client is a hit through the other.
+
+Where litellm would rewrite the request (reasoning models: `o1`, `o3`, `gpt-5`, ...; any other provider), the engine
+keeps litellm.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..choices import CLIENTS
+from ..errors import AuthenticationRefused, UserError
+from ..redaction import RedactingFilter, redact
+from .base import ProviderError, TransientProviderError
+from .provider_faults import retry_after
+
+CLIENT_ENV = "INJECT_CLIENT"
+"""The environment variable that sets the default client (`--client` overrides it)."""
+PLACEHOLDER_KEY = "sk-no-key-needed"
+HOSTED_VLLM_PLACEHOLDER = "fake-api-key"  # what litellm sends to a vLLM server when HOSTED_VLLM_API_KEY is unset
+PRICE_TABLE = "model_prices_and_context_window_backup.json"
+REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+"""Models whose requests litellm rewrites (max_tokens -> max_completion_tokens, temperature dropped): litellm's."""
+TRANSIENT_STATUSES = (500, 502, 503, 504)
+
+
+@functools.lru_cache(maxsize=1)
+def price_table() -> dict[str, Any]:
+    """litellm's bundled price table (model -> prices and capabilities), read as JSON from the installed wheel
+    without importing litellm (~3 s); {} when litellm is not installed or the file is unreadable."""
+    spec = importlib.util.find_spec("litellm")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        try:
+            with open(Path(location) / PRICE_TABLE, encoding="utf-8") as handle:
+                table = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        return table if isinstance(table, dict) else {}
+    return {}
+
+
+def split_model(model: str) -> tuple[str | None, str]:
+    """(provider prefix or None, the model name sent to the server): "openai/qwen" -> ("openai", "qwen")."""
+    provider, sep, name = model.partition("/")
+    return (provider, name) if sep else (None, model)
+
+
+def model_entry(model: str) -> dict[str, Any] | None:
+    """The price table's entry for a model string, as litellm finds it: the full string, else the name without
+    its provider prefix when the entry belongs to that provider."""
+    table = price_table()
+    entry = table.get(model)
+    if isinstance(entry, dict):
+        return entry
+    provider, name = split_model(model)
+    entry = table.get(name) if provider else None
+    if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
+        return entry
+    return None
+
+
+def serves(model: str, api_base: str | None) -> bool:
+    """Whether the openai SDK sends exactly the body litellm would for this model: an OpenAI-compatible route
+    (`openai/`, `hosted_vllm/` with an api base, or an OpenAI chat model by its bare name), and not a reasoning
+    model (litellm rewrites those requests)."""
+    provider, name = split_model(model)
+    if REASONING_MODEL.match(name):
+        return False
+    if provider == "openai":
+        return True
+    if provider == "hosted_vllm":
+        return bool(api_base)
+    if provider is None:
+        entry = model_entry(model) or {}
+        return entry.get("litellm_provider") == "openai" and entry.get("mode") == "chat"
+    return False
+
+
+def choose_client(model: str, api_base: str | None, client: str | None) -> str:
+    """"openai" or "litellm" for this model: `client` as asked ("auto", None: the INJECT_CLIENT variable, else
+    auto), auto picking the openai SDK wherever it `serves` the model."""
+    asked = client or os.environ.get(CLIENT_ENV) or "auto"
+    if asked not in CLIENTS:
+        raise UserError(f"unknown client {asked!r} (from {'--client' if client else CLIENT_ENV}): choose one of "
+                        f"{', '.join(CLIENTS)}")
+    if asked == "openai" and not serves(model, api_base):
+        raise UserError(f"--client openai serves OpenAI-compatible endpoints (openai/NAME, hosted_vllm/NAME with "
+                        f"--api-base, OpenAI's chat models other than reasoning ones), not {model!r}: use "
+                        "--client litellm or auto")
+    if asked == "auto":
+        return "openai" if serves(model, api_base) else "litellm"
+    return asked
+
+
+class OpenAIClient:
+    """One model behind an OpenAI-compatible endpoint, reached with the openai SDK's async client."""
+
+    def __init__(self, model: str, api_base: str | None):
+        self.provider, self.name = split_model(model)
+        self.model = model
+        self.api_base = api_base
+        env_base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")  # as litellm reads them
+        self.base_url = api_base or (env_base if self.provider != "hosted_vllm" else None)
+        self._clients: dict[Any, Any] = {}
+        """One AsyncOpenAI per event loop (its connection pool belongs to the loop it was made in)."""
+
+    def api_key(self) -> str:
+        """The key litellm would send; a UserError naming the variable when it is needed and missing."""
+        if self.provider == "hosted_vllm":
+            return os.environ.get("HOSTED_VLLM_API_KEY") or HOSTED_VLLM_PLACEHOLDER
+        key = os.environ.get("OPENAI_API_KEY")
+        if key:
+            return key
+        if self.api_base:
+            return PLACEHOLDER_KEY  # local servers ignore the key, but the openai client insists on one
+        raise UserError(f"no API key for model {self.model!r}: set OPENAI_API_KEY in the environment "
+                        "(or point --api-base at a local OpenAI-compatible server)")
+
+    def sends_schema(self) -> bool:
+        """OpenAI's models take a JSON-schema response_format when the price table says so; any other endpoint
+        reached this way is sent one (as with litellm, forwarding works for local servers)."""
+        if self.provider is not None:
+            return True
+        return bool((model_entry(self.model) or {}).get("supports_response_schema"))
+
+    def prices(self) -> tuple[float, float] | None:
+        """Dollars per prompt and per completion token from litellm's table, or None for an unlisted model."""
+        entry = model_entry(self.model) or {}
+        price_in, price_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+        return (price_in, price_out) if price_in is not None and price_out is not None else None
+
+    def cost(self, usage: dict[str, Any]) -> float | None:
+        """The answer's price as litellm computes it for these models: prompt tokens (cached ones at the cached
+        price, when the table has one) and completion tokens; None for an unlisted model."""
+        prices = self.prices()
+        if prices is None:
+            return None
+        entry = model_entry(self.model) or {}
+        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        cached_price = entry.get("cache_read_input_token_cost")
+        cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
+        if cached_price is None or not cached:
+            return float(prompt * prices[0] + completion * prices[1])
+        return float((prompt - cached) * prices[0] + cached * cached_price + completion * prices[1])
+
+    def _client(self, api_key: str) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            openai = import_openai()
+            self._clients = {loop: openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0)}
+            client = self._clients[loop]
+        return client
+
+    async def complete(self, request: dict[str, Any], api_key: str, timeout: float) -> dict[str, Any]:
+        """The response body (JSON) to `request` (the engine's litellm-style request: `api_base` is the client's,
+        the model is sent without its provider prefix)."""
+        import httpx
+
+        body = {key: value for key, value in request.items() if key != "api_base"}
+        body["model"] = self.name
+        response = await self._client(api_key).post("/chat/completions", body=body, cast_to=httpx.Response,
+                                                     options={"timeout": timeout})
+        try:
+            payload = json.loads(response.content)
+        except ValueError as exc:  # a 200 that is not JSON (a broken proxy): litellm retries it as a 500
+            raise MalformedResponse(f"the provider's answer is not JSON ({exc})") from None
+        if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list) or not payload["choices"]:
+            raise MalformedResponse("the provider's answer has no choices")
+        return payload
+
+
+class MalformedResponse(TransientProviderError):
+    """An HTTP 200 whose body is not a chat completion (a broken proxy): retried."""
+
+
+@functools.lru_cache(maxsize=1)
+def import_openai() -> Any:
+    """Import the openai SDK on first use (~0.7 s), its log lines redacted like litellm's."""
+    import openai
+
+    for name in ("openai", "httpx"):
+        logging.getLogger(name).addFilter(RedactingFilter())
+    return openai
+
+
+def response_text(payload: dict[str, Any]) -> str:
+    message = payload["choices"][0].get("message") or {}
+    return message.get("content") or ""
+
+
+def response_usage(payload: dict[str, Any]) -> dict[str, Any]:
+    return payload.get("usage") or {}
+
+
+def classify_openai_error(exc: Exception) -> Exception:
+    """Map an openai SDK exception to stop the run, reject the unit, or retry: the same reason codes as
+    `llm.classify_provider_error` gives litellm's exceptions for the same HTTP answer, the message redacted."""
+    openai = import_openai()
+    status = getattr(exc, "status_code", None)
+    message = redact(f"{type(exc).__name__}: {_provider_message(exc)}")
+    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)) or status in (401, 403):
+        return AuthenticationRefused(f"the provider refused the credentials ({message}); check the API key")
+    if isinstance(exc, openai.RateLimitError) or status == 429:
+        return TransientProviderError(message, retry_after=retry_after(exc), status=429)
+    if (isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, MalformedResponse))
+            or status in TRANSIENT_STATUSES):
+        return TransientProviderError(message, retry_after=None, status=status)
+    return ProviderError(message)  # 400 (context window exceeded too), 404, 422 and anything else
+
+
+def _provider_message(exc: Exception) -> str:
+    """The provider's own error text (`{"error": {"message": ...}}`), else the SDK's message."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+    return str(getattr(exc, "message", None) or exc)
