@@ -17,7 +17,8 @@ import re
 from fractions import Fraction
 
 from ...trajectory import Trajectory
-from .equations import STATES, Computation, computations, evaluate, introduced, solved_values, stated_quantity
+from .equations import STATES, Computation, computations, evaluate, introduced, solved_values, stated_quantity, \
+    top_level_split
 from .numerical_calculation import slip_decimal, slipped
 from .propagate import carried_on, final_answer_changed, propagate, render
 from .text import Option, Perturbation, lower_first, replace_span, split_answer
@@ -89,12 +90,15 @@ def _bare(body: str, computation: Computation) -> tuple[int, int, str] | None:
     the quantity (`\\binom{5}{2} = \\frac{5 \\cdot 4}{2} = 10` -> `\\binom{5}{2} = ...`)."""
     stated = stated_quantity(body, computation)
     if stated:
-        return stated.start, stated.end, ""
+        return stated.start, stated.end, stated.name
     if not computation.in_math:
         return None
     math_start = body.rfind("$", 0, computation.start) + 1
     chain = body[math_start: computation.end].split("=")
-    if len(chain) >= 3 and re.match(r"\s*(?:\\binom|\\sqrt|\\lfloor|[a-zA-Z]\(|\\frac\{\\|[a-zA-Z]\s*$)", chain[0]):
+    # The first expression names the quantity only when it is one term: `\\sqrt{961}+106` is a computation, and
+    # asserting a value for it would be a false derivation, not a bare assertion.
+    if len(chain) >= 3 and re.match(r"\s*(?:\\binom|\\sqrt|\\lfloor|[a-zA-Z]\(|\\frac\{\\|[a-zA-Z]\s*$)", chain[0]) \
+            and len(top_level_split(chain[0].strip(), r"[-+*/]|\\cdot|\\times|\\div")) == 1:
         return math_start, computation.end, chain[0].rstrip() + " = "
     return None
 

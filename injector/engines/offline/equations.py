@@ -272,18 +272,29 @@ class Stated:
     in_math: bool
     times: str
     """The multiplication sign the step writes (`\\cdot`, `\\times` or `*`)."""
+    name: str = ""
+    """What the chain names before its numbers ("m = " of `$m = 5 \\cdot 2 = 10$`), kept in every clause."""
 
     def clause(self, math: str) -> str:
         """The clause with `math` in place of the computation, in the step's notation."""
-        return f"{lower_first(self.prefix)} {self.math(math)}{self.suffix}"
+        return f"{lower_first(self.prefix)} {self.math(self.name + math)}{self.suffix}"
 
     def math(self, latex: str) -> str:
         """`latex` written as the step writes math: inside `$...$`, or as plain text (`a/b`, `*`)."""
         written = latex.replace("\\cdot", self.times).replace("  ", " ")
         if self.in_math:
             return f"${written}$"
-        written = re.sub(r"\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}", r"\1/\2", written).replace("\\div", "/")
+        # `a/b` in prose: a numerator or denominator that is itself a computation goes in parentheses, so that
+        # `546/(3 * 7 * 13)` does not read as `(546/3) * 7 * 13`.
+        written = re.sub(r"\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}",
+                         lambda m: f"{_operand(m.group(1))}/{_operand(m.group(2))}", written).replace("\\div", "/")
         return written
+
+
+def _operand(text: str) -> str:
+    """`text` as an operand of a prose `/`: parenthesized when it is more than one number."""
+    text = text.strip()
+    return text if re.fullmatch(r"-?\d+(?:\.\d+)?", text) else f"({text})"
 
 
 def stated_quantity(body: str, computation: Computation) -> Stated | None:
@@ -314,7 +325,13 @@ def stated_quantity(body: str, computation: Computation) -> Stated | None:
         return None
     times = "*" if "*" in computation.lhs else "\\times" if "\\times" in computation.lhs else \
         "*" if not computation.in_math else "\\cdot"
-    return Stated(prefix, suffix, start, computation.end, computation.in_math, times)
+    # "the fact that $m = 5 \\cdot 2 = 10$": the leading sides that name the quantity stay ("... that $m = 10$").
+    name = ""
+    for side in body[start: computation.end].split("=")[:-1]:
+        if not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", side)):
+            break
+        name += side.strip() + " = "
+    return Stated(prefix, suffix, start, computation.end, computation.in_math, times, name)
 
 
 def substituted(solved: Solved) -> str:
