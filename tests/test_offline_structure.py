@@ -81,3 +81,27 @@ def test_a_bare_assertion_keeps_only_a_name_for_the_quantity(body, kept):
 
     found = [_bare(body, c) for c in computations(body, 0)]
     assert [b[2] for b in found if b] == ([kept] if kept else [])
+
+
+def test_the_steps_own_sentence_with_other_math():
+    from injector.engines.offline.equations import own_sentence
+
+    body = "So the total cost is $11 + 3.60 = 14.60$ dollars."
+    [computation] = computations(body, 0)
+    assert own_sentence(body, stated_quantity(body, computation), "14.60") == "So the total cost is $14.60$ dollars"
+    body = "So the total cost is $11 + 3.60 = 14.60$ dollars. That is a lot."  # the step goes on: not its own
+    [computation] = computations(body, 0)
+    assert own_sentence(body, stated_quantity(body, computation), "14.60") is None
+
+
+def test_a_value_put_back_never_states_one_branch_of_an_or_alone():
+    from injector import Trajectory
+    from injector.engines.offline.redundancy import redundancy_options
+
+    trajectory = Trajectory(id="t", question="Find the product of all real solutions of $(2x - 1)^2 = 49$.", steps=[
+        "Taking square roots, $2x - 1 = 7$ or $2x - 1 = -7$.", "If $2x - 1 = 7$, then $x = 4$.",
+        "If $2x - 1 = -7$, then $x = -3$.", "So the product is $4 \\cdot (-3) = -12$.\n\n# Answer\n\n-12"])
+    inserted = [edit["text"] for option in redundancy_options(trajectory) for seed in range(40)
+                if (made := option(random.Random(seed))) for edit in made.edits]
+    assert any("2 \\cdot 4 - 1 = 7" in text for text in inserted)  # the value is put back
+    assert not any("$2x - 1 = 7$" in text for text in inserted)  # but the branch is never stated on its own

@@ -221,14 +221,15 @@ def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
         if len(terms) > 1 or not all(known(p) for p in parts):
             continue  # mixed operators: undoing one of them is not a plain inverse
         for k, kept in enumerate(parts):
-            others = parts[:k] + parts[k + 1:]
+            # An operand after a minus is bracketed when it is negative or a sum: `9 - (-16)`, `11 - (10-0)`.
+            others = [_bracketed(p) if op in "+-" else p for p in parts[:k] + parts[k + 1:]]
             product = " \\cdot ".join(others)
             bare = kept[1:-1] if re.fullmatch(r"\(-?[\d.]+\)", kept) else kept
             if op == "+":
                 inverse = f"{value} - {' - '.join(others)} = {bare}"
             elif op == "-":
-                inverse = f"{value} + {parts[1]} = {bare}" if k == 0 else \
-                    f"{parts[0]} - {value} = {bare}"
+                inverse = f"{value} + {_bracketed(parts[1])} = {bare}" if k == 0 else \
+                    f"{parts[0]} - {_bracketed(value)} = {bare}"
             elif op == "*":
                 inverse = f"\\frac{{{value}}}{{{product}}} = {bare}"
             else:
@@ -243,6 +244,14 @@ def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
                     holds(*inverse.rsplit(" = ", 1)):
                 inverses.append(inverse)
     return inverses
+
+
+def _bracketed(operand: str) -> str:
+    """`operand` in parentheses when it is negative or a sum or difference, as an operand of `+` or `-`."""
+    operand = operand.strip()
+    if operand.startswith("-") or len(top_level_split(operand, r"\+|(?<=[\w})\s])-")) > 1:
+        return f"({operand})"
+    return operand
 
 
 def top_level_split(text: str, pattern: str) -> list[str]:
@@ -334,6 +343,17 @@ def stated_quantity(body: str, computation: Computation) -> Stated | None:
     return Stated(prefix, suffix, start, computation.end, computation.in_math, times, name)
 
 
+def own_sentence(body: str, stated: Stated, math: str) -> str | None:
+    """The step's own words with `math` (already in the step's notation, without `$`) in place of its computation,
+    ending where the computation's sentence ends and without a final period: "So the total cost is $14.60$ dollars"
+    for `math` "14.60". None when the step holds another equation or goes on after that sentence."""
+    rest = body[stated.end:]
+    if not re.fullmatch(r"\$?" + re.escape(stated.suffix) + r"\s*\.?\s*", rest):
+        return None
+    text = body[: stated.start] + stated.name + math + rest.rstrip().rstrip(".")
+    return None if "=" in body[: stated.start] else text
+
+
 def substituted(solved: Solved) -> str:
     """The equation a solved value satisfies, with the value put in: `2 \\cdot 5 + 2 = 12 = 3 \\cdot 5 - 3`."""
     left = substitute(solved.left, solved.var, solved.value)
@@ -394,7 +414,10 @@ def styled(options: list, steps: list[str]) -> list:
             if perturbation is not None:
                 for edit in perturbation.edits:
                     if edit.get("error") and "text" in edit:
-                        edit["text"] = in_house_style(edit["text"], style, rng)
+                        text = in_house_style(edit["text"], style, rng)
+                        # An opener must not turn a replacement back into the step it replaces.
+                        if edit["op"] != "replace" or text != steps[edit["step"] - 1].strip():
+                            edit["text"] = text
             return perturbation
         return restyled
     return [wrap(option) for option in options]
