@@ -105,3 +105,9 @@ def test_a_value_put_back_never_states_one_branch_of_an_or_alone():
                 if (made := option(random.Random(seed))) for edit in made.edits]
     assert any("2 \\cdot 4 - 1 = 7" in text for text in inserted)  # the value is put back
     assert not any("$2x - 1 = 7$" in text for text in inserted)  # but the branch is never stated on its own
+
+
+def test_a_subject_is_not_cut_at_a_preposition():
+    body = "Right. So that means the sum of the first 39 terms is equal to $126+1+2+3=132$."
+    [computation] = computations(body, 0)
+    assert stated_quantity(body, computation).clause("132") == "the sum of the first 39 terms is equal to $132$"

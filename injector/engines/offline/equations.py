@@ -325,9 +325,12 @@ def stated_quantity(body: str, computation: Computation) -> Stated | None:
     # Of "A, so B is $...$", only the clause that states the quantity counts; of the words after, one sentence.
     prefix = CONNECTIVE.sub("", re.split(r",\s*(?:so|and|then)\s+", before)[-1]).strip()
     if not STATES.match(prefix):  # "After buying 1 more he has": the clause starts at its subject
-        # The last subject: "if we simplify it we get" -> "we get".
-        subjects = list(re.finditer(r"(?<![\w$])(?:the|her|his|their|our|there|she|he|they|we)\b(?=[^$,;:]*$)",
-                                    prefix))
+        # The last subject: "if we simplify it we get" -> "we get"; not an object of a preposition ("the sum of
+        # the first 39 terms is" is one subject, not "the first 39 terms is").
+        subjects = [m for m in re.finditer(r"(?<![\w$])(?:the|her|his|their|our|there|she|he|they|we)\b"
+                                           r"(?=[^$,;:]*$)", prefix)
+                    if not re.search(r"\b(?:of|in|for|to|on|at|by|from|with|than|into|between|among)\s+$",
+                                     prefix[: m.start()])]
         prefix = prefix[subjects[-1].start():] if subjects else prefix
     suffix = re.split(r"(?<!\d)\.(?!\d)", after)[0].rstrip().rstrip(".")
     if not STATES.match(prefix) or "$" in suffix or len(suffix) > 60 or re.search(r"\d", prefix[-3:]):
