@@ -18,7 +18,7 @@ SAMPLES = 3
 PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 # PRMBench source problems on which an operator once made a candidate its check rejected (bench/offline_quality.py
 # over bench/data/train-p1-originals.jsonl found them); copied here, since the tests do not read bench data.
-REGRESSIONS = PRMBENCH / "train-p1-originals.regressions.jsonl"
+REGRESSIONS = Path(__file__).parent / "fixtures" / "offline_regressions" / "prmbench-train-p1-sources.jsonl"
 
 
 def prmbench_originals() -> list[Trajectory]:
