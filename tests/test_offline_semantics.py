@@ -91,3 +91,16 @@ def test_a_source_that_once_gave_a_failing_candidate_gives_only_passing_ones(sou
     problems = [problem for original, candidate in pairs
                 for problem in checks_for(category_id).check(original, candidate)]
     assert problems == []
+
+
+def test_confidence_reaches_a_solution_that_ends_without_a_number():
+    # PRMBench's echoed originals often have no `# Answer` line and end with "We did it!": the false value must
+    # reach the last step that states a number (the old rule, "the last step changed", left out a dozen sources).
+    trajectory = Trajectory(id="no-answer-line", question="Pens cost 2 dollars each. Maya buys 3 pens and a book "
+                            "that costs 4 dollars. What does she pay?", steps=[
+                                "The pens cost $3 \\cdot 2 = 6$ dollars.",
+                                "So the total cost is $6 + 4 = 10$ dollars.", "We did it!"])
+    pairs = candidates("confidence", [trajectory])
+    assert pairs
+    assert [problem for original, candidate in pairs
+            for problem in checks_for("confidence").check(original, candidate)] == []

@@ -151,7 +151,7 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
         touched = {e.get("step") for e in edits if e["op"] == "replace"}
         candidates = [k for k in range(len(steps)) if k + 1 not in touched and k != index]
         rng.shuffle(candidates)
-        declared, wanted = [], rng.choice((1, 1, 2))
+        declared, wanted = [], rng.choice((1, 2, 2))
         for k in candidates:
             certain = with_certainty(steps[k], rng)
             if certain is not None:
@@ -170,7 +170,5 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
 
 def _reaches_the_answer(steps: list[str], edits: list[dict]) -> bool:
     """The false value changes the final answer: the `# Answer` line, or (a solution without one, as PRMBench's
-    echoed originals often are) the last step itself."""
-    if split_answer(steps[-1])[1]:
-        return final_answer_changed(steps, edits)
-    return any(edit["op"] == "replace" and edit["step"] == len(steps) for edit in edits)
+    echoed originals often are) the last step that states a number ("We did it!" after it states none)."""
+    return final_answer_changed(steps, edits)
