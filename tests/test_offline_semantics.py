@@ -104,3 +104,18 @@ def test_confidence_reaches_a_solution_that_ends_without_a_number():
     assert pairs
     assert [problem for original, candidate in pairs
             for problem in checks_for("confidence").check(original, candidate)] == []
+
+
+def test_the_step_contradiction_check_reads_negative_values():
+    # The bundled sample's "Their product is $4 \cdot (-5) = -20$" contradicts "$x = -3$" of step 4: the check once
+    # read only "3", which no step defines, and rejected it.
+    from semantic_checks.step_contradiction import check
+
+    original = Trajectory(id="signs", question="Find the product of the solutions of $x^2 - x - 12 = 0$.", steps=[
+        "The solutions are $x = 4$ and $x = 7 - 10 = -3$.", "Their product is $4 \\cdot (-3) = -12$.\n\n# Answer\n\n-12"])
+    candidate = {"modified_process": [original.steps[0], "Their product is $4 \\cdot (-5) = -20$.\n\n# Answer\n\n-20"],
+                 "error_steps": [2], "modified_steps": [2]}
+    assert check(original, candidate) == []
+    given = Trajectory(id="signs", question="The solutions of an equation are $4$ and $-3$. What is their product?",
+                       steps=list(original.steps))
+    assert check(given, candidate) != []  # -3 is given in the question: no step establishes it
