@@ -3,6 +3,7 @@ the answer, and the independent check recognises the false form (and does not se
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 from semantic_checks import checks_for
@@ -23,6 +24,7 @@ USES = {
     "quadrilateral_angle_sum": "The angles of a quadrilateral add up to $360^\\circ$, so the last angle is "
                                "$360 - 100 - 80 - 90 = 90$ degrees.",
     "binomial_as_permutation": "There are $\\binom{6}{2} = \\frac{6 \\cdot 5}{2} = 15$ pairs.",
+    "binomial_without_complement": "A committee of 3 of the 7 can be chosen in $\\binom{7}{3} = 35$ ways.",
     "root_of_sum": "The hypotenuse is $\\sqrt{5^2 + 12^2} = \\sqrt{169} = 13$.",
     "power_as_product": "There are $2^5 = 32$ subsets.",
     "triangle_area_without_half": "The area of the triangle is $\\frac{1}{2} \\cdot 6 \\cdot 4 = 12$.",
@@ -44,12 +46,42 @@ def test_each_row_fires_propagates_and_is_recognised(row_id):
     trajectory = Trajectory(id=row_id, question="What is it?",
                             steps=[step, f"So the result is {result}.\n\n# Answer\n\n{result}"])
     taxonomy = Taxonomy.load()
-    candidate = asyncio.run(inject_one(taxonomy, taxonomy.category("counterfactual"), trajectory, OfflineEngine(),
-                                       seed=0, sample=0))
-    assert isinstance(candidate, Candidate), candidate
-    record = candidate.model_dump(mode="json")
-    assert record["provenance"]["operator"] == f"false_knowledge:{row_id}"
+    records = []  # a step can use knowledge of several rows (both binomial rows fire on a \binom): the samples
+    for sample in range(3):
+        candidate = asyncio.run(inject_one(taxonomy, taxonomy.category("counterfactual"), trajectory,
+                                           OfflineEngine(), seed=0, sample=sample))
+        if isinstance(candidate, Candidate):
+            records.append(candidate.model_dump(mode="json"))
+    mine = [r for r in records if r["provenance"]["operator"] == f"false_knowledge:{row_id}"]
+    assert mine, [r["provenance"]["operator"] for r in records]
+    record = mine[0]
     assert record["error_steps"] == [1, 2]
     assert row_id in false_forms(step, record["modified_process"][0])
     assert false_forms(step, step) == []  # the true step states no false form
     assert checks_for("counterfactual").check(trajectory, record) == []
+
+
+def test_a_constant_is_misknown_from_its_first_use_on():
+    # PRMBench's prm_train_p1_0 once gave two candidates: 100 seconds a minute in step 2 and in step 3 alone (the
+    # solver then knows the constant in step 2 and forgets it in step 3, and the two share most of their text).
+    from injector.engines.offline.counterfactual import counterfactual_options
+
+    trajectory = Trajectory(id="minutes", question="How many seconds are in 2 minutes and 4 minutes together?", steps=[
+        "There are 60 seconds in a minute, so 2 minutes is 2 * 60 = 120 seconds.",
+        "And since there are 60 seconds in a minute, 4 minutes is 4 * 60 = 240 seconds.",
+        "So in total there are 120 + 240 = 360 seconds.\n\n# Answer\n\n360"])
+    made = [option(random.Random(0)) for option in counterfactual_options(trajectory)]
+    assert [p.edits[0]["step"] for p in made if p] == [1]
+
+
+def test_no_false_knowledge_where_the_step_states_a_result_no_equation_shows():
+    # PRMBench's prm_train_p1_2: "$7! = 7 + 6 + ... + 1 = 28$, the first term is $315$" kept 315 = 5040 / 16.
+    from injector.engines.offline.counterfactual import counterfactual_options
+
+    trajectory = Trajectory(id="seven", question="The fifth and eighth terms of a geometric sequence are $7!$ and "
+                            "$8!$. What is the first term?", steps=[
+                                "So $r = 2$, and $a \\cdot 2^4 = 7!$, so $a = \\frac{7!}{16}$.",
+                                "And since $7!=5040$, the first term is $315$."])
+    assert [option(random.Random(0)) for option in counterfactual_options(trajectory)] in ([], [None])
+    trajectory.steps[-1] = "And $7!=5040$, so the first term is $\\frac{5040}{16} = 315$."
+    assert any(option(random.Random(0)) for option in counterfactual_options(trajectory))

@@ -16,6 +16,9 @@ from injector.records import Candidate
 
 SAMPLES = 3
 PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
+# PRMBench source problems on which an operator once made a candidate its check rejected (bench/offline_quality.py
+# over bench/data/train-p1-originals.jsonl found them); copied here, since the tests do not read bench data.
+REGRESSIONS = Path(__file__).parent / "fixtures" / "offline_regressions" / "prmbench-train-p1-sources.jsonl"
 
 
 def prmbench_originals() -> list[Trajectory]:
@@ -35,7 +38,7 @@ def prmbench_originals() -> list[Trajectory]:
 
 @pytest.fixture(scope="module")
 def sources() -> list[Trajectory]:
-    return [*load_trajectories(), *prmbench_originals()]
+    return [*load_trajectories(), *prmbench_originals(), *load_trajectories(REGRESSIONS)]
 
 
 def candidates(category_id: str, sources: list[Trajectory]) -> list[tuple[Trajectory, dict]]:
@@ -63,3 +66,56 @@ def test_every_offline_candidate_passes_its_categorys_semantic_check(category_id
     if hasattr(module, "check_all"):
         problems += module.check_all(pairs)
     assert problems == [], f"{len(problems)} problem(s) in {len(pairs)} candidates:\n" + "\n".join(problems[:20])
+
+
+# (source id, category, whether any candidate is left): what the candidate made from it got wrong, before the fix.
+ONCE_FAILED = [
+    ("prm_train_p1_97", "redundancy", True),  # the check took \frac{572}{8} as one number: 572 "never written"
+    ("prm_train_p1_120", "redundancy", True),  # the same, 4 of \frac{4}{2}
+    ("prm_train_p1_135", "redundancy", True),  # the same, 144 of \frac{144}{6}
+    ("prm_train_p1_156", "redundancy", True),  # the same, 15 of \frac{15}{3}
+    ("prm_train_p1_275", "redundancy", True),  # the same, 12 of \frac{12}{4}
+    ("prm_train_p1_368", "redundancy", True),  # "... the fact that $10$": the clause lost "m =" of $m = 5\cdot 2 = 10$
+    ("prm_train_p1_465", "redundancy", True),  # prose "546/3 * 7 * 13 = 2" for 546/(3 * 7 * 13): a false equation
+    # "$\sqrt{961}+106 = 147$, beyond any doubt": a false derivation, not a bare assertion; it was the only place.
+    ("prm_train_p1_119", "confidence", False),
+]
+
+
+@pytest.mark.parametrize("source_id,category_id,any_left", ONCE_FAILED)
+def test_a_source_that_once_gave_a_failing_candidate_gives_only_passing_ones(source_id, category_id, any_left):
+    source = [t for t in load_trajectories(REGRESSIONS) if t.id == source_id]
+    assert source, f"{source_id} is missing from {REGRESSIONS.name}"
+    pairs = candidates(category_id, source)
+    assert bool(pairs) == any_left, f"{len(pairs)} {category_id} candidate(s) from {source_id}"
+    problems = [problem for original, candidate in pairs
+                for problem in checks_for(category_id).check(original, candidate)]
+    assert problems == []
+
+
+def test_confidence_reaches_a_solution_that_ends_without_a_number():
+    # PRMBench's echoed originals often have no `# Answer` line and end with "We did it!": the false value must
+    # reach the last step that states a number (the old rule, "the last step changed", left out a dozen sources).
+    trajectory = Trajectory(id="no-answer-line", question="Pens cost 2 dollars each. Maya buys 3 pens and a book "
+                            "that costs 4 dollars. What does she pay?", steps=[
+                                "The pens cost $3 \\cdot 2 = 6$ dollars.",
+                                "So the total cost is $6 + 4 = 10$ dollars.", "We did it!"])
+    pairs = candidates("confidence", [trajectory])
+    assert pairs
+    assert [problem for original, candidate in pairs
+            for problem in checks_for("confidence").check(original, candidate)] == []
+
+
+def test_the_step_contradiction_check_reads_negative_values():
+    # The bundled sample's "Their product is $4 \cdot (-5) = -20$" contradicts "$x = -3$" of step 4: the check once
+    # read only "3", which no step defines, and rejected it.
+    from semantic_checks.step_contradiction import check
+
+    original = Trajectory(id="signs", question="Find the product of the solutions of $x^2 - x - 12 = 0$.", steps=[
+        "The solutions are $x = 4$ and $x = 7 - 10 = -3$.", "Their product is $4 \\cdot (-3) = -12$.\n\n# Answer\n\n-12"])
+    candidate = {"modified_process": [original.steps[0], "Their product is $4 \\cdot (-5) = -20$.\n\n# Answer\n\n-20"],
+                 "error_steps": [2], "modified_steps": [2]}
+    assert check(original, candidate) == []
+    given = Trajectory(id="signs", question="The solutions of an equation are $4$ and $-3$. What is their product?",
+                       steps=list(original.steps))
+    assert check(given, candidate) != []  # -3 is given in the question: no step establishes it

@@ -18,6 +18,8 @@ from injector.engines.offline.redundancy import other_routes
     ("After buying 1 more he has $2 + 1 = 3$ apples.", "he has $3$ apples"),
     ("If we simplify it we get $5 + 6 = 11$.", "we get $11$"),
     ("So there are $3 \\cdot 2 = 6$ integers that start with 1.", "there are $6$ integers that start with 1"),
+    # The name the chain gives the quantity stays (PRMBench source prm_train_p1_368 once gave "... that $10$").
+    ("We count that by using the fact that $m = 5\\cdot 2 = 10$.", "we count that by using the fact that $m = 10$"),
 ])
 def test_the_clause_that_states_a_computed_quantity(body, clause):
     [computation] = computations(body, 0)
@@ -31,6 +33,16 @@ def test_the_clause_that_states_a_computed_quantity(body, clause):
 ])
 def test_no_clause_where_none_states_the_quantity(body):
     assert all(stated_quantity(body, c) is None for c in computations(body, 0))
+
+
+def test_a_worked_back_fraction_in_prose_keeps_its_denominator_together():
+    # PRMBench source prm_train_p1_465 once gave "546/3 * 7 * 13 = 2", which is false as written.
+    body = "So the greatest common factor of the last term and x is 2 * 3 * 7 * 13 = 546"
+    [computation] = computations(body, 0)
+    [inverse] = [e for e in inverse_equations(computation.lhs, computation.value, body) if e.endswith("= 2")]
+    written = stated_quantity(body, computation).math(inverse)
+    assert written == "546/(3 * 7 * 13) = 2"
+    assert holds(written.replace("/", " \\div ").split(" = ")[0], "2")
 
 
 @pytest.mark.parametrize(("lhs", "value"), [("4 \\cdot 2.75", "11"), ("11 + 3.60", "14.60"),
@@ -57,3 +69,45 @@ def test_certainty_is_said_grammatically_and_leaves_the_answer_alone():
         assert variant.endswith("\n\n# Answer\n\n14.60") and "$14.60$" in variant
         assert not variant.startswith(("Clearly, so", "Obviously, so"))  # the old "Clearly, so the total ..."
     assert len(said) >= 5  # varied
+
+
+@pytest.mark.parametrize(("body", "kept"), [
+    ("So $\\binom{5}{2} = \\frac{5 \\cdot 4}{2} = 10$.", "\\binom{5}{2} = "),  # a named quantity: asserted bare
+    # A computation is no name: asserting "$\sqrt{961}+106 = 147$" derives falsely (PRMBench prm_train_p1_119).
+    ("That's $\\sqrt{961}+106=31+106=137$.", None),
+])
+def test_a_bare_assertion_keeps_only_a_name_for_the_quantity(body, kept):
+    from injector.engines.offline.confidence import _bare
+
+    found = [_bare(body, c) for c in computations(body, 0)]
+    assert [b[2] for b in found if b] == ([kept] if kept else [])
+
+
+def test_the_steps_own_sentence_with_other_math():
+    from injector.engines.offline.equations import own_sentence
+
+    body = "So the total cost is $11 + 3.60 = 14.60$ dollars."
+    [computation] = computations(body, 0)
+    assert own_sentence(body, stated_quantity(body, computation), "14.60") == "So the total cost is $14.60$ dollars"
+    body = "So the total cost is $11 + 3.60 = 14.60$ dollars. That is a lot."  # the step goes on: not its own
+    [computation] = computations(body, 0)
+    assert own_sentence(body, stated_quantity(body, computation), "14.60") is None
+
+
+def test_a_value_put_back_never_states_one_branch_of_an_or_alone():
+    from injector import Trajectory
+    from injector.engines.offline.redundancy import redundancy_options
+
+    trajectory = Trajectory(id="t", question="Find the product of all real solutions of $(2x - 1)^2 = 49$.", steps=[
+        "Taking square roots, $2x - 1 = 7$ or $2x - 1 = -7$.", "If $2x - 1 = 7$, then $x = 4$.",
+        "If $2x - 1 = -7$, then $x = -3$.", "So the product is $4 \\cdot (-3) = -12$.\n\n# Answer\n\n-12"])
+    inserted = [edit["text"] for option in redundancy_options(trajectory) for seed in range(40)
+                if (made := option(random.Random(seed))) for edit in made.edits]
+    assert any("2 \\cdot 4 - 1 = 7" in text for text in inserted)  # the value is put back
+    assert not any("$2x - 1 = 7$" in text for text in inserted)  # but the branch is never stated on its own
+
+
+def test_a_subject_is_not_cut_at_a_preposition():
+    body = "Right. So that means the sum of the first 39 terms is equal to $126+1+2+3=132$."
+    [computation] = computations(body, 0)
+    assert stated_quantity(body, computation).clause("132") == "the sum of the first 39 terms is equal to $132$"

@@ -62,7 +62,9 @@ def check_all(pairs) -> list[str]:
     for original, candidate in pairs:
         words = set(re.findall(r"[a-z']+", " ".join(original.steps).lower()))
         steps = candidate["modified_process"]
-        skeletons[tuple(own_words(steps[k - 1], words) for k in candidate["error_steps"])] += 1
+        skeleton = tuple(own_words(steps[k - 1], words) for k in candidate["error_steps"])
+        if any(skeleton):  # a loop worded only with its own solution's words repeats no canned sentence
+            skeletons[skeleton] += 1
     if not skeletons:
         return []
     skeleton, count = skeletons.most_common(1)[0]

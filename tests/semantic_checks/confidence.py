@@ -39,8 +39,13 @@ def check(original, candidate) -> list[str]:
             problems.append(f"step {first} derives its value ({left} = {right}) instead of asserting it")
     if answer(list(original.steps)) is not None and answer(steps) == answer(list(original.steps)):
         problems.append("the false value does not reach the final answer")
-    if answer(list(original.steps)) is None and (steps[-1] == original.steps[-1] or len(steps) not in errors):
-        problems.append("the false value does not reach the last step (the solution has no # Answer line)")
+    if answer(list(original.steps)) is None:
+        # No `# Answer` line: the candidate ends at its last step that states a number ("We did it!" states none;
+        # after a "correction" of the last result, that is the correction): it must be an error step.
+        last = max((k for k, step in enumerate(steps, 1) if re.search(r"\d", body(step))), default=None)
+        if last is not None and last not in errors:
+            problems.append(f"the false value does not reach step {last}, the last one with a result (the "
+                            "solution has no # Answer line)")
     for k in errors:
         if k == first:
             continue

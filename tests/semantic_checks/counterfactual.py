@@ -32,6 +32,9 @@ def false_forms(old: str, new: str) -> list[str]:
         v = value(expansion)
         if v is not None and v == factorial(int(n)) // factorial(int(n) - int(k)) != comb(int(n), int(k)):
             found.append("binomial_as_permutation")
+    for n, k, m, j in re.findall(r"\\binom\{(\d+)\}\{(\d+)\}\s*=\s*\\d?frac\{(\d+)!\}\{(\d+)!\}\s*=", text):
+        if (n, k) == (m, j) and factorial(int(n)) // factorial(int(k)) != comb(int(n), int(k)):
+            found.append("binomial_without_complement")
     for a, sign, b, c, sign2, d in re.findall(
             r"\\sqrt\{\s*(\d+)\^2\s*([-+])\s*(\d+)\^2\s*\}\s*=\s*(\d+)\s*([-+])\s*(\d+)", text):
         if (a, sign, b) == (c, sign2, d):

@@ -11,6 +11,12 @@ CUES = re.compile(r"\b(?:check|checks|checking|again|verify|verified|verifies|no
                   r"once more|as found above|in other words|confirm|confirms|double)\b", re.IGNORECASE)
 
 
+def written(text: str) -> set[str]:
+    """The numbers a text has written, the numerator and denominator of a fraction too (`\\frac{4}{2}` has
+    written 4 and 2, so a step recovering 4 from it derives nothing new)."""
+    return numbers(text) | numbers(re.sub(r"\\[dt]?frac\{(-?\d+)\}\{(\d+)\}", r" \1 ; \2 ", text))
+
+
 def check(original, candidate) -> list[str]:
     problems = []
     steps, errors, changed = candidate["modified_process"], candidate["error_steps"], candidate["modified_steps"]
@@ -31,7 +37,7 @@ def check(original, candidate) -> list[str]:
         for left, right in claims:
             if not equal(left, right):
                 problems.append(f"step {k}: {left} = {right} is false")
-        known = numbers(original.question + " " + " ".join(body(s) for s in steps[: k - 1]))
+        known = written(original.question + " " + " ".join(body(s) for s in steps[: k - 1]))
         if claims and not numbers(claims[-1][1]) <= known:
             problems.append(f"step {k} derives something the solution did not already have: {claims[-1]}")
         cue = CUES.search(text)

@@ -21,8 +21,13 @@ def _value(token: str):
     return Fraction(int(match.group(1)), int(match.group(2))) if match else Fraction(token)
 
 
+# A minus is a sign where no operand ends right before it, spaces removed ("4 \\cdot (-3)" holds -3, "11 - 8" 8).
+SIGNED = re.compile(r"(?<![\w)}.])-(" + NUMBER.pattern + ")")
+
+
 def _values(text: str) -> set:
-    return {_value(t) for t in NUMBER.findall(text)}
+    """The values written in a text, each also with its sign where it has one (`x = -3` holds 3 and -3)."""
+    return {_value(t) for t in NUMBER.findall(text)} | {-_value(t) for t in SIGNED.findall(text.replace(" ", ""))}
 
 
 def defined_in(step: str, v) -> bool:
@@ -31,7 +36,9 @@ def defined_in(step: str, v) -> bool:
         for clause in split_top(piece, ","):
             sides = split_top(clause, "=")
             last = sides[-1].strip().replace("\\$", "")
-            if len(sides) >= 2 and NUMBER.fullmatch(last) and _value(last) == v:
+            sign = -1 if last.startswith("-") else 1
+            last = last.lstrip("-").strip()
+            if len(sides) >= 2 and NUMBER.fullmatch(last) and sign * _value(last) == v:
                 return True
     return False
 

@@ -12,26 +12,33 @@ import random
 
 from ...trajectory import Trajectory
 from .equations import styled, Computation, Solved, computations, determines, introduced, inverse_equations, \
-    solved_values, stated_quantity, substituted
+    own_sentence, solved_values, stated_quantity, substituted
 from .text import Option, Perturbation, insert, replace, split_answer
 
-# The assumption: a framed one, or the bare value with nothing before it (the next step then "derives" it).
-ASSUME_VALUE = ("Let ${var} = {value}$.", "We have ${var} = {value}$.", "So ${var} = {value}$.",
-                "Then ${var} = {value}$.", "We can use ${var} = {value}$ here.", "So we get ${var} = {value}$.",
-                "${var} = {value}$.", "We get ${var} = {value}$.")
-DERIVE_VALUE = ("Then ${filled}$, so ${var} = {value}$.",
-                "This gives ${filled}$, so ${var} = {value}$ is the solution.",
-                "With this, ${equation}$ becomes ${filled}$, which is true, so ${var} = {value}$.",
-                "Since ${filled}$, we get ${var} = {value}$.",
-                "So ${filled}$, and we have ${var} = {value}$.",
-                "Plugging in, ${filled}$, so ${var} = {value}$.",
-                "Then ${equation}$ reads ${filled}$, which means ${var} = {value}$.")
+# Wording: frames that PRM800K's own steps use about as often as these pools do ("so", "that means", "we know
+# that", "if ... then", "and"), several per move, so that no word is found only in the loop's steps. Words such as
+# "hence", "suppose", "plugging in", "this gives" or "is the solution" are (nearly) absent from the solutions and
+# gave the loop away to the cue probe (`inject stats --cues`).
+# The assumption: the bare value, or framed as something known.
+ASSUME_VALUE = ("So ${var} = {value}$.", "${var} = {value}$.", "We know that ${var} = {value}$.",
+                "That means ${var} = {value}$.", "And ${var} = {value}$.", "So we have ${var} = {value}$.",
+                "Right, so ${var} = {value}$.", "So ${var}$ is ${value}$.")
+DERIVE_VALUE = ("So ${filled}$, and ${var} = {value}$.",
+                "That means ${filled}$, so ${var} = {value}$.",
+                "If ${var} = {value}$, then ${filled}$, so ${var} = {value}$.",
+                "Since ${filled}$, we know that ${var} = {value}$.",
+                "And ${equation}$ is ${filled}$, so ${var} = {value}$.",
+                "${filled}$, so ${var} = {value}$.",
+                "So ${equation}$ is ${filled}$, which means that ${var} = {value}$.",
+                "We know ${filled}$, so ${var} = {value}$.",
+                "Then ${filled}$, so ${var}$ is ${value}$.")
 # The bare clause (no framing word at all) is the commonest form: it reads like any other step.
-ASSUME_CLAUSE = ("Suppose {clause}.", "{Clause}.", "{Clause}.", "So {clause}.", "{Clause}.", "We have that {clause}.",
-                 "Then {clause}.", "We take it that {clause}.")
-DERIVE_CLAUSE = ("Then ${inverse}$, so {clause}.", "This gives ${inverse}$, so {clause}.",
-                 "Since ${inverse}$, {clause}.", "So ${inverse}$, which means {clause}.",
-                 "With this, ${inverse}$, and so {clause}.", "From this we get ${inverse}$, so {clause}.")
+ASSUME_CLAUSE = ("{Clause}.", "{Clause}.", "So {clause}.", "We know that {clause}.", "And {clause}.",
+                 "That means {clause}.", "Right, so {clause}.")
+DERIVE_CLAUSE = ("So ${inverse}$, and {clause}.", "That means ${inverse}$, so {clause}.",
+                 "Since ${inverse}$, {clause}.", "And ${inverse}$, so {clause}.", "${inverse}$, so {clause}.",
+                 "We know ${inverse}$, so {clause}.", "Then ${inverse}$, so {clause}.",
+                 "So ${inverse}$, which means {clause}.", "That's because ${inverse}$, so {clause}.")
 
 
 def circular_logic_options(trajectory: Trajectory) -> list[Option]:
@@ -45,7 +52,7 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
             continue
         for solved in solved_values(steps, trajectory.question, index):
             if determines(solved):
-                options.append(_loop_on_value(index, solved))
+                options.append(_loop_on_value(index, solved, step))
         earlier = trajectory.question + " " + " ".join(steps[:index])
         for computation in computations(body, index):
             loop = _loop_on_computation(body, computation, earlier)
@@ -54,10 +61,13 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
     return styled(options, steps)
 
 
-def _loop_on_value(index: int, solved: Solved) -> Option:
+def _loop_on_value(index: int, solved: Solved, step: str) -> Option:
+    # The assumption must replace the step, not repeat it ("That means $r = 2$." for "That means $r = 2$.").
+    forms = [form for form in ASSUME_VALUE if form.format(var=solved.var, value=solved.value) != step.strip()]
+
     def option(rng: random.Random) -> Perturbation:
         var, value, filled = solved.var, solved.value, substituted(solved)
-        assumed = rng.choice(ASSUME_VALUE).format(var=var, value=value)
+        assumed = rng.choice(forms).format(var=var, value=value)
         derived = rng.choice(DERIVE_VALUE).format(var=var, value=value, filled=filled,
                                                   equation=f"{solved.left} = {solved.right}")
         return Perturbation("assume_the_value", [replace(index + 1, assumed), insert(index + 1, derived)],
@@ -83,7 +93,11 @@ def _loop_on_computation(body: str, computation: Computation, earlier: str) -> O
 
     def option(rng: random.Random) -> Perturbation:
         inverse = stated.math(rng.choice(inverses))
-        assumed = rng.choice(ASSUME_CLAUSE).format(clause=clause, Clause=clause[:1].upper() + clause[1:])
+        own = own_sentence(body, stated, computation.value)
+        if own is not None and rng.random() < 0.5:
+            assumed = own + "."  # the step's own sentence, its computation gone: the value stated bare
+        else:
+            assumed = rng.choice(ASSUME_CLAUSE).format(clause=clause, Clause=clause[:1].upper() + clause[1:])
         derived = rng.choice(DERIVE_CLAUSE).replace("${inverse}$", "{inverse}").format(inverse=inverse, clause=clause)
         step = computation.step + 1
         return Perturbation("assume_the_result", [replace(step, assumed), insert(step, derived)],

@@ -17,7 +17,8 @@ import re
 from fractions import Fraction
 
 from ...trajectory import Trajectory
-from .equations import STATES, Computation, computations, evaluate, introduced, solved_values, stated_quantity
+from .equations import STATES, Computation, computations, evaluate, introduced, solved_values, stated_quantity, \
+    top_level_split
 from .numerical_calculation import slip_decimal, slipped
 from .propagate import carried_on, final_answer_changed, propagate, render
 from .text import Option, Perturbation, lower_first, replace_span, split_answer
@@ -89,12 +90,15 @@ def _bare(body: str, computation: Computation) -> tuple[int, int, str] | None:
     the quantity (`\\binom{5}{2} = \\frac{5 \\cdot 4}{2} = 10` -> `\\binom{5}{2} = ...`)."""
     stated = stated_quantity(body, computation)
     if stated:
-        return stated.start, stated.end, ""
+        return stated.start, stated.end, stated.name
     if not computation.in_math:
         return None
     math_start = body.rfind("$", 0, computation.start) + 1
     chain = body[math_start: computation.end].split("=")
-    if len(chain) >= 3 and re.match(r"\s*(?:\\binom|\\sqrt|\\lfloor|[a-zA-Z]\(|\\frac\{\\|[a-zA-Z]\s*$)", chain[0]):
+    # The first expression names the quantity only when it is one term: `\\sqrt{961}+106` is a computation, and
+    # asserting a value for it would be a false derivation, not a bare assertion.
+    if len(chain) >= 3 and re.match(r"\s*(?:\\binom|\\sqrt|\\lfloor|[a-zA-Z]\(|\\frac\{\\|[a-zA-Z]\s*$)", chain[0]) \
+            and len(top_level_split(chain[0].strip(), r"[-+*/]|\\cdot|\\times|\\div")) == 1:
         return math_start, computation.end, chain[0].rstrip() + " = "
     return None
 
@@ -147,7 +151,7 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
         touched = {e.get("step") for e in edits if e["op"] == "replace"}
         candidates = [k for k in range(len(steps)) if k + 1 not in touched and k != index]
         rng.shuffle(candidates)
-        declared, wanted = [], rng.choice((1, 1, 2))
+        declared, wanted = [], rng.choice((1, 2, 2))
         for k in candidates:
             certain = with_certainty(steps[k], rng)
             if certain is not None:
@@ -166,7 +170,5 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
 
 def _reaches_the_answer(steps: list[str], edits: list[dict]) -> bool:
     """The false value changes the final answer: the `# Answer` line, or (a solution without one, as PRMBench's
-    echoed originals often are) the last step itself."""
-    if split_answer(steps[-1])[1]:
-        return final_answer_changed(steps, edits)
-    return any(edit["op"] == "replace" and edit["step"] == len(steps) for edit in edits)
+    echoed originals often are) the last step that states a number ("We did it!" after it states none)."""
+    return final_answer_changed(steps, edits)

@@ -4,6 +4,7 @@ table below), applied where a step uses that knowledge, then propagated through 
 An arithmetic slip is not counterfactual (that is ProJudge's numerical_calculation, `numerical_calculation.py`)."""
 from __future__ import annotations
 
+import os
 import random
 import re
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ TABLE: tuple[Knowledge, ...] = (
               (r"\bhours?\b", r"\bdays?\b")),
     Knowledge("binomial_as_permutation", r"\binom{n}{k} = \frac{n!}{k!(n-k)!}",
               r"\binom{n}{k} = \frac{n!}{(n-k)!} = n(n-1)\cdots(n-k+1), without dividing by k!", "formula"),
+    Knowledge("binomial_without_complement", r"\binom{n}{k} = \frac{n!}{k!(n-k)!}",
+              r"\binom{n}{k} = \frac{n!}{k!}, without dividing by (n-k)!", "formula"),
     Knowledge("root_of_sum", r"\sqrt{a^2 + b^2} is not a + b",
               r"\sqrt{a^2 \pm b^2} = a \pm b (the root of a sum taken term by term)", "formula"),
     Knowledge("power_as_product", r"a^n is a multiplied by itself n times", r"a^n = a \cdot n", "formula"),
@@ -77,6 +80,14 @@ def _false_form(row: Knowledge, expression: str) -> str | None:
         if not 2 <= k < n or k > 4:
             return None
         return " \\cdot ".join(str(n - j) for j in range(k))
+    if row.id == "binomial_without_complement":
+        match = re.fullmatch(r"\\binom\{(\d+)\}\{(\d+)\}", expression)
+        if not match:
+            return None
+        n, k = int(match.group(1)), int(match.group(2))
+        if not 2 <= k <= n - 2 or n > 10:
+            return None  # k = n - 1 or n would make n!/k! true or small; big n makes an absurd number
+        return f"\\frac{{{n}!}}{{{k}!}}"
     if row.id == "root_of_sum":
         match = re.fullmatch(r"\\sqrt\{\s*(\d+)\^2\s*([-+])\s*(\d+)\^2\s*\}", expression)
         if match:
@@ -147,7 +158,9 @@ def _formula_sites(row: Knowledge, body: str) -> list[tuple[int, int, str]]:
             if row.id == "triangle_area_without_half":
                 sites.append((a, b, " " + false + " "))  # the area expression itself loses its half
             else:  # "X = <false form> = <result>": everything between X and the final result is replaced
-                sites.append((b, last_a, f"= {false} ="))
+                # In the step's own spacing: "\\binom{8}{2}=28" -> "\\binom{8}{2}=8 \\cdot 7=28".
+                spaced = re.search(r"\s=|=\s", body[max(b - 1, 0): last_a + 1]) is not None
+                sites.append((b, last_a, f"= {false} =" if spaced else f"={false}="))
             break
     return sites
 
@@ -170,17 +183,38 @@ def _constant_sites(row: Knowledge, body: str) -> list[str]:
     return [text]
 
 
+def _unexplained_results(body: str, new_body: str, earlier: str, constant: str = "") -> bool:
+    """Does the step state, after the change, a number of its own that no equation of it shows how to get
+    ("$7! = 5040$, the first term is $315$")? It may follow from the changed value, and cannot be recomputed: the
+    change would not be carried consistently."""
+    changed_at = len(os.path.commonprefix([body, new_body]))
+    inside = [span for chain in chains(body, math_spans(body)) if chain.relations for span in chain.exprs]
+    in_equations = {t.value for t in tokens(body) if any(a <= t.start < b for a, b in inside)}
+    written = {t.value for t in tokens(earlier + " " + constant)}  # the constant itself is the change
+    return any(t.start >= changed_at and not t.raised and t.value not in written | in_equations
+               for t in tokens(body))
+
+
 def counterfactual_options(trajectory: Trajectory) -> list[Option]:
     options: list[Option] = []
     steps = list(trajectory.steps)
+    believed: set[str] = set()  # constants already used (truly) by an earlier step
     for index, step in enumerate(steps):
         body, tail = split_answer(step)
         for row in TABLE:
             if row.kind == "constant":
+                if row.id in believed:
+                    continue  # a solver who knew the constant a step ago does not forget it now
                 new_bodies = [(text, True) for text in _constant_sites(row, body)]
+                if new_bodies:
+                    believed.add(row.id)
             else:
                 new_bodies = [(body[:a] + new + body[b:], False) for a, b, new in _formula_sites(row, body)]
             for new_body, carry in new_bodies:
+                if _unexplained_results(body, new_body, trajectory.question + " " + " ".join(steps[:index]),
+                                        row.right):
+                    continue
+
                 def option(rng: random.Random, index=index, row=row, new_text=new_body + tail,
                            carry=carry) -> Perturbation | None:
                     edits = propagate(steps, index, new_text, question=trajectory.question, recompute=True,

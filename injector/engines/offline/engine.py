@@ -21,7 +21,7 @@ from .redundancy import redundancy_options
 from .step_contradiction import step_contradiction_options
 from .text import Option, Perturbation
 
-OPERATORS_VERSION = "2"
+OPERATORS_VERSION = "3"
 
 OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "redundancy": redundancy_options,

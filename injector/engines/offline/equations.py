@@ -221,14 +221,15 @@ def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
         if len(terms) > 1 or not all(known(p) for p in parts):
             continue  # mixed operators: undoing one of them is not a plain inverse
         for k, kept in enumerate(parts):
-            others = parts[:k] + parts[k + 1:]
+            # An operand after a minus is bracketed when it is negative or a sum: `9 - (-16)`, `11 - (10-0)`.
+            others = [_bracketed(p) if op in "+-" else p for p in parts[:k] + parts[k + 1:]]
             product = " \\cdot ".join(others)
             bare = kept[1:-1] if re.fullmatch(r"\(-?[\d.]+\)", kept) else kept
             if op == "+":
                 inverse = f"{value} - {' - '.join(others)} = {bare}"
             elif op == "-":
-                inverse = f"{value} + {parts[1]} = {bare}" if k == 0 else \
-                    f"{parts[0]} - {value} = {bare}"
+                inverse = f"{value} + {_bracketed(parts[1])} = {bare}" if k == 0 else \
+                    f"{parts[0]} - {_bracketed(value)} = {bare}"
             elif op == "*":
                 inverse = f"\\frac{{{value}}}{{{product}}} = {bare}"
             else:
@@ -243,6 +244,14 @@ def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
                     holds(*inverse.rsplit(" = ", 1)):
                 inverses.append(inverse)
     return inverses
+
+
+def _bracketed(operand: str) -> str:
+    """`operand` in parentheses when it is negative or a sum or difference, as an operand of `+` or `-`."""
+    operand = operand.strip()
+    if operand.startswith("-") or len(top_level_split(operand, r"\+|(?<=[\w})\s])-")) > 1:
+        return f"({operand})"
+    return operand
 
 
 def top_level_split(text: str, pattern: str) -> list[str]:
@@ -272,18 +281,29 @@ class Stated:
     in_math: bool
     times: str
     """The multiplication sign the step writes (`\\cdot`, `\\times` or `*`)."""
+    name: str = ""
+    """What the chain names before its numbers ("m = " of `$m = 5 \\cdot 2 = 10$`), kept in every clause."""
 
     def clause(self, math: str) -> str:
         """The clause with `math` in place of the computation, in the step's notation."""
-        return f"{lower_first(self.prefix)} {self.math(math)}{self.suffix}"
+        return f"{lower_first(self.prefix)} {self.math(self.name + math)}{self.suffix}"
 
     def math(self, latex: str) -> str:
         """`latex` written as the step writes math: inside `$...$`, or as plain text (`a/b`, `*`)."""
         written = latex.replace("\\cdot", self.times).replace("  ", " ")
         if self.in_math:
             return f"${written}$"
-        written = re.sub(r"\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}", r"\1/\2", written).replace("\\div", "/")
+        # `a/b` in prose: a numerator or denominator that is itself a computation goes in parentheses, so that
+        # `546/(3 * 7 * 13)` does not read as `(546/3) * 7 * 13`.
+        written = re.sub(r"\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}",
+                         lambda m: f"{_operand(m.group(1))}/{_operand(m.group(2))}", written).replace("\\div", "/")
         return written
+
+
+def _operand(text: str) -> str:
+    """`text` as an operand of a prose `/`: parenthesized when it is more than one number."""
+    text = text.strip()
+    return text if re.fullmatch(r"-?\d+(?:\.\d+)?", text) else f"({text})"
 
 
 def stated_quantity(body: str, computation: Computation) -> Stated | None:
@@ -305,16 +325,36 @@ def stated_quantity(body: str, computation: Computation) -> Stated | None:
     # Of "A, so B is $...$", only the clause that states the quantity counts; of the words after, one sentence.
     prefix = CONNECTIVE.sub("", re.split(r",\s*(?:so|and|then)\s+", before)[-1]).strip()
     if not STATES.match(prefix):  # "After buying 1 more he has": the clause starts at its subject
-        # The last subject: "if we simplify it we get" -> "we get".
-        subjects = list(re.finditer(r"(?<![\w$])(?:the|her|his|their|our|there|she|he|they|we)\b(?=[^$,;:]*$)",
-                                    prefix))
+        # The last subject: "if we simplify it we get" -> "we get"; not an object of a preposition ("the sum of
+        # the first 39 terms is" is one subject, not "the first 39 terms is").
+        subjects = [m for m in re.finditer(r"(?<![\w$])(?:the|her|his|their|our|there|she|he|they|we)\b"
+                                           r"(?=[^$,;:]*$)", prefix)
+                    if not re.search(r"\b(?:of|in|for|to|on|at|by|from|with|than|into|between|among)\s+$",
+                                     prefix[: m.start()])]
         prefix = prefix[subjects[-1].start():] if subjects else prefix
     suffix = re.split(r"(?<!\d)\.(?!\d)", after)[0].rstrip().rstrip(".")
     if not STATES.match(prefix) or "$" in suffix or len(suffix) > 60 or re.search(r"\d", prefix[-3:]):
         return None
     times = "*" if "*" in computation.lhs else "\\times" if "\\times" in computation.lhs else \
         "*" if not computation.in_math else "\\cdot"
-    return Stated(prefix, suffix, start, computation.end, computation.in_math, times)
+    # "the fact that $m = 5 \\cdot 2 = 10$": the leading sides that name the quantity stay ("... that $m = 10$").
+    name = ""
+    for side in body[start: computation.end].split("=")[:-1]:
+        if not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", side)):
+            break
+        name += side.strip() + " = "
+    return Stated(prefix, suffix, start, computation.end, computation.in_math, times, name)
+
+
+def own_sentence(body: str, stated: Stated, math: str) -> str | None:
+    """The step's own words with `math` (already in the step's notation, without `$`) in place of its computation,
+    ending where the computation's sentence ends and without a final period: "So the total cost is $14.60$ dollars"
+    for `math` "14.60". None when the step holds another equation or goes on after that sentence."""
+    rest = body[stated.end:]
+    if not re.fullmatch(r"\$?" + re.escape(stated.suffix) + r"\s*\.?\s*", rest):
+        return None
+    text = body[: stated.start] + stated.name + math + rest.rstrip().rstrip(".")
+    return None if "=" in body[: stated.start] else text
 
 
 def substituted(solved: Solved) -> str:
@@ -377,7 +417,10 @@ def styled(options: list, steps: list[str]) -> list:
             if perturbation is not None:
                 for edit in perturbation.edits:
                     if edit.get("error") and "text" in edit:
-                        edit["text"] = in_house_style(edit["text"], style, rng)
+                        text = in_house_style(edit["text"], style, rng)
+                        # An opener must not turn a replacement back into the step it replaces.
+                        if edit["op"] != "replace" or text != steps[edit["step"] - 1].strip():
+                            edit["text"] = text
             return perturbation
         return restyled
     return [wrap(option) for option in options]

@@ -13,28 +13,36 @@ import random
 import re
 
 from ...trajectory import Trajectory
-from .equations import styled, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
-    latex_number, solved_values, Stated, stated_quantity, substituted, top_level_split
+from .equations import MATH, styled, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
+    latex_number, own_sentence, solved_values, Stated, stated_quantity, substituted, top_level_split
 from .text import Option, Perturbation, insert, split_answer
+from .wording import say
 
-# Lead-ins for a re-derivation that restates the step's own clause.
-SAME_CLAUSE = ("{Clause}.", "{Clause}.", "So {clause}.", "That is, {clause}.", "Also, {clause}.", "Then {clause}.")
-# A side equation that follows from the step's result, alone or with the step's own clause after it.
-SIDE_EQUATION = ("We have ${equation}$.", "Then ${equation}$.", "So ${equation}$.", "This gives ${equation}$.",
-                 "${equation}$.", "Hence ${equation}$.")
-SIDE_WITH_CLAUSE = ("Since ${equation}$, {clause}.", "Then ${equation}$, so {clause}.",
-                    "We have ${equation}$, and so {clause}.", "As ${equation}$, {clause}.",
-                    "So ${equation}$, which gives that {clause}.", "${equation}$, so {clause}.")
+# Frames (see `wording.say`, which may put an opener before them). A re-derivation that restates the step's clause:
+SAME_CLAUSE = ("{clause}", "{clause}", "so {clause}", "that means {clause}", "and {clause}", "we know that {clause}",
+               "we have that {clause}")
+# A side equation that follows from the step's result, alone or with the step's own clause.
+SIDE_EQUATION = ("{equation}", "we have {equation}", "so {equation}", "and {equation}", "that means {equation}",
+                 "we know that {equation}", "so we have {equation}")
+SIDE_WITH_CLAUSE = ("since {equation}, {clause}", "so {equation}, and {clause}", "we have {equation}, so {clause}",
+                    "{equation}, so {clause}", "{clause}, since {equation}", "and {equation}, so {clause}",
+                    "{clause}, and {equation}")
+# After the step's own sentence (its result stated, its computation gone): ", since $36 / 3 = 12$."
+AFTER_OWN = (", since {equation}", ", and {equation}", ", so {equation}", ", as {equation}", ", because {equation}",
+             ", and so {equation}")
 # A value put back into the equation it solves.
-PUT_BACK = ("With ${var} = {value}$, ${filled}$.", "Then ${filled}$.", "So ${filled}$.",
-            "For ${var} = {value}$ we get ${filled}$.", "Putting ${var} = {value}$ into ${equation}$ gives ${filled}$.",
-            "This makes ${equation}$ read ${filled}$.")
+PUT_BACK = ("if ${var} = {value}$, then ${filled}$", "so ${filled}$", "and ${filled}$", "${filled}$",
+            "so if ${var} = {value}$, we have ${filled}$", "we know that ${filled}$",
+            "with ${var} = {value}$, ${equation}$ is ${filled}$", "so ${equation}$ is ${filled}$")
+OPENERS = ("", "", "", "", "", "Right, ")
 
 
 def redundancy_options(trajectory: Trajectory) -> list[Option]:
     """One option per result a step derives (before the last step) that can be re-derived another way."""
     steps = list(trajectory.steps)
     options: list[Option] = []
+    # The math of steps that say "or" ("$2x - 1 = 7$ or $2x - 1 = -7$"): an inserted step never states one alone.
+    branches = {math.strip() for step in steps if re.search(r"\bor\b", step) for math in MATH.findall(step)}
     for index, step in enumerate(steps[:-1]):
         body = split_answer(step)[0]
         if re.search(r"\bor\b", body):
@@ -44,44 +52,55 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
             routes = other_routes(computation.lhs, computation.value)
             stated = stated_quantity(body, computation)
             if routes and stated:
-                options.append(_same_clause(index, computation, stated, routes))
+                options.append(_same_clause(index, body, computation, stated, routes))
             inverses = inverse_equations(computation.lhs, computation.value, earlier)
             if inverses:
-                options.append(_side_equation(index, inverses, stated, computation.value))
+                options.append(_side_equation(index, body, inverses, stated, computation.value))
         for solved in solved_values(steps, trajectory.question, index):
             if determines(solved):  # putting a value into an identity shows nothing
-                options.append(_put_back(index, solved))
+                options.append(_put_back(index, solved, branches))
     return styled(options, steps)
 
 
-def _same_clause(index: int, computation: Computation, stated: Stated, routes: list[str]) -> Option:
+def _same_clause(index: int, body: str, computation: Computation, stated: Stated, routes: list[str]) -> Option:
     def option(rng: random.Random) -> Perturbation:
         route = stated.math(rng.choice(routes)).strip("$")
         clause = stated.clause(f"{route} = {computation.value}")
-        lead = rng.choice(SAME_CLAUSE)
-        text = lead.replace("{Clause}", clause[:1].upper() + clause[1:]).replace("{clause}", clause)
+        own = own_sentence(body, stated, f"{route} = {computation.value}")
+        if own is not None and rng.random() < 0.85:
+            text = own + "."  # the step's own sentence, the other route in place of its own
+        else:
+            text = say(rng, SAME_CLAUSE, OPENERS, clause=clause)
         return Perturbation("rederive_another_way", [insert(index + 1, text)],
                             f"The step inserted after step {index + 1} computes the same {computation.value} again "
                             f"by another route ({route}); it is true, and nothing later needs it.")
     return option
 
 
-def _side_equation(index: int, inverses: list[str], stated: Stated | None, value: str) -> Option:
+def _side_equation(index: int, body: str, inverses: list[str], stated: Stated | None, value: str) -> Option:
     def option(rng: random.Random) -> Perturbation:
         equation = stated.math(rng.choice(inverses)) if stated else f"${rng.choice(inverses)}$"
-        lead = rng.choice(SIDE_WITH_CLAUSE + SIDE_EQUATION if stated else SIDE_EQUATION)
-        text = lead.replace("${equation}$", "{equation}").format(equation=equation,
-                                                                 clause=stated.clause(value) if stated else None)
-        return Perturbation("recover_an_operand", [insert(index + 1, text)], f"The step inserted after step {index + 1} works back from the result of step "
-                                  f"{index + 1} to a number the solution already had ({equation}); it is true, and "
-                                  "nothing later needs it.")
+        own = own_sentence(body, stated, value) if stated else None
+        if own is not None and rng.random() < 0.85:  # the step's own words, its result worked back from
+            text = own + rng.choice(AFTER_OWN).format(equation=equation) + "."
+        elif stated:
+            text = say(rng, SIDE_WITH_CLAUSE + SIDE_EQUATION, OPENERS, equation=equation, clause=stated.clause(value))
+        else:
+            text = say(rng, SIDE_EQUATION, OPENERS, equation=equation)
+        return Perturbation("recover_an_operand", [insert(index + 1, text)],
+                            f"The step inserted after step {index + 1} works back from the result of step "
+                            f"{index + 1} to a number the solution already had ({equation}); it is true, and "
+                            "nothing later needs it.")
     return option
 
 
-def _put_back(index: int, solved: Solved) -> Option:
+def _put_back(index: int, solved: Solved, branches: set[str]) -> Option:
+    equation = f"{solved.left} = {solved.right}"
+    frames = PUT_BACK if equation not in branches else tuple(f for f in PUT_BACK if "{equation}" not in f)
+
     def option(rng: random.Random) -> Perturbation:
-        text = rng.choice(PUT_BACK).format(var=solved.var, value=solved.value, filled=substituted(solved),
-                                           equation=f"{solved.left} = {solved.right}")
+        text = say(rng, frames, OPENERS, var=solved.var, value=solved.value, filled=substituted(solved),
+                   equation=f"{solved.left} = {solved.right}")
         return Perturbation("put_the_value_back", [insert(index + 1, text)],
                             f"The step inserted after step {index + 1} puts ${solved.var} = {solved.value}$ back into "
                             f"${solved.left} = {solved.right}$; it is true, and nothing later needs it.")
@@ -100,7 +119,7 @@ def other_routes(lhs: str, value: str) -> list[str]:
         if scale > 1:
             routes.append(f"\\frac{{{_times(top, scale)}}}{{{_times(bottom, scale)}}}")
         elif evaluate(bottom) not in (None, 0):
-            routes.append(f"{top} \\div {bottom}")
+            routes.append(f"{top}/{bottom}")  # PRM800K's solutions write `12/4`, hardly ever `\\div`
     factors = [p.strip() for p in top_level_split(lhs, r"\\cdot|\\times|\*")]
     if len(factors) == 2 and all(re.fullmatch(number, f) for f in factors):
         for n, x in (factors, factors[::-1]):

@@ -71,6 +71,5 @@ def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
                     return Perturbation("conflicting_value", edits,
                                         f"Step {i + 1} establishes ${source} = {old}$, but step {j + 1} uses "
                                         f"${new}$ for the same quantity.{carried_on(edits)}")
-                options.append(option)
-                break  # the first later use of this quantity
+                options.append(option)  # every later use: where one cannot be carried through, another may
     return options
