@@ -277,9 +277,12 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
 @click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
               "(transient failures are always redone).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Worker processes, each over its own shard of the units (use every core: validation is CPU-bound). "
+                   "--concurrency, --rpm, --tpm and --max-cost are divided among them.")
 def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, max_tokens, seed, samples, no_schema,
         max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
-        retry_rejects) -> None:
+        retry_rejects, workers) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from . import RunSpec, split_by_support
     from . import dry_run as plan_run
@@ -290,6 +293,9 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
 
     if (price_in is None) != (price_out is None):
         raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
+    if workers > concurrency:
+        raise click.UsageError(f"--workers {workers} needs --concurrency {workers} or more (each worker keeps at "
+                               "least one request in flight)")
     taxonomy, selected, source = inputs.load()
     if not model:
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
@@ -309,8 +315,14 @@ def run(inputs: InputOptions, output_mode, out, model, api_base, temperature, ma
         return
     command = invocation()
     try:
+        executor = None
+        if workers > 1:
+            from .workers import WorkerProcesses
+
+            executor = WorkerProcesses(workers)
         with ProgressDisplay() as display:
-            result = run_injection(source, spec, engine, on_progress=display.update, command=command)
+            result = run_injection(source, spec, engine, on_progress=display.update, command=command,
+                                   executor=executor)
     except KeyboardInterrupt:
         from .redaction import redact_command
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -211,6 +211,15 @@ def _planned_units(trajectories: TrajectoryInput, categories: list[Category], sa
     return None if estimate is None else estimate * len(categories) * samples
 
 
+class UnitExecutor(Protocol):
+    """Somewhere else to run a run's units (`injector.workers.WorkerProcesses`): the same units and the same
+    `inject_one`, every record appended to `run_dir` and counted in `progress`; raises as the local loop does
+    (`BudgetExceeded`, the first failure)."""
+
+    def run_units(self, units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
+                  progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None: ...
+
+
 def run(
     trajectories: TrajectoryInput | Iterable[Trajectory],
     spec: RunSpec,
@@ -218,6 +227,7 @@ def run(
     *,
     on_progress: Callable[[RunProgress], None] | None = None,
     command: list[str] | None = None,
+    executor: UnitExecutor | None = None,
 ) -> RunResult:
     """Inject every category of `spec` into every trajectory (`spec.samples` times each); write a run directory.
 
@@ -225,7 +235,8 @@ def run(
     (wrapped in an `IterableInput`, whose identity is `{"input": "python"}`); an existing run directory of the same
     configuration is continued. Rejects are a normal outcome, not an exception; a reached `spec.max_cost` (dollars,
     this invocation) raises `BudgetExceeded` after the requests in flight are written. `command` is recorded in the
-    manifest (default: `sys.argv`, redacted).
+    manifest (default: `sys.argv`, redacted). `executor` runs the units elsewhere (default: this process's event
+    loop).
     """
     source = as_input(trajectories)
     engine.check_ready()
@@ -256,7 +267,10 @@ def run(
     progress = RunProgress(planned=_planned_units(source, categories, spec.samples, spec.limit),
                            retries=lambda: engine.retries)
     try:
-        asyncio.run(_run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress))
+        if executor is None:
+            asyncio.run(_run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress))
+        else:
+            executor.run_units(spec.units(source, categories), spec, engine, run_dir, progress, on_progress)
         manifest.status = "finished"
     except KeyboardInterrupt:
         manifest.status = "interrupted"
@@ -315,8 +329,24 @@ class _BatchGate(Engine):
             await self.engine.flush()
 
 
+async def run_units(units: Iterator[Unit] | AsyncIterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
+                    progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
+    """The run loop itself, for executors that run it in other processes (`injector.workers`): units may come
+    from an async iterator, so waiting for the next one never blocks the requests in flight."""
+    await _run_units(units, spec, engine, run_dir, progress, on_progress)
+
+
+async def _unit_stream(units: Iterator[Unit] | AsyncIterator[Unit]) -> AsyncIterator[Unit]:
+    if isinstance(units, AsyncIterator):
+        async for unit in units:
+            yield unit
+    else:
+        for unit in units:
+            yield unit
+
+
 async def _run_units(
-    units: Iterator[Unit],
+    units: Iterator[Unit] | AsyncIterator[Unit],
     spec: RunSpec,
     engine: Engine,
     run_dir: RunDirectory,
@@ -361,7 +391,7 @@ async def _run_units(
                 on_progress(progress)
 
     async def produce() -> None:
-        for unit in units:
+        async for unit in _unit_stream(units):
             if failures or over_budget():
                 break
             if unit.id in finished:
