@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import fcntl
+import gc
+import importlib
 import io
 import logging
 import multiprocessing
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, AsyncIterator, Callable, Iterator
 
+from .answers import answers_equivalent
 from .cache import RequestCache
 from .engines.base import Engine
 from .errors import BudgetExceeded, InjectorError, UserError
@@ -106,7 +109,14 @@ class WorkerProcesses:
                             "least one request in flight)")
         run_dir.close_files()  # a worker must open its own descriptors: a shared one would share its locks too
         planned = progress.planned
-        workers = [self._start(k, spec, engine, run_dir) for k in range(self.count)]
+        _preload()
+        # Objects alive now are left out of the workers' garbage collections, which would otherwise write to (and
+        # so copy) every page they inherited.
+        gc.freeze()
+        try:
+            workers = [self._start(k, spec, engine, run_dir) for k in range(self.count)]
+        finally:
+            gc.unfreeze()
         progress.retries = lambda: sum(w.snapshot.get("retries", 0) for w in workers)
         feeder = _Feeder(units, workers)
         interrupted = False
@@ -241,7 +251,9 @@ class _Feeder(threading.Thread):
             for unit in self.units:
                 if self._stopping:
                     break
-                worker = self.workers[shard_of(unit.id, len(self.workers))]
+                # By trajectory: all units of one trajectory go to one worker, whose caches (the parsed answers)
+                # then serve every category and sample of it, as in one process.
+                worker = self.workers[shard_of(unit.trajectory.id, len(self.workers))]
                 if worker.feeding:
                     self._send(worker, (unit.trajectory, unit.category.id, unit.sample))
                 if not any(w.feeding for w in self.workers):
@@ -265,6 +277,21 @@ class _Feeder(threading.Thread):
     def stop(self) -> None:
         self._stopping = True
         self.join(timeout=STOP_GRACE_SECONDS)
+
+
+PRELOADED = ("sympy", "latex2sympy2_extended", "math_verify")
+"""What units import on first use (answer equivalence, the offline operators' arithmetic): about a second each."""
+
+
+def _preload() -> None:
+    """Import once, before the fork, what every worker would otherwise import for itself, and warm up the LaTeX
+    parser (its grammar tables are built on first use)."""
+    for name in PRELOADED:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional part missing: the unit that needs it says so
+            return
+    answers_equivalent("\\frac{3}{4} + \\sqrt{2}^{2}", "x = 2.75")
 
 
 def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker]) -> None:
