@@ -4,8 +4,9 @@ Validation is CPU-bound, and math-verify's timeout works only in a process's mai
 processes (forked, so they inherit the engine, the taxonomy and its hooks as built), not threads.
 
 - The parent (the `inject run` process) reads the input once, as the local loop does, and sends each unit to the
-  worker of its shard (`shards.shard_of`, a stable hash of the unit id) through a pipe; a worker pulls units
-  without ever blocking its requests in flight, and runs the ordinary run loop (`pipeline.run_units`) on them.
+  worker of its trajectory's shard (`shards.shard_of`, a stable hash; by trajectory, so the units of one trajectory
+  share one worker's caches) through a pipe; a worker pulls units without ever blocking its requests in flight,
+  and runs the ordinary run loop (`pipeline.run_units`) on them.
 - Each worker appends its own records to the run directory, through its multi-writer appends (a lock per file,
   whole lines), and skips what the directory already holds, so resume, the kill test and the ids are those of
   `--workers 1`.
