@@ -253,11 +253,11 @@ class Tool:
     def command(self, kind: str, input_path: Path, prompts: Path, api_base: str, out: Path, concurrency: int,
                 *extra: str) -> list[str]:
         if self.name.startswith("inject"):
-            model = ["--model", MODEL, "--api-base", api_base, "--no-cache"] if kind != "offline" else ["--model",
-                                                                                                        "offline"]
-            return [str(Path(self.python).parent / "inject"), "run", "--category", CATEGORY, "--input",
-                    str(input_path), "--input-format", "trajectories", *model, "--out", str(out / "run"),
-                    "--concurrency", str(concurrency), *extra]
+            model = ["--model", MODEL, "--api-base", api_base, "--no-cache", "--category", CATEGORY]
+            if kind == "offline":  # every category the offline engine makes, on PRMBench's sources
+                model = ["--model", "offline", "--category", "all"]
+            return [str(Path(self.python).parent / "inject"), "run", "--input", str(input_path), "--input-format",
+                    "trajectories", *model, "--out", str(out / "run"), "--concurrency", str(concurrency), *extra]
         client = CLIENTS / PEERS[self.name].client
         return [str(self.python), str(client), "--api-base", api_base, "--prompts", str(prompts), "--concurrency",
                 str(concurrency), "--work", str(out)]
@@ -270,6 +270,7 @@ class Results:
     values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
+    offline_units: int | None = None
 
     def add(self, measure_name: str, tool: str, value: float) -> None:
         self.values.setdefault(measure_name, {}).setdefault(tool, []).append(value)
@@ -301,6 +302,8 @@ def run_workload(results: Results, tool: Tool, kind: str, provider: ProviderProc
     record = {"tool": label, "workload": kind, "exit": measured.exit_code, "wall": measured.wall,
               "cpu": measured.cpu, "peak_rss_mb": measured.peak_rss_mb, "tree_pss_mb": measured.peak_tree_pss_mb,
               "answers": answers, "requests": stats.get("requests"), "probes": stats.get("counts", {}).get("probe")}
+    if kind == "offline":  # units: as many as the first run made (the --workers runs must make as many)
+        requests = results.offline_units = results.offline_units or answers or -1
     ok = measured.exit_code == 0 and answers == requests
     if kind != "offline":
         ok = ok and stats["requests"] == requests
@@ -390,7 +393,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--instant", type=int, default=2000, help="requests of the instant workload")
     parser.add_argument("--latency-requests", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=2.0, help="seconds per answer in the latency workload")
-    parser.add_argument("--offline", type=int, default=500, help="units of the offline-engine workload")
+    parser.add_argument("--offline", type=int, default=600,
+                        help="units of the offline-engine workload (PRMBench sources x its 6 categories)")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2, help="inject --workers N beside --workers 1 (1: skip)")
     parser.add_argument("--cache-dir", type=Path, default=None, help="the peers' virtual environments")
@@ -444,7 +448,8 @@ def _main(args: argparse.Namespace, results: Results, work: Path) -> int:
         versions[name] = version
     instant_input = make_input(work / "instant.jsonl", args.instant)
     latency_input = make_input(work / "latency.jsonl", args.latency_requests)
-    offline_input = make_input(work / "offline.jsonl", args.offline)
+    offline_input = BENCH / "data" / "train-p1-originals.jsonl"  # PRMBench's sources (see bench/data/ATTRIBUTION.md)
+    offline_limit = ["--limit", str(max(1, args.offline // 6))]  # the offline engine makes 6 categories
     instant_prompts, latency_prompts = work / "instant-prompts.jsonl", work / "latency-prompts.jsonl"
     write_prompts(instant_input, instant_prompts)
     write_prompts(latency_input, latency_prompts)
@@ -468,7 +473,7 @@ def _main(args: argparse.Namespace, results: Results, work: Path) -> int:
                                  args.concurrency, 0.0, work, workers_label, "--workers", str(args.workers))
                     for label, extra in (("inject", ()), (workers_label, ("--workers", str(args.workers)))):
                         run_workload(results, tool, "offline", provider, offline_input, instant_prompts,
-                                     args.offline, 16, 0.0, work, label, *extra)
+                                     args.offline, 16, 0.0, work, label, *offline_limit, *extra)
     report = "\n".join([
         f"peers bench, {started}; machine: {machine()}; commit {commit()} (library {fingerprint})",
         "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),

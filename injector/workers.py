@@ -27,7 +27,6 @@ import asyncio
 import ctypes
 import fcntl
 import gc
-import importlib
 import io
 import logging
 import multiprocessing
@@ -41,7 +40,6 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, AsyncIterator, Callable, Iterator
 
-from .answers import answers_equivalent
 from .cache import RequestCache
 from .engines.base import Engine
 from .errors import BudgetExceeded, InjectorError, UserError
@@ -110,7 +108,6 @@ class WorkerProcesses:
                             "least one request in flight)")
         run_dir.close_files()  # a worker must open its own descriptors: a shared one would share its locks too
         planned = progress.planned
-        _preload()
         # Objects alive now are left out of the workers' garbage collections, which would otherwise write to (and
         # so copy) every page they inherited.
         gc.freeze()
@@ -278,21 +275,6 @@ class _Feeder(threading.Thread):
     def stop(self) -> None:
         self._stopping = True
         self.join(timeout=STOP_GRACE_SECONDS)
-
-
-PRELOADED = ("sympy", "latex2sympy2_extended", "math_verify")
-"""What units import on first use (answer equivalence, the offline operators' arithmetic): about a second each."""
-
-
-def _preload() -> None:
-    """Import once, before the fork, what every worker would otherwise import for itself, and warm up the LaTeX
-    parser (its grammar tables are built on first use)."""
-    for name in PRELOADED:
-        try:
-            importlib.import_module(name)
-        except ImportError:  # an optional part missing: the unit that needs it says so
-            return
-    answers_equivalent("\\frac{3}{4} + \\sqrt{2}^{2}", "x = 2.75")
 
 
 def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker]) -> None:
