@@ -72,7 +72,8 @@ PEERS = {
     # distilabel's wheel does not declare `requests`, which it imports; its OpenAILLM needs `openai` (an extra).
     "distilabel": Peer("distilabel", ("distilabel==1.5.3", "requests", "openai"), "distilabel", "distilabel_client.py",
                        "from distilabel.models import OpenAILLM; from distilabel.pipeline import Pipeline; "
-                       "from distilabel.steps import LoadDataFromDicts; from distilabel.steps.tasks import ChatGeneration"),
+                       "from distilabel.steps import LoadDataFromDicts; "
+                       "from distilabel.steps.tasks import ChatGeneration"),
     "data-designer": Peer("data-designer", ("data-designer==0.9.7",), "data-designer", "data_designer_client.py",
                           "import data_designer.config as dd; from data_designer.interface import DataDesigner"),
 }
@@ -351,7 +352,8 @@ def fmt(values: list[float]) -> str:
         return "–"
     digits = 0 if max(values) >= 100 else 1 if max(values) >= 10 else 2
     low, high = min(values), max(values)
-    return f"{low:.{digits}f}" if f"{low:.{digits}f}" == f"{high:.{digits}f}" else f"{low:.{digits}f}–{high:.{digits}f}"
+    low_text, high_text = f"{low:.{digits}f}", f"{high:.{digits}f}"
+    return low_text if low_text == high_text else f"{low_text}–{high_text}"
 
 
 def tables(results: Results, columns: list[str]) -> str:

@@ -31,7 +31,8 @@ def test_arguments(tmp_path):
     assert args.tools == ["inject", "curator"] and args.rounds == 1 and args.instant == 200
     assert args.cache_dir == tmp_path
     full = peers.parse_args([])
-    assert (full.instant, full.latency_requests, full.latency, full.concurrency, full.rounds) == (2000, 1000, 2.0, 64, 2)
+    sizes = (full.instant, full.latency_requests, full.latency, full.concurrency, full.rounds)
+    assert sizes == (2000, 1000, 2.0, 64, 2)
     with pytest.raises(SystemExit):
         peers.parse_args(["--tools", "inject,langchain"])
 
@@ -73,7 +74,8 @@ def test_fake_provider_answers_curators_probe_and_joins_text_parts():
     status, _, body = asyncio.run(provider.chat({"model": "bench", "messages": []}))
     assert status == 200 and json.loads(body)["choices"][0]["message"]["content"] == "ok"
     assert provider.counts["probe"] == 1 and provider.counts["requests"] == 0 and provider.first_request is None
-    user = "<question>\nTom has 3 apples.\n</question>\n<steps>\n[\"He has $3 + 1 = 4$.\"]\n</steps>\nof your edits only"
+    user = ("<question>\nTom has 3 apples.\n</question>\n<steps>\n[\"He has $3 + 1 = 4$.\"]\n</steps>\n"
+            "of your edits only")
     parts = [{"type": "text", "text": user[:20]}, {"type": "text", "text": user[20:]}]
     status, _, body = asyncio.run(provider.chat({"model": "bench", "messages": [{"role": "user", "content": parts}]}))
     answer = json.loads(json.loads(body)["choices"][0]["message"]["content"])
