@@ -134,6 +134,18 @@ def test_max_cost_is_divided_so_the_total_holds(scripted_server, tmp_path):
     assert manifest["status"] == "budget_exceeded" and manifest["totals"]["cost"] == pytest.approx(0.004)
 
 
+def test_a_bad_input_line_stops_the_run_with_its_file_and_line(tmp_path):
+    input_file = write_input(tmp_path / "in.jsonl", 6)
+    lines = input_file.read_text().splitlines()
+    input_file.write_text("\n".join([*lines[:3], "{not json", *lines[3:]]) + "\n")
+    result = CliRunner().invoke(main, ["run", "--category", "redundancy", "--input", str(input_file), "--out",
+                                       str(tmp_path / "run"), "--workers", "2"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert f"error: {input_file}:4: malformed JSON" in result.output and "Traceback" not in result.output
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["source"]["read"] == 4
+
+
 def test_more_workers_than_concurrency_is_a_usage_error(tmp_path):
     result = CliRunner().invoke(main, ["run", "--category", "redundancy", "--workers", "3", "--concurrency", "2",
                                        "--out", str(tmp_path / "r")])
