@@ -81,6 +81,22 @@ def test_offline_engine_same_records_as_one_process(tmp_path):
     assert summary(two.output) == summary(one.output)
 
 
+def test_python_api_one_progress_for_the_whole_run(tmp_path):
+    from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
+    from injector.workers import WorkerProcesses
+
+    taxonomy = Taxonomy.load()
+    spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy", "circular_logic"]), limit=5,
+                   out=tmp_path / "run")
+    seen = []
+    result = run(load_trajectories(), spec, OfflineEngine(), executor=WorkerProcesses(2),
+                 on_progress=lambda progress: seen.append((progress.done, progress.planned)))
+    assert result.progress.done == 10 and seen[-1] == (10, 10)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)  # the sum of both workers' counts
+    assert result.progress.accepted + result.progress.rejected == 10
+    assert sum(c["accepted"] + c["rejected"] for c in result.progress.by_category.values()) == 10
+
+
 def test_llm_path_same_records_as_one_process_and_resume_skips_everything(scripted_server, tmp_path):
     scripted_server.script = lambda request: GOOD
     input_file = write_input(tmp_path / "in.jsonl", 10)
