@@ -23,6 +23,9 @@ prompt asks for "your edits", else the full form (`modified_question`, `modified
     pbadbody           an HTTP 200 whose body is not JSON at all (a broken proxy)
     reject_fraction    the fraction of trajectories (by a hash of the question) that always get undeclared changes
 
+A request with no messages (curator's start-up probe) gets a short answer and is counted as `probe`, not as a
+request; a message whose content is a list of text parts (data-designer's) is read joined.
+
 Control endpoints (JSON): `GET /_stats` (counts, in-flight peak, times of accepted answers), `POST /_config`
 (set any of the settings above; `{"reset": true}` also clears the counts), `POST /_reset`.
 
@@ -75,11 +78,21 @@ class Settings:
 
 # --------------------------------------------------------------------------------------------- answers
 
+def message_text(content: Any) -> str:
+    """A message's text: a string as it is, a list of parts (data-designer sends `[{"type": "text", "text": ...}]`)
+    joined; anything else as JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+        return "".join(str(part.get("text", "")) for part in content if part.get("type", "text") == "text")
+    return json.dumps(content)
+
+
 def parse_prompt(body: dict[str, Any]) -> tuple[str, list[str], bool]:
     """The question and steps of the trajectory, from the first user message (re-asks append later turns), and
     whether the request asks for the edit form."""
     user = next(m for m in body["messages"] if m.get("role") == "user")
-    content = user["content"] if isinstance(user["content"], str) else json.dumps(user["content"])
+    content = message_text(user["content"])
     steps = json.loads(STEPS_RE.search(content).group(1))
     question = QUESTION_RE.search(content).group(1)
     schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
@@ -193,6 +206,9 @@ class FakeProvider:
     async def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         s = self.settings
         now = time.monotonic()
+        if not body.get("messages"):  # curator's start-up probe: answered, and kept out of the counts and times
+            self.counts["probe"] += 1
+            return 200, {"content-type": "application/json"}, json.dumps(completion(body, "ok", 0, "probe")).encode()
         self.counts["requests"] += 1
         self.first_request = self.first_request if self.first_request is not None else now
         self.last_request = now
@@ -250,14 +266,8 @@ class FakeProvider:
         self.counts[fault or "ok"] += 1
         if fault is None:
             self.ok_times.append(time.monotonic())
-        prompt_chars = sum(len(str(m.get("content", ""))) for m in body["messages"])
-        payload = {
-            "id": f"chatcmpl-{self.counts['requests']}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "bench"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": len(text) // 4,
-                      "total_tokens": prompt_chars // 4 + len(text) // 4},
-        }
+        prompt_chars = sum(len(message_text(m.get("content", ""))) for m in body["messages"])
+        payload = completion(body, text, prompt_chars, str(self.counts["requests"]))
         return 200, {"content-type": "application/json"}, json.dumps(payload).encode()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -318,6 +328,16 @@ class FakeProvider:
         except Exception as exc:  # a bug in the fake (or a request it cannot parse): say so, never hang
             self.counts["fake_error"] += 1
             return error(400, f"fake provider: {type(exc).__name__}: {exc}")
+
+
+def completion(body: dict[str, Any], text: str, prompt_chars: int, suffix: str) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{suffix}", "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "bench"),
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": len(text) // 4,
+                  "total_tokens": prompt_chars // 4 + len(text) // 4},
+    }
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:

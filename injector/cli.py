@@ -300,22 +300,28 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 @click.option("--ray-workers", type=click.IntRange(min=1), metavar="N",
               help="With --executor ray: workers (Ray actors). Default: one per CPU of the Ray cluster; never more "
                    "than --concurrency.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Worker processes, each over its own shard of the units (use every core: validation is CPU-bound). "
+                   "--concurrency, --rpm, --tpm and --max-cost are divided among them.")
 @click.pass_context
 def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_base, deployments_file, temperature,
         max_tokens, seed, samples, no_schema,
         max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, client,
         dry_run, retry_rejects, batch, batch_max_requests, batch_max_bytes, batch_poll_seconds, no_wait, executor,
-        ray_workers) -> None:
+        ray_workers, workers) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from . import RunSpec, split_by_support
     from . import dry_run as plan_run
     from . import run as run_injection
     from .engines import from_model
-    from .pipeline import default_run_dir
+    from .pipeline import UnitExecutor, default_run_dir
     from .progress import ProgressDisplay, dry_run_table, summary_table
 
     if (price_in is None) != (price_out is None):
         raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
+    if workers > concurrency:
+        raise click.UsageError(f"--workers {workers} needs --concurrency {workers} or more (each worker keeps at "
+                               "least one request in flight)")
     taxonomy, selected, source = inputs.load()
     if not model and not deployments_file:
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
@@ -339,7 +345,8 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
                           price_out=price_out, client=client)
     engine_model = model or (None if deployments_file else OFFLINE_MODEL)
     engine = from_model(engine_model, batch=batch_settings, **engine_options)
-    units_executor = None
+    units_executor: UnitExecutor | None = None
+    ray_executor = None
     if executor == "ray" and not dry_run:
         from .ray_executor import RayExecutor, WorkerEngine
 
@@ -348,7 +355,14 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
                                    "with --rpm/--tpm, which are divided among the workers")
         if cache_path:  # a worker's working directory is not this one
             engine_options["cache_path"] = os.path.abspath(cache_path)
-        units_executor = RayExecutor(WorkerEngine(engine_model, engine_options), workers=ray_workers)
+        units_executor = ray_executor = RayExecutor(WorkerEngine(engine_model, engine_options), workers=ray_workers)
+    if workers > 1 and not dry_run:
+        from .workers import WorkerProcesses
+
+        if executor == "ray" or batch or deployments_file:
+            raise click.UsageError("--workers goes with the local executor and one server or --api-base list: use "
+                                   "--ray-workers with --executor ray; --batch and --deployments run in one process")
+        units_executor = WorkerProcesses(workers)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
     spec = RunSpec(taxonomy=taxonomy, categories=selected, samples=samples, seed=seed, output_mode=output_mode,
@@ -375,8 +389,8 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     counts = result.manifest.counts
     click.echo(source.describe(), err=True)
     click.echo(summary_table(result.progress), err=True)
-    if units_executor is not None:
-        click.echo(units_executor.last_run.describe(), err=True)
+    if ray_executor is not None:
+        click.echo(ray_executor.last_run.describe(), err=True)
     click.echo(
         f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"

@@ -24,6 +24,7 @@ class RateLimiter:
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
+        self.rpm, self.tpm = rpm, tpm
         # One request per 60/rpm seconds, with no initial burst, so a provider's sliding window never overflows.
         self._requests = AsyncLimiter(1, 60 / rpm) if rpm else None
         self._token_capacity = tpm * TOKEN_WINDOW_SECONDS / 60 if tpm else 0
@@ -36,6 +37,12 @@ class RateLimiter:
         """When the answers of the last BURST_SECONDS came."""
         self.pauses = 0
         """Run-wide pauses so far."""
+
+    def divided(self, count: int) -> "RateLimiter":
+        """A fresh limiter with 1/`count` of these limits: one for each of `count` processes that share them, so
+        together they stay under the totals (`inject run --workers`)."""
+        return RateLimiter(self.rpm / count if self.rpm else None, self.tpm / count if self.tpm else None,
+                           clock=self._clock)
 
     async def _wait_for_pause(self) -> None:
         while (delay := self._resume_at - self._clock()) > 0:

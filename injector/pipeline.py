@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -212,7 +212,7 @@ def _planned_units(trajectories: TrajectoryInput, categories: list[Category], sa
 
 
 class UnitExecutor(Protocol):
-    """Somewhere else to run a run's units (`injector.ray_executor.RayExecutor`): the same units and the same
+    """Somewhere else to run a run's units (`injector.workers.WorkerProcesses`, `injector.ray_executor.RayExecutor`): the same units and the same
     `inject_one`, every record appended to `run_dir` and counted in `progress`; raises as the local loop does
     (`BudgetExceeded`, the first failure)."""
 
@@ -334,8 +334,24 @@ class _BatchGate(Engine):
             await self.engine.flush()
 
 
+async def run_units(units: Iterator[Unit] | AsyncIterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
+                    progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
+    """The run loop itself, for executors that run it in other processes (`injector.workers`): units may come
+    from an async iterator, so waiting for the next one never blocks the requests in flight."""
+    await _run_units(units, spec, engine, run_dir, progress, on_progress)
+
+
+async def _unit_stream(units: Iterator[Unit] | AsyncIterator[Unit]) -> AsyncIterator[Unit]:
+    if isinstance(units, AsyncIterator):
+        async for unit in units:
+            yield unit
+    else:
+        for unit in units:
+            yield unit
+
+
 async def _run_units(
-    units: Iterator[Unit],
+    units: Iterator[Unit] | AsyncIterator[Unit],
     spec: RunSpec,
     engine: Engine,
     run_dir: RunDirectory,
@@ -380,7 +396,7 @@ async def _run_units(
                 on_progress(progress)
 
     async def produce() -> None:
-        for unit in units:
+        async for unit in _unit_stream(units):
             if failures or over_budget():
                 break
             if unit.id in finished:
