@@ -384,11 +384,21 @@ def test_run_with_some_candidates_and_transient_failures_exits_0(scripted_server
 
 @pytest.mark.parametrize("extra, word", [(["--batch"], "--batch"), (["--deployments", "deployments.yaml"], "--deployments")])
 def test_the_ray_executor_refuses_what_one_process_must_do(tmp_path, monkeypatch, extra, word):
+    _refused(tmp_path, monkeypatch, ["--executor", "ray", *extra], word, "--executor ray")
+
+
+@pytest.mark.parametrize("extra, word", [(["--executor", "ray"], "--ray-workers"), (["--batch"], "--batch"),
+                                         (["--deployments", "deployments.yaml"], "--deployments")])
+def test_worker_processes_refuse_what_they_cannot_divide(tmp_path, monkeypatch, extra, word):
+    _refused(tmp_path, monkeypatch, ["--workers", "2", *extra], word, "--workers")
+
+
+def _refused(tmp_path, monkeypatch, options, *words):
     # A batch run needs one process; a Router in each worker would pace every server at its full limit.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "deployments.yaml").write_text("deployments:\n  - model: openai/m\n    api_base: http://127.0.0.1:9/v1\n")
     result = CliRunner().invoke(main, ["run", "--category", "circular_logic", "--model", "openai/m", "--out",
-                                       str(tmp_path / "run"), "--executor", "ray", *extra])
+                                       str(tmp_path / "run"), *options])
     assert result.exit_code == 2, result.output
-    assert word in result.output and "--executor ray" in result.output
+    assert all(word in result.output for word in words), result.output
     assert not (tmp_path / "run" / "candidates.jsonl").exists()
