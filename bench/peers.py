@@ -78,9 +78,9 @@ PEERS = {
                           "import data_designer.config as dd; from data_designer.interface import DataDesigner"),
 }
 TOOLS = ["inject", *PEERS]
-INJECT_IMPORTS = ("import injector.cli, injector.pipeline, injector.workers; "
-                  "from injector.engines.llm import import_litellm; import_litellm()")
-"""What `inject run --model openai/...` imports before its first request."""
+INJECT_IMPORTS = ("import injector.cli, injector.pipeline, injector.workers, injector.engines.openai_client, openai")
+"""What `inject run --model openai/...` imports before its first request (the openai SDK path; litellm is not
+imported there)."""
 
 
 def log(message: str) -> None:
