@@ -176,6 +176,38 @@ def input_options(function):
     return command
 
 
+def request_options(who: str):
+    """The request loop's options that `verify` and `eval` share (concurrency, limits, cache, prices, budget);
+    `who` prefixes their help ("Judge: ")."""
+    def lead(text: str) -> str:
+        text = who + text
+        return text[:1].upper() + text[1:]
+
+    options = [
+        click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
+                     help=lead("requests in flight.")),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300, show_default=True,
+                     help="Seconds to wait for one answer before it counts as a transient fault."),
+        click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help=lead("requests per minute, at most.")),
+        click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help=lead("tokens per minute, at most.")),
+        click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+                     help="Request cache file (SQLite). Default: the user cache directory."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the request cache."),
+        click.option("--price-in", type=click.FloatRange(min=0),
+                     help=lead("dollars per million prompt tokens (models litellm has no price for).")),
+        click.option("--price-out", type=click.FloatRange(min=0), help=lead("dollars per million completion tokens.")),
+        click.option("--max-cost", type=click.FloatRange(min=0),
+                     help=lead("stop cleanly (exit 3, resumable) once this invocation has spent this many dollars.")),
+    ]
+
+    def decorate(function):
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
+
+
 def _examples(*commands: str) -> str:
     """A --help epilog of example commands, kept as written (click's \\b stops it re-wrapping them)."""
     return "Examples:\n\n\b\n" + "\n".join(commands)
@@ -541,18 +573,7 @@ def validate_alias(ctx: click.Context, args) -> None:
               help="Most completion tokens per answer.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Sample k of a critique is sent seed+k.")
 @click.option("--no-schema", is_flag=True, help="Do not send the JSON-schema response_format.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300, show_default=True,
-              help="Seconds to wait for one answer before it counts as a transient fault.")
-@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, at most.")
-@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, at most.")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Request cache file (SQLite). Default: the user cache directory.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the request cache.")
-@click.option("--price-in", type=click.FloatRange(min=0), help="Dollars per million prompt tokens (unknown models).")
-@click.option("--price-out", type=click.FloatRange(min=0), help="Dollars per million completion tokens.")
-@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly (exit 3, resumable) once this "
-              "invocation has spent this many dollars.")
+@request_options("")
 @click.option("--dry-run", is_flag=True, help="Print the critiques, prompt tokens and estimated cost; send nothing.")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
               help="Take the categories' critique kinds from this taxonomy (default: the one the run recorded).")
@@ -736,18 +757,7 @@ def _every_ten_seconds(line):
               help="Judge: most completion tokens per answer.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Judge: the seed sent.")
 @click.option("--no-schema", is_flag=True, help="Judge: do not send a JSON-schema response_format.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300, show_default=True,
-              help="Seconds to wait for one answer.")
-@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Judge: requests per minute, at most.")
-@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Judge: tokens per minute, at most.")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Request cache file (SQLite). Default: the user cache directory.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the request cache.")
-@click.option("--price-in", type=click.FloatRange(min=0), help="Judge: dollars per million prompt tokens.")
-@click.option("--price-out", type=click.FloatRange(min=0), help="Judge: dollars per million completion tokens.")
-@click.option("--max-cost", type=click.FloatRange(min=0), help="Judge: stop cleanly (exit 3, resumable) once this "
-              "invocation has spent this many dollars.")
+@request_options("Judge: ")
 def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator, split_name, taxonomy_path,
           threshold, sweep, sweep_metric, compare, no_plots, api_base, temperature, max_tokens, seed, no_schema,
           concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost) -> None:

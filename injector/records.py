@@ -401,25 +401,17 @@ class RunDirectory:
         """`append` for any record and any JSONL file of the directory (e.g. `inject verify`'s verify.jsonl): the
         same whole-line, locked, torn-tail-safe write."""
         # Only the fields that were set: the optional ones appear on disk only where they apply, as they always did.
-        data = (record.model_dump_json(exclude_unset=True) + "\n").encode("utf-8")
-        # Unbuffered writes on a descriptor kept open (opening a file costs about a millisecond here): a killed
-        # process loses nothing it reported as written, and no buffer holds half a line to flush later. No fsync
-        # per record: power loss may drop the last few lines, which a rerun redoes since they are not in the files.
-        try:
-            fd = self._locked_appender(path)
-            try:
-                _cut_torn_tail(fd, path)
-                _append_whole(fd, data)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        except OSError as exc:
-            raise WriteFailed(path, exc) from None
+        self._append_bytes(path, (record.model_dump_json(exclude_unset=True) + "\n").encode("utf-8"))
 
     def append_line(self, name: str, record: dict[str, Any]) -> None:
         """Append one JSON object as one whole line to the run directory's file `name` (e.g. `batches.jsonl`),
         under the same lock and torn-line rules as `append`; a failed write raises `WriteFailed`."""
-        path = self.path / name
-        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        self._append_bytes(self.path / name, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    def _append_bytes(self, path: Path, data: bytes) -> None:
+        # Unbuffered writes on a descriptor kept open (opening a file costs about a millisecond here): a killed
+        # process loses nothing it reported as written, and no buffer holds half a line to flush later. No fsync
+        # per record: power loss may drop the last few lines, which a rerun redoes since they are not in the files.
         try:
             fd = self._locked_appender(path)
             try:

@@ -261,6 +261,10 @@ class LLMEngine(Engine):
             response = await litellm.acompletion(**request, **extra)
         except Exception as exc:
             raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
+        return await self._litellm_proposal(litellm, response)
+
+    async def _litellm_proposal(self, litellm: Any, response: Any, details: dict[str, Any] | None = None) -> Proposal:
+        """A litellm response as a Proposal (text, usage, cost), its completion tokens told to the rate limiter."""
         text = response.choices[0].message.content or ""
         usage = getattr(response, "usage", None)
         usage_dict = {
@@ -268,7 +272,8 @@ class LLMEngine(Engine):
             "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
         }
         await self.limiter.after_response(usage_dict["completion_tokens"])
-        return Proposal(text=text, usage=usage_dict, cost=self._cost(litellm, response, usage_dict))
+        return Proposal(text=text, usage=usage_dict, cost=self._cost(litellm, response, usage_dict),
+                        details=details or {})
 
     async def _complete_once_openai(self, request: dict[str, Any], client: OpenAIClient) -> Proposal:
         """The same request through the openai SDK (`openai_client.py`): same errors, usage and cost."""

@@ -160,16 +160,8 @@ class RouterEngine(LLMEngine):
             response = await router.acompletion(**sent, timeout=self.timeout, drop_params=True, max_retries=0)
         except Exception as exc:
             raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
-        text = response.choices[0].message.content or ""
-        usage = getattr(response, "usage", None)
-        usage_dict = {
-            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-        }
-        await self.limiter.after_response(usage_dict["completion_tokens"])
         hidden = getattr(response, "_hidden_params", None) or {}
-        return Proposal(text=text, usage=usage_dict, cost=self._cost(litellm, response, usage_dict),
-                        details={"deployment": _host(hidden.get("api_base"))})
+        return await self._litellm_proposal(litellm, response, {"deployment": _host(hidden.get("api_base"))})
 
 
 def _host(api_base: Any) -> str | None:
