@@ -14,15 +14,17 @@ import threading
 import time
 from email.parser import BytesParser
 from email.policy import default as default_policy
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
+
+from scripted_server import LoopbackServer
 
 Answer = Callable[[dict[str, Any]], str]
 """The chat answer (content) for a request body."""
 
 
-class BatchServer:
+class BatchServer(LoopbackServer):
     def __init__(self, answer: Answer, *, fails: Callable[[str, dict, int], bool] = lambda custom_id, body, n: False,
                  expire: set[int] | None = None) -> None:
         self.answer, self.fails, self.expire = answer, fails, expire or set()
@@ -77,21 +79,7 @@ class BatchServer:
                         return self._reply(batch)
                 self._reply({"error": {"message": f"no route {path}"}}, 404)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.api_base = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01},
-                                        daemon=True)
-
-    def start(self) -> "BatchServer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(5)
+        self._serve(Handler)
 
     def _upload(self, content_type: str, body: bytes) -> dict[str, Any]:
         message = BytesParser(policy=default_policy).parsebytes(

@@ -5,7 +5,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Self
 
 
 @dataclass
@@ -35,7 +35,29 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class ScriptedServer:
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 (a free port) run in a thread: `start()`, `stop()`, `api_base`."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = _QuietServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.api_base = f"http://127.0.0.1:{self.port}/v1"
+        # A short poll so that stop() (httpd.shutdown waits for the loop's next poll) takes ~10 ms, not 0.5 s.
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": POLL_INTERVAL},
+                                        daemon=True)
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(5)
+
+
+class ScriptedServer(LoopbackServer):
     """Answers each POST to /v1/chat/completions from `script(request_json)`; records every request."""
 
     def __init__(self) -> None:
@@ -80,22 +102,7 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.api_base = f"http://127.0.0.1:{self.port}/v1"
-        # A short poll so that stop() (httpd.shutdown waits for the loop's next poll) takes ~10 ms, not 0.5 s.
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": POLL_INTERVAL},
-                                        daemon=True)
-
-    def start(self) -> "ScriptedServer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(5)
+        self._serve(Handler)
 
     def reply_in_order(self, replies: list["Reply | str"]) -> None:
         """Serve these replies one per request, in order (then fail with 500)."""
