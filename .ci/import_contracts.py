@@ -1,7 +1,7 @@
 """An import-linter contract type: no import cycles between modules, function-level imports included.
 
 import-linter's own `acyclic_siblings` squashes each package into one node, so it misses a cycle between a package's
-`__init__` and its own modules (`injector` importing `injector.pipeline`, which imports `__version__` from
+`__init__` and its own modules (`injector` importing `injector.runner.loop`, which imports `__version__` from
 `injector`). This contract looks at every module of the graph grimp builds, which holds every import statement
 wherever it sits (module level, inside functions, under `if TYPE_CHECKING:`), and fails on each strongly connected
 component of more than one module, printing one concrete cycle per component with the lines that form it.

@@ -1,12 +1,12 @@
 """Measure completion tokens per category and output mode on PRMBench's GPT-4o answers; regenerate the dry run's
-table (`injector/estimates.py`) and check its estimate against the replayed answers.
+table (`injector/runner/estimates.py`) and check its estimate against the replayed answers.
 
 Every answer of PRMBench's train-phase-1 category files (GPT-4o's own injections, 400 per category) is written in
-both of our answer forms (`injector.estimates.prmbench_answers`: the full-mode fields, and the same modification
+both of our answer forms (`injector.runner.estimates.prmbench_answers`: the full-mode fields, and the same modification
 as edits) and tokenised locally with litellm's gpt-4o counter. Per category and mode, a least-squares line
 `tokens = base + per_solution_token * solution_tokens` is fitted on records 26-400; the first 25 of each file (the
 records in tests/fixtures/prmbench) are held out, and for them the script prints the dry run's estimate
-(`injector.pipeline.dry_run` with `LLMEngine("gpt-4o")`, nothing sent) next to the tokens of the same answers
+(`injector.runner.loop.dry_run` with `LLMEngine("gpt-4o")`, nothing sent) next to the tokens of the same answers
 replayed. multi_solutions has only its 10 fixture records: a ratio through the origin, in-sample.
 
     python bench/completion_tokens.py [--data DIR]   # DIR: the prm800k_train_p1_first400_4o_*.jsonl files
@@ -25,8 +25,8 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 import numpy as np  # noqa: E402
 
 from injector.engines.llm import LLMEngine, import_litellm  # noqa: E402
-from injector.estimates import prmbench_answers, solution_text  # noqa: E402
-from injector.pipeline import RunSpec, dry_run  # noqa: E402
+from injector.runner.estimates import prmbench_answers, solution_text  # noqa: E402
+from injector.runner.loop import RunSpec, dry_run  # noqa: E402
 from injector.sources import load_trajectories  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
 

@@ -22,8 +22,8 @@ for name, value in (("LITELLM_LOCAL_MODEL_COST_MAP", "True"), ("LITELLM_OFFLINE_
     os.environ.setdefault(name, value)
 
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run  # noqa: E402
-from injector.build import BuildReport, assign_splits, collect_rows  # noqa: E402
-from injector.dedup import contaminated, near_duplicates, read_benchmarks  # noqa: E402
+from injector.curate.build import BuildReport, assign_splits, collect_rows  # noqa: E402
+from injector.triage.dedup import contaminated, near_duplicates, read_benchmarks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = {"bundled": (None, ROOT / "data" / "sample.jsonl", "question.problem"),

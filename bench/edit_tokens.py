@@ -18,12 +18,12 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
-from injector.contract import parse_answer  # noqa: E402
+from injector.answer.contract import parse_answer  # noqa: E402
 from injector.engines.llm import import_litellm  # noqa: E402
-from injector.estimates import prmbench_answers  # noqa: E402
+from injector.runner.estimates import prmbench_answers  # noqa: E402
 from injector.sources import load_trajectories  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
-from injector.validate import validate_answer  # noqa: E402
+from injector.inject.validation import validate_answer  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "prmbench"
 SEVEN_FIELDS = ("original_question", "modified_question", "original_process", "modified_process", "modified_steps",

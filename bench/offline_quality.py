@@ -5,8 +5,8 @@ For every category the offline engine supports (`--category all`), `--samples` c
 1. candidates, `not_applicable` units, and the share passing the category's semantic check
    (`tests/semantic_checks/<category>.py`; "no check" where a category has none);
 2. the share whose final answer changed (the `\\boxed{}` / `# Answer` text, else the last number of the last step
-   that has one; compared with `injector.answers.answers_equivalent`);
-3. the cue AUC of `injector.cues` (the probe of `inject stats --cues`) over the category's candidates, with the
+   that has one; compared with `injector.answer.final.answers_equivalent`);
+3. the cue AUC of `injector.triage.cues` (the probe of `inject stats --cues`) over the category's candidates, with the
    number of candidates (records) and steps it rests on;
 4. variety: the word 4-grams of changed or inserted steps that do not occur in the original solution; the share of
    candidates containing the most frequent such 4-gram (lower is more varied; "-" when no step is changed);
@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT / "tests"))  # the semantic checks live with the tes
 from semantic_checks import checks_for  # noqa: E402
 
 from injector import OfflineEngine, Taxonomy, inject_one, load_trajectories  # noqa: E402
-from injector.answers import answers_equivalent, final_answer_of_steps  # noqa: E402
-from injector.cues import cue_report  # noqa: E402
+from injector.answer.final import answers_equivalent, final_answer_of_steps  # noqa: E402
+from injector.triage.cues import cue_report  # noqa: E402
 from injector.engines.offline import OPERATORS  # noqa: E402
-from injector.records import Candidate  # noqa: E402
+from injector.records.directory import Candidate  # noqa: E402
 
 DATA = {"bundled": None, "prmbench": ROOT / "bench" / "data" / "train-p1-originals.jsonl"}
 # numerical_calculation is ProJudge's category: it needs that taxonomy.

@@ -16,7 +16,7 @@ import time
 from injector import IterableInput, OfflineEngine, RunSpec, Taxonomy, inject_one, load_trajectories, run
 from injector.engines.base import NotApplicable
 from injector.engines.offline import OPERATORS
-from injector.records import Candidate
+from injector.records.directory import Candidate
 
 
 def stage_operator(taxonomy, categories, trajectories, engine):

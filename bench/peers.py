@@ -78,7 +78,7 @@ PEERS = {
                           "import data_designer.config as dd; from data_designer.interface import DataDesigner"),
 }
 TOOLS = ["inject", *PEERS]
-INJECT_IMPORTS = ("import injector.cli, injector.pipeline, injector.workers, injector.engines.openai_client, openai")
+INJECT_IMPORTS = ("import injector.cli.commands, injector.runner.loop, injector.runner.executors.processes, injector.engines.openai_client, openai")
 """What `inject run --model openai/...` imports before its first request (the openai SDK path; litellm is not
 imported there)."""
 
@@ -156,7 +156,7 @@ def tool_env(work: Path, tiktoken: str | None) -> dict[str, str]:
 def write_prompts(input_path: Path, out: Path) -> int:
     """The toolkit's own rendered prompt of every unit of `input_path`, one `{"messages": [...]}` per line."""
     from injector import Taxonomy, load_trajectories, render_messages
-    from injector.contract import DEFAULT_OUTPUT_MODE, answer_mode
+    from injector.answer.contract import DEFAULT_OUTPUT_MODE, answer_mode
 
     taxonomy = Taxonomy.load()
     category = taxonomy.select([CATEGORY])[0]
@@ -435,7 +435,7 @@ def _main(args: argparse.Namespace, results: Results, work: Path) -> int:
     versions: dict[str, str] = {}
     for name in args.tools:
         if name == "inject":
-            from injector.version import __version__
+            from injector.util.version import __version__
 
             tools[name] = Tool(name, Path(sys.executable), __version__, tool_env(work, own_tiktoken), INJECT_IMPORTS)
             versions[name] = __version__

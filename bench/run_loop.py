@@ -234,9 +234,9 @@ def worker(kind: str, api_base: str, input_path: str, concurrency: int, out: str
     import asyncio
 
     from injector import IterableInput, LLMEngine, RunSpec, Taxonomy, load_trajectories, render_messages, run
-    from injector.contract import response_schema
+    from injector.answer.contract import response_schema
     from injector.engines.llm import import_litellm
-    from injector.contract import DEFAULT_OUTPUT_MODE
+    from injector.answer.contract import DEFAULT_OUTPUT_MODE
 
     mode = DEFAULT_OUTPUT_MODE  # what `inject run` uses unless told otherwise
 
@@ -296,7 +296,7 @@ def patch_suggested_fixes() -> None:
     """
     import functools
 
-    import injector.unit
+    import injector.inject.unit
     from injector.engines.base import TransientProviderError
     from injector.engines.llm import LLMEngine
 
@@ -320,7 +320,7 @@ def patch_suggested_fixes() -> None:
         return float(value) if value is not None else None
 
     LLMEngine._cost = cost
-    injector.unit.response_schema = functools.lru_cache(maxsize=8)(injector.unit.response_schema)
+    injector.inject.unit.response_schema = functools.lru_cache(maxsize=8)(injector.inject.unit.response_schema)
 
 
 def stage_costs(input_path: Path, work: Path) -> dict[str, float]:
@@ -330,11 +330,11 @@ def stage_costs(input_path: Path, work: Path) -> dict[str, float]:
 
     import fake_provider
     from injector import LLMEngine, Taxonomy, load_trajectories, parse_answer, render_messages, validate_answer
-    from injector.contract import DEFAULT_OUTPUT_MODE, response_schema
+    from injector.answer.contract import DEFAULT_OUTPUT_MODE, response_schema
     from injector.engines.base import Engine, Proposal
     from injector.engines.llm import import_litellm
-    from injector.unit import inject_one
-    from injector.records import RunDirectory
+    from injector.inject.unit import inject_one
+    from injector.records.directory import RunDirectory
 
     taxonomy = Taxonomy.load()
     category = taxonomy.category(CATEGORY)
@@ -404,8 +404,8 @@ def scenario_overhead(report: Report, work: Path, quick: bool) -> None:
     with ProviderProcess() as provider:
         # Is the provider the bottleneck? Serve the same payloads to a minimal raw-socket client first.
         from injector import LLMEngine, Taxonomy, load_trajectories, render_messages
-        from injector.contract import response_schema
-        from injector.contract import DEFAULT_OUTPUT_MODE
+        from injector.answer.contract import response_schema
+        from injector.answer.contract import DEFAULT_OUTPUT_MODE
 
         taxonomy = Taxonomy.load()
         category = taxonomy.category(CATEGORY)

@@ -19,8 +19,8 @@ import run_loop  # noqa: E402  (sets the offline environment first)
 from fake_provider import ProviderProcess  # noqa: E402
 
 import injector  # noqa: E402
-import injector.limits as limits  # noqa: E402
-from injector.cli import main as inject_main  # noqa: E402
+import injector.engines.limits as limits  # noqa: E402
+from injector.cli.commands import main as inject_main  # noqa: E402
 
 FAULTS = {"p429": 0.10, "retry_after": 1, "p500": 0.05, "ptimeout": 0.02, "hang": 6, "pmalformed": 0.05}
 

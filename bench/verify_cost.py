@@ -5,7 +5,7 @@ category files hold. Each becomes one trajectory (its counterfactual record's `o
 candidate per category: the category file's `modified_process` and error steps, and for multi_solution (whose
 fixture records are other problems) the source steps themselves as the alternative (an alternative is about as long
 as the source; its verdict does not matter here). The run directory is written with the toolkit's own records, and
-`injector.verify.verify` runs its real loop against an in-process judge that counts every request's prompt tokens
+`injector.triage.verify.verify` runs its real loop against an in-process judge that counts every request's prompt tokens
 with the gpt-4o tokenizer (litellm's `token_counter`, offline) and answers `{"first_error_step": -1, "reason":
 "..."}` (14 completion tokens), so every verdict is `missed` or `confirmed` and `--votes` spends its votes on the
 injected categories: the votes rows are the worst case.
@@ -32,12 +32,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from injector.critique import critique_kind, critique_messages, rollout_messages  # noqa: E402
+from injector.triage.critique import critique_kind, critique_messages, rollout_messages  # noqa: E402
 from injector.engines.base import Engine, Proposal  # noqa: E402
 from injector.engines.llm import import_litellm  # noqa: E402
-from injector.records import Candidate, RunDirectory, RunManifest  # noqa: E402
+from injector.records.directory import Candidate, RunDirectory, RunManifest  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
-from injector.verify import VerifySpec, rollout_truth, verify  # noqa: E402
+from injector.triage.verify import VerifySpec, rollout_truth, verify  # noqa: E402
 
 PRMBENCH = ROOT / "tests" / "fixtures" / "prmbench"
 ANSWER = json.dumps({"first_error_step": -1, "reason": "Every step follows from the previous ones."})

@@ -12,9 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from injector.examples import edit_form  # noqa: E402
+from injector.inject.examples import edit_form  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
-from injector.align import align_steps  # noqa: E402
+from injector.answer.align import align_steps  # noqa: E402
 
 # PRMBench's definitions, restated from its generation prompts (mr_annotate/build_data/prompts in its repository).
 PRMBENCH = {

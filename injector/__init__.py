@@ -12,39 +12,39 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .version import __version__
+from injector.util.version import __version__
 
 if TYPE_CHECKING:
-    from .codes import ReasonCode
-    from .contract import AnswerError, FullAnswer, MultiSolutionAnswer, parse_answer
-    from .engines.base import Engine, Proposal
-    from .engines.llm import LLMEngine
-    from .engines.offline import OfflineEngine
-    from .errors import BudgetExceeded, InjectorError, InputError, UserError
-    from .pipeline import DryRunReport, RunProgress, RunResult, RunSpec, dry_run, run, split_by_support
-    from .prompts import render_messages
-    from .records import Candidate, Rejection, RunManifest
-    from .sources import IterableInput, TrajectoryInput, TrajectorySource, load_trajectories
-    from .taxonomy import Category, Rules, Taxonomy
-    from .trajectory import Trajectory
-    from .unit import inject_one
-    from .validate import Verdict, validate_answer
+    from injector.model.codes import ReasonCode
+    from injector.answer.contract import AnswerError, FullAnswer, MultiSolutionAnswer, parse_answer
+    from injector.engines.base import Engine, Proposal
+    from injector.engines.llm import LLMEngine
+    from injector.engines.offline import OfflineEngine
+    from injector.util.errors import BudgetExceeded, InjectorError, InputError, UserError
+    from injector.runner.loop import DryRunReport, RunProgress, RunResult, RunSpec, dry_run, run, split_by_support
+    from injector.inject.prompts import render_messages
+    from injector.records.directory import Candidate, Rejection, RunManifest
+    from injector.sources import IterableInput, TrajectoryInput, TrajectorySource, load_trajectories
+    from injector.taxonomy import Category, Rules, Taxonomy
+    from injector.model.trajectory import Trajectory
+    from injector.inject.unit import inject_one
+    from injector.inject.validation import Verdict, validate_answer
 
 _MODULES = {
-    ".contract": ("AnswerError", "FullAnswer", "MultiSolutionAnswer", "parse_answer"),
+    ".answer.contract": ("AnswerError", "FullAnswer", "MultiSolutionAnswer", "parse_answer"),
     ".engines.base": ("Engine", "Proposal"),
     ".engines.llm": ("LLMEngine",),
     ".engines.offline": ("OfflineEngine",),
-    ".codes": ("ReasonCode",),
-    ".errors": ("BudgetExceeded", "InjectorError", "InputError", "UserError"),
-    ".unit": ("inject_one",),
-    ".pipeline": ("DryRunReport", "RunProgress", "RunResult", "RunSpec", "dry_run", "run", "split_by_support"),
-    ".prompts": ("render_messages",),
-    ".records": ("Candidate", "Rejection", "RunManifest"),
+    ".model.codes": ("ReasonCode",),
+    ".util.errors": ("BudgetExceeded", "InjectorError", "InputError", "UserError"),
+    ".inject.unit": ("inject_one",),
+    ".runner.loop": ("DryRunReport", "RunProgress", "RunResult", "RunSpec", "dry_run", "run", "split_by_support"),
+    ".inject.prompts": ("render_messages",),
+    ".records.directory": ("Candidate", "Rejection", "RunManifest"),
     ".sources": ("IterableInput", "TrajectoryInput", "TrajectorySource", "load_trajectories"),
     ".taxonomy": ("Category", "Rules", "Taxonomy"),
-    ".trajectory": ("Trajectory",),
-    ".validate": ("Verdict", "validate_answer"),
+    ".model.trajectory": ("Trajectory",),
+    ".inject.validation": ("Verdict", "validate_answer"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from injector import answers
-from injector.answers import answers_equivalent, extract_final_answer, final_answer_of_steps, normalize_answer
+from injector.answer import final as answers
+from injector.answer.final import answers_equivalent, extract_final_answer, final_answer_of_steps, normalize_answer
 
 PRM800K_RECORDS = Path(__file__).parent / "fixtures" / "prm800k" / "prm800k-real-examples.jsonl"
 

@@ -12,7 +12,7 @@ from batch_server import BatchServer
 from click.testing import CliRunner
 
 from injector import RunSpec, Taxonomy, load_trajectories, run
-from injector.cli import main
+from injector.cli.commands import main
 from injector.engines import BatchEngine
 from injector.engines.batch import BATCHES_FILE, read_batch_log
 

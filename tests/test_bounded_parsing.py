@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from test_review import make_run, running
 
 from injector import load_trajectories
-from injector.audit import audit_prmbench
-from injector.cli import main
-from injector.contract import AnswerError, parse_answer
-from injector.errors import InputError
-from injector.json_bounds import MAX_ANSWER_BYTES, MAX_JSON_DEPTH, MAX_REVIEW_BODY_BYTES
+from injector.curate.audit import audit_prmbench
+from injector.cli.commands import main
+from injector.answer.contract import AnswerError, parse_answer
+from injector.util.errors import InputError
+from injector.util.json_bounds import MAX_ANSWER_BYTES, MAX_JSON_DEPTH, MAX_REVIEW_BODY_BYTES
 
 DEEP = "[" * 100_000
 STEPS = ["There are 60 * 7 = 420 seconds in 7 minutes.", "So there are 420 seconds.\n\n# Answer\n\n420"]
@@ -50,7 +50,7 @@ def test_json_repair_failing_on_what_the_scan_let_through_is_a_parse_error(monke
     def recursing(text: str) -> None:
         raise failure("Input nesting exceeds the supported parser recursion depth.")
 
-    monkeypatch.setattr("injector.contract.json_repair.loads", recursing)
+    monkeypatch.setattr("injector.answer.contract.json_repair.loads", recursing)
     with pytest.raises(AnswerError) as caught:
         parse_answer('{"reason": "unclosed, ', edits=True)
     assert caught.value.code == "parse_error"

@@ -11,10 +11,10 @@ from click.testing import CliRunner
 
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
 from injector.engines.base import NotApplicable
-from injector.cli import main
-from injector.review.store import Decision, ReviewStore
+from injector.cli.commands import main
+from injector.curate.review.store import Decision, ReviewStore
 from injector.sources import load_trajectories as load
-from injector.exports import PRMBENCH_FIELDS
+from injector.curate.exports import PRMBENCH_FIELDS
 
 PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 
@@ -282,7 +282,7 @@ def test_a_failed_write_leaves_nothing_half_written(reviewed, tmp_path, monkeypa
     (or the previous one, untouched), no staging directory, and a message with exit 2."""
     import errno
 
-    from injector import exports
+    from injector.curate import exports
 
     out = tmp_path / "split"
     written = []

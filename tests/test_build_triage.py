@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from injector.build import build as build_split
-from injector.cli import main
-from injector.dedup import normalise
-from injector.verdicts import VERDICTS
+from injector.curate.build import build as build_split
+from injector.cli.commands import main
+from injector.triage.dedup import normalise
+from injector.triage.verdicts import VERDICTS
 
 ASSIGNED = ("confirmed", "missed", "late", "confirmed", "original_flagged")
 

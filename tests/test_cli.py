@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from scripted_server import Reply
 
-from injector.cli import main
+from injector.cli.commands import main
 
 QUESTION = "How many seconds are in 7.8 minutes?"
 STEPS = [
@@ -220,7 +220,7 @@ def test_crash_reports_go_to_the_user_cache_under_unpredictable_names(monkeypatc
     import tempfile
 
     import injector.taxonomy
-    from injector.cli import crash_dir
+    from injector.cli.commands import crash_dir
 
     def boom(*args, **kwargs):
         raise RuntimeError("kaboom")
@@ -261,7 +261,7 @@ def test_an_unwritable_crash_directory_still_gives_one_line(monkeypatch, tmp_pat
         raise RuntimeError("kaboom")
 
     (tmp_path / "not-a-dir").write_text("")
-    monkeypatch.setattr("injector.cli.crash_dir", lambda: tmp_path / "not-a-dir" / "crashes")
+    monkeypatch.setattr("injector.cli.commands.crash_dir", lambda: tmp_path / "not-a-dir" / "crashes")
     monkeypatch.setattr(injector.taxonomy.Taxonomy, "load", classmethod(boom))
     result = invoke("categories")
     assert result.exit_code == 1
@@ -271,7 +271,7 @@ def test_an_unwritable_crash_directory_still_gives_one_line(monkeypatch, tmp_pat
 
 def into_a_closed_pipe(*args: str) -> tuple[int, str]:
     """Run `inject ARGS | head -0`: the reader is gone before anything is written. Returns (exit code, stderr)."""
-    process = subprocess.Popen([sys.executable, "-c", "from injector.cli import main; main()", *args],
+    process = subprocess.Popen([sys.executable, "-c", "from injector.cli.commands import main; main()", *args],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     process.stdout.close()
     stderr = process.stderr.read()
@@ -285,7 +285,7 @@ def into_a_closed_pipe(*args: str) -> tuple[int, str]:
      str(Path(__file__).parent / "fixtures" / "prmbench" / "prm_test_p12_multi_solutions.first10.jsonl")),
 ])
 def test_a_closed_pipe_ends_silently_with_141(args):
-    from injector.cli import crash_dir
+    from injector.cli.commands import crash_dir
 
     code, stderr = into_a_closed_pipe(*args)
     assert code == 141, stderr
@@ -294,7 +294,7 @@ def test_a_closed_pipe_ends_silently_with_141(args):
 
 
 def test_help_does_not_import_litellm():
-    code = ("import sys; from click.testing import CliRunner; from injector.cli import main; "
+    code = ("import sys; from click.testing import CliRunner; from injector.cli.commands import main; "
             "r = CliRunner().invoke(main, ['run', '--help']); assert r.exit_code == 0, r.output; "
             "print('litellm' in sys.modules)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -303,11 +303,11 @@ def test_help_does_not_import_litellm():
 
 def test_help_loads_no_part_of_the_library_it_does_not_show():
     """`inject --help` (and `inject run --help`) import click and the option values only: no client, no pydantic
-    models, no templates (the lazy `injector` package; `injector.choices`)."""
-    code = ("import sys; from click.testing import CliRunner; from injector.cli import main; "
+    models, no templates (the lazy `injector` package; `injector.model.choices`)."""
+    code = ("import sys; from click.testing import CliRunner; from injector.cli.commands import main; "
             "assert all(CliRunner().invoke(main, args).exit_code == 0 for args in (['--help'], ['run', '--help'])); "
-            "print(sorted(m for m in ('litellm', 'openai', 'pydantic', 'jinja2', 'yaml', 'injector.pipeline', "
-            "'injector.taxonomy', 'injector.review.store') if m in sys.modules))")
+            "print(sorted(m for m in ('litellm', 'openai', 'pydantic', 'jinja2', 'yaml', 'injector.runner.loop', "
+            "'injector.taxonomy', 'injector.curate.review.store') if m in sys.modules))")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
 

@@ -8,7 +8,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from injector.cli import main
+from injector.cli.commands import main
 
 
 def visible_commands(command: click.Command = main, path: tuple[str, ...] = ()):

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from test_cli import CIRCULAR_EDITS, trajectories_file  # noqa: F401 (a fixture)
 
-from injector.cli import main
+from injector.cli.commands import main
 
 
 def test_run_summary_table_is_exact(scripted_server, trajectories_file, tmp_path):  # noqa: F811

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from injector.contract import (
+from injector.answer.contract import (
     LATEX_COMMANDS,
     AnswerError,
     FullAnswer,

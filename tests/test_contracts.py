@@ -6,7 +6,7 @@ import pytest
 
 from injector import LLMEngine, OfflineEngine, RunSpec, Taxonomy, load_trajectories
 from injector.engines.offline import OPERATORS_VERSION
-from injector.pipeline import config_hash, run_configuration
+from injector.runner.loop import config_hash, run_configuration
 
 # Computed on the code before RunSpec existed (commit ae79b9b): a configuration whose hash changes makes every run
 # directory of it refuse to resume ("made with another configuration").
@@ -169,7 +169,7 @@ def test_from_model_builds_engine_limiter_and_cache(tmp_path):
     assert isinstance(from_model(None), OfflineEngine) and isinstance(from_model("offline"), OfflineEngine)
     engine = from_model("openai/x", api_base="http://127.0.0.1:9/v1", rpm=30, cache_path=tmp_path / "c.sqlite",
                         price_in=1, price_out=2, use_schema=False)
-    from injector.limits import RateLimiter
+    from injector.engines.limits import RateLimiter
 
     assert isinstance(engine, LLMEngine) and isinstance(engine.limiter, RateLimiter)
     assert engine.cache is not None and engine.cache.path == tmp_path / "c.sqlite"
@@ -187,7 +187,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_the_readmes_reason_code_table_is_the_catalogue():
-    from injector.codes import reason_code_table
+    from injector.model.codes import reason_code_table
 
     table = reason_code_table()
     assert table.count("\n") == 1 + len(list(__import__("injector").ReasonCode))
@@ -197,7 +197,7 @@ def test_the_readmes_reason_code_table_is_the_catalogue():
 def test_every_reason_code_is_emitted_by_name_and_none_as_a_bare_string():
     import re
 
-    from injector.codes import ReasonCode
+    from injector.model.codes import ReasonCode
 
     sources = {path: path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py") if path.name != "codes.py"}
     used = {name for text in sources.values() for name in re.findall(r"ReasonCode\.([A-Z_]+)", text)}
@@ -217,7 +217,7 @@ def test_every_exception_of_the_toolkit_is_an_injector_error():
     import pkgutil
 
     import injector
-    from injector.errors import InjectorError
+    from injector.util.errors import InjectorError
 
     classes = set()
     for module_info in pkgutil.walk_packages(injector.__path__, "injector."):
@@ -230,8 +230,8 @@ def test_every_exception_of_the_toolkit_is_an_injector_error():
 
 
 def test_the_cli_choices_are_the_registries():
-    from injector.cli import main
-    from injector.contract import OUTPUT_MODES
+    from injector.cli.commands import main
+    from injector.answer.contract import OUTPUT_MODES
     from injector.sources.formats import RECORD_FORMATS
     from injector.sources import DUPLICATE_ID_POLICIES
 
@@ -246,9 +246,9 @@ def test_the_cli_choices_are_the_registries():
 
 
 def test_multi_solution_answers_in_full_in_every_output_mode():
-    from injector.contract import MultiSolutionAnswer, answer_mode, parse_answer, response_schema
-    from injector.errors import UserError
-    from injector.prompts import render_messages
+    from injector.answer.contract import MultiSolutionAnswer, answer_mode, parse_answer, response_schema
+    from injector.util.errors import UserError
+    from injector.inject.prompts import render_messages
 
     taxonomy = Taxonomy.load()
     multi, other = taxonomy.category("multi_solution"), taxonomy.category("counterfactual")

@@ -11,7 +11,7 @@ from semantic_checks.counterfactual import false_forms
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one
 from injector.engines.offline.counterfactual import TABLE
-from injector.records import Candidate
+from injector.records.directory import Candidate
 
 USES = {
     "triangle_angle_sum": "The angles of a triangle add up to $180^\\circ$, so the third angle is $180 - 50 - 60 = 70$ degrees.",

@@ -1,4 +1,4 @@
-"""The surface-cue probe (`inject stats --cues`, injector/cues.py): planted cue words are found, random labels are
+"""The surface-cue probe (`inject stats --cues`, injector/triage/cues.py): planted cue words are found, random labels are
 not, degenerate inputs report a reason instead of crashing, the JSON has the documented shape with our category ids,
 and PRMBench-format files (tests/fixtures/prmbench, Apache-2.0) are read."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from injector.cli import main
-from injector.cues import cue_report, samples
+from injector.cli.commands import main
+from injector.triage.cues import cue_report, samples
 
 PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 FILLER = [f"w{letter}{other}" for letter in "abcdefgh" for other in "abcdefgh"]  # 64 neutral words
@@ -156,7 +156,7 @@ def test_bad_prmbench_input_is_a_one_line_error(tmp_path):
 
 
 def test_scikit_learn_is_imported_only_by_the_probe():
-    code = ("import sys, injector.cli, injector.stats, injector.card, injector.cues; "
+    code = ("import sys, injector.cli.commands, injector.curate.stats, injector.curate.card, injector.triage.cues; "
             "print('sklearn' in sys.modules)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "False"
@@ -168,7 +168,7 @@ def _row(category: str, group: str, original: list[str], modified: list[str], er
 
 
 def test_the_dataset_card_reports_what_each_category_produces():
-    from injector.card import _production_section
+    from injector.curate.card import _production_section
 
     source = ["We add: $2+3=5$.", "# Answer\n\n5"]
     rows = [_row("counterfactual", "a", source, ["We add: $2+3=6$.", "# Answer\n\n6"], [1, 2]),

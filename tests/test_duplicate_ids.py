@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from injector import load_trajectories
-from injector.cli import main
-from injector.errors import InputError, UserError
+from injector.cli.commands import main
+from injector.util.errors import InputError, UserError
 
 QUESTION = "A pen costs 2 dollars. How much do 3 pens cost?"
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from injector.align import normalize_step
-from injector.contract import AnswerError, Edit, EditAnswer, parse_answer, response_schema
-from injector.edits import apply_edits, edits_from_full
+from injector.answer.align import normalize_step
+from injector.answer.contract import AnswerError, Edit, EditAnswer, parse_answer, response_schema
+from injector.answer.edits import apply_edits, edits_from_full
 from injector.sources import load_trajectories
 from injector.taxonomy import Taxonomy
-from injector.trajectory import Trajectory
-from injector.validate import validate_answer
+from injector.model.trajectory import Trajectory
+from injector.inject.validation import validate_answer
 
 ORIGINAL = ["s1", "s2", "s3", "s4"]
 QUESTION = "What is 1 + 1?"

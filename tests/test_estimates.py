@@ -1,6 +1,6 @@
 """The dry run's completion-token estimate matches what PRMBench's own GPT-4o answers take, per output mode.
 
-The fits in `injector.estimates` were made on records 26-400 of PRMBench's train-phase-1 files (by
+The fits in `injector.runner.estimates` were made on records 26-400 of PRMBench's train-phase-1 files (by
 bench/completion_tokens.py); the 25 records per category in tests/fixtures/prmbench are not among them, so this
 checks the estimate on held-out units: the dry run over those units against the same answers replayed.
 """
@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from injector import LLMEngine, RunSpec, Taxonomy, dry_run, load_trajectories
-from injector.cli import main
+from injector.cli.commands import main
 from injector.engines.llm import import_litellm
-from injector.estimates import COMPLETION_TOKEN_FITS, prmbench_answers
+from injector.runner.estimates import COMPLETION_TOKEN_FITS, prmbench_answers
 
 PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 CATEGORY_FILES = sorted(PRMBENCH.glob("prm800k_train_p1_first400_4o_*.jsonl"))

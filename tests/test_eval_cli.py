@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from injector.cli import main
+from injector.cli.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PRMBENCH = ROOT / "tests" / "fixtures" / "prmbench"

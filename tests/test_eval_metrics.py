@@ -220,7 +220,7 @@ def test_prmbench_error_steps_past_the_last_step_are_dropped_and_counted(tmp_pat
     ([{"unknown": 1}], "split.jsonl:1: not a split record"),
 ])
 def test_a_bad_split_is_one_error_naming_file_and_line(tmp_path, records, message):
-    from injector.errors import InputError
+    from injector.util.errors import InputError
 
     path = tmp_path / "split.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from injector.cli import main
+from injector.cli.commands import main
 from injector.evaluate.judge import read_verdicts
 from injector.evaluate.prm_server import pooling_url, step_scores_of
 
@@ -240,7 +240,7 @@ def test_a_provider_outage_keeps_what_was_judged_and_the_same_call_continues(spl
     from scripted_server import Reply
 
     from injector.engines.llm import LLMEngine
-    from injector.errors import ProviderUnreachable
+    from injector.util.errors import ProviderUnreachable
     from injector.evaluate import evaluate
     from injector.evaluate.judge import LLMJudge
 

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from injector import Taxonomy, Trajectory, load_trajectories
-from injector.contract import AnswerError, Edit, EditOp, parse_answer
-from injector.edits import apply_edits
-from injector.errors import InjectorError
-from injector.contract import answer_mode
+from injector.answer.contract import AnswerError, Edit, EditOp, parse_answer
+from injector.answer.edits import apply_edits
+from injector.util.errors import InjectorError
+from injector.answer.contract import answer_mode
 from injector.sources.formats import RECORD_FORMATS
-from injector.validate import validate_answer
+from injector.inject.validation import validate_answer
 
 EDIT_OPS = get_args(EditOp)
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from injector import Taxonomy, load_trajectories, render_messages
-from injector.cli import main
-from injector.errors import InputError, UserError
+from injector.cli.commands import main
+from injector.util.errors import InputError, UserError
 from test_multimodal import ANSWER, STEPS, tiny_png
 from test_review import candidate, make_run, running
 
@@ -178,7 +178,7 @@ def test_urls_stay_references_and_data_urls_must_be_raster_images(tmp_path):
     (b"GIF87a\x01\x00", "image/gif"), (b"RIFF\x24\x00\x00\x00WEBPVP8 ", "image/webp"), (SVG[:16], None),
     (b"RIFF\x24\x00\x00\x00WAVEfmt ", None), (b"\x89PNG", None), (b"", None)])
 def test_the_type_comes_from_the_bytes(head, kind):
-    from injector.images import sniff_image_type
+    from injector.util.images import sniff_image_type
 
     assert sniff_image_type(head) == kind
 

@@ -16,10 +16,8 @@ def _layout() -> str:
 def test_the_layout_section_names_every_module_and_package():
     layout = _layout()
     package = ROOT / "injector"
-    names = [f"`{path.name}`" for path in package.glob("*.py") if path.name != "__init__.py"]
-    names += [f"`{path.name}/`" for path in package.iterdir() if (path / "__init__.py").is_file()]
-    names += [f"`{path.name}`" for sub in ("sources", "taxonomy") for path in (package / sub).glob("*.py")
-              if path.name != "__init__.py"]
-    names += [f"`{path.name}`" for path in (package / "engines").glob("*.py") if path.name != "__init__.py"]
+    names = [f"`{path.name}`" for path in package.rglob("*.py")
+             if path.name != "__init__.py" and "offline" not in path.parts]
+    names += [f"`{path.name}/`" for path in package.rglob("*") if (path / "__init__.py").is_file()]
     missing = sorted(name for name in names if name not in layout)
     assert missing == []

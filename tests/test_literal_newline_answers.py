@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from injector import OfflineEngine, Taxonomy, inject_one, load_trajectories
-from injector.answers import extract_final_answer, final_answer_of_steps
-from injector.cli import main
+from injector.answer.final import extract_final_answer, final_answer_of_steps
+from injector.cli.commands import main
 from injector.engines.offline import split_answer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "literal_newline" / "phase2_literal_newline.jsonl"

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from injector import Category, LLMEngine, Rules, Taxonomy, inject_one, load_trajectories
-from injector.cli import main
-from injector.records import Candidate, Rejection
+from injector.cli.commands import main
+from injector.records.directory import Candidate, Rejection
 
 STEPS = ["The graph shows a line through $(0, 1)$ and $(2, 5)$.", "Its slope is $\\frac{5 - 1}{2 - 0} = 2$.",
          "So the slope is 2.\n\n# Answer\n\n2"]
@@ -150,7 +150,7 @@ def test_projudgebench_loader_keeps_only_fully_correct(tmp_path):
     assert kept.images == [str((tmp_path / "img.png").resolve())]
     assert source.stats.skipped == {"not_all_correct": 1}
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"question": "Q", "process_evaluation": [["s1"]]}])
-    from injector.errors import InputError
+    from injector.util.errors import InputError
     with pytest.raises(InputError, match=f"{bad}:1: process_evaluation step 1 must be"):
         list(load_trajectories(bad))
 
@@ -177,7 +177,7 @@ def test_attached_images_are_announced_as_attached(image_input, taxonomy, script
 
 @pytest.mark.parametrize("mode", ["edits", "full"])
 def test_explanations_are_in_the_strict_schema_when_required(mode, image_input, taxonomy, scripted_server):
-    from injector.contract import parse_answer, response_schema
+    from injector.answer.contract import parse_answer, response_schema
 
     schema = response_schema(edits=mode == "edits", explanations=True)
     if mode == "edits":

@@ -12,8 +12,8 @@ from semantic_checks import domain_inconsistency as domain_check
 from semantic_checks import missing_condition as condition_check
 
 from injector import Trajectory
-from injector.edits import apply_edits
-from injector.contract import Edit
+from injector.answer.edits import apply_edits
+from injector.answer.contract import Edit
 from injector.engines.offline import OPERATORS, OfflineEngine
 from injector.engines.offline.missing_condition import (drop_nonzero_options, drop_plus_minus_options,
                                                         drop_positivity_options, restrict_to_positive_options)

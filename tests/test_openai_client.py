@@ -14,8 +14,8 @@ from scripted_server import Reply, ScriptedServer
 from injector import LLMEngine, Taxonomy, Trajectory, inject_one
 from injector.engines.base import ProviderError, TransientProviderError
 from injector.engines.openai_client import choose_client, model_entry, price_table, serves
-from injector.errors import AuthenticationRefused, UserError
-from injector.records import Candidate, Rejection
+from injector.util.errors import AuthenticationRefused, UserError
+from injector.records.directory import Candidate, Rejection
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
 TRAJECTORY = Trajectory(id="t", question="What is $2 + 3$?", steps=STEPS, answer="5")
@@ -149,7 +149,7 @@ def test_an_answer_that_is_not_json_is_retried(taxonomy, server):
 
 
 def test_a_cached_answer_from_one_client_is_a_hit_for_the_other(taxonomy, server, tmp_path):
-    from injector.cache import RequestCache
+    from injector.engines.cache import RequestCache
 
     server.script = lambda request: ANSWER
     cache_path = tmp_path / "cache.sqlite"
@@ -207,7 +207,7 @@ def test_inject_run_on_the_openai_path_never_imports_litellm(server, tmp_path):
     server.script = lambda request: ANSWER
     records = tmp_path / "in.jsonl"
     records.write_text(json.dumps({"id": "t", "question": TRAJECTORY.question, "steps": STEPS, "answer": "5"}) + "\n")
-    code = ("import sys\nfrom injector.cli import main\n"
+    code = ("import sys\nfrom injector.cli.commands import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
             "print('litellm imported:', 'litellm' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code, "run", "--category", "counterfactual", "--input",
@@ -237,7 +237,7 @@ def test_a_run_directory_continues_under_the_other_client(server, tmp_path):
     """The client is not part of the run's configuration: a run made through litellm resumes through the SDK."""
     from click.testing import CliRunner
 
-    from injector.cli import main
+    from injector.cli.commands import main
 
     server.script = lambda request: ANSWER
     records = tmp_path / "in.jsonl"

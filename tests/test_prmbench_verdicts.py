@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from injector.cli import main
+from injector.cli.commands import main
 
 PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"
 

@@ -18,10 +18,10 @@ import pytest
 from snapshots import assert_snapshot
 from click.testing import CliRunner
 
-from injector.cli import main
-from injector.prompts import render_messages
+from injector.cli.commands import main
+from injector.inject.prompts import render_messages
 from injector.taxonomy import Taxonomy
-from injector.trajectory import Trajectory
+from injector.model.trajectory import Trajectory
 from test_prompts import output_section, parse_trajectory_block
 
 TAXONOMY = Taxonomy.load("projudge")

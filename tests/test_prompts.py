@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from snapshots import assert_snapshot
 
-from injector.answers import final_answer_of_steps
+from injector.answer.final import final_answer_of_steps
 from injector.engines.base import Engine
-from injector.errors import UserError
-from injector.examples import edit_form, example_problems, full_form
-from injector.prompts import render_messages
+from injector.util.errors import UserError
+from injector.inject.examples import edit_form, example_problems, full_form
+from injector.inject.prompts import render_messages
 from injector.taxonomy import Category, Rules, Taxonomy
-from injector.trajectory import Trajectory
+from injector.model.trajectory import Trajectory
 
 TAXONOMY = Taxonomy.load()
 CATEGORY_IDS = [category.id for category in TAXONOMY.categories]
@@ -203,7 +203,7 @@ def test_wording_follows_the_rules_flags() -> None:
 
 # --- worked examples ---------------------------------------------------------------------------------------------
 # The examples are data (the `examples` of each category, in prompts/examples/); the prompt renders them in the
-# answer form of its output mode. They are checked by the real parser and validator (injector/examples.py), not by
+# answer form of its output mode. They are checked by the real parser and validator (injector/inject/examples.py), not by
 # a copy of the rules here.
 
 PROJUDGE = Taxonomy.load("projudge")
@@ -331,7 +331,7 @@ class _Scripted(Engine):
 
 def test_written_records_carry_labels_renumbered_on_every_step() -> None:
     import asyncio
-    from injector.unit import inject_one
+    from injector.inject.unit import inject_one
     answer = {"question": None, "reason": "r", "edits": [
         {"op": "insert", "after": 1, "text": "With $x = 2$, $x + 1 = 3$.", "error": True}]}
     engine = _Scripted(json.dumps(answer))

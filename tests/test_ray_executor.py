@@ -20,13 +20,13 @@ import pytest
 from click.testing import CliRunner
 
 from injector import RunSpec, Taxonomy, load_trajectories, run
-from injector.cli import main
+from injector.cli.commands import main
 from injector.engines import from_model
-from injector.errors import BudgetExceeded, InjectorError, UserError
-from injector.limits import RateLimiter
-from injector.ray_executor import RayExecutor, WorkerEngine, WorkerLost, require_ray, sees_run_directory
-from injector.records import RunDirectory
-from injector.shards import shard_of
+from injector.util.errors import BudgetExceeded, InjectorError, UserError
+from injector.engines.limits import RateLimiter
+from injector.runner.executors.ray_actors import RayExecutor, WorkerEngine, WorkerLost, require_ray, sees_run_directory
+from injector.records.directory import RunDirectory
+from injector.runner.shards import shard_of
 from scripted_server import Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +102,7 @@ def test_missing_ray_is_one_line_and_exit_2(monkeypatch, tmp_path):
 
 
 def test_inject_help_does_not_import_ray():
-    code = ("import sys; from injector.cli import main\ntry:\n    main(['run', '--help'])\nexcept SystemExit:\n"
+    code = ("import sys; from injector.cli.commands import main\ntry:\n    main(['run', '--help'])\nexcept SystemExit:\n"
             "    pass\nassert 'ray' not in sys.modules, 'ray imported'")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 

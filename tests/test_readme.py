@@ -9,12 +9,12 @@ from pathlib import Path
 
 import click
 
-from injector.cli import main
-from injector.contract import parse_answer
-from injector.estimates import prmbench_answers
+from injector.cli.commands import main
+from injector.answer.contract import parse_answer
+from injector.runner.estimates import prmbench_answers
 from injector.sources import load_trajectories
 from injector.taxonomy import Taxonomy
-from injector.validate import validate_answer
+from injector.inject.validation import validate_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

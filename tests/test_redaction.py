@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from scripted_server import Reply
 
-from injector.cli import main
+from injector.cli.commands import main
 from injector.engines.llm import LLMEngine
-from injector.redaction import REDACTED, RedactingFilter, public_url, redact, redact_command
+from injector.util.redaction import REDACTED, RedactingFilter, public_url, redact, redact_command
 
 ENV_KEY = "sk-envkey-0123456789abcdef"
 URL_KEY = "qk-urlquery-SECRET-4242"  # not sk-like: caught only because it was registered from --api-base

@@ -22,13 +22,13 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from injector.cli import InjectGroup
+from injector.cli.commands import InjectGroup
 from injector.taxonomy import Taxonomy
-from injector.errors import UserError
-from injector.resources import bundled_taxonomies
-from injector.review.command import review
-from injector.review.server import ReviewServer, make_server
-from injector.review.store import Decision, ReviewStore, apply_decision
+from injector.util.errors import UserError
+from injector.util.resources import bundled_taxonomies
+from injector.curate.review.command import review
+from injector.curate.review.server import ReviewServer, make_server
+from injector.curate.review.store import Decision, ReviewStore, apply_decision
 from scripted_server import POLL_INTERVAL
 
 HOSTILE_SCRIPT = "<script>alert(1)</script>"
@@ -45,7 +45,7 @@ def candidate(cid: str, category: str = "counterfactual", *, steps: list[str] | 
               modified: list[str] | None = None, error_steps: list[int] | None = None,
               question: str = QUESTION, modified_question: str | None = None, **extra: Any) -> dict[str, Any]:
     """A candidate record as `inject run` writes it (modified_steps computed by the same alignment)."""
-    from injector.align import align_steps
+    from injector.answer.align import align_steps
 
     steps = list(steps or STEPS)
     modified = list(modified or [STEPS[0], "Her change is $20 - 11 = 8$ dollars.", STEPS[2]])
@@ -298,7 +298,7 @@ def test_a_correction_is_revalidated(run_dir: Path) -> None:
 
 
 def test_apply_decision() -> None:
-    from injector.records import Candidate
+    from injector.records.directory import Candidate
 
     record = Candidate.model_validate(candidate("t1::counterfactual::0"))
     edited = apply_decision(record, Decision("t1::counterfactual::0", "accept", corrected_error_steps=[2, 3],
@@ -494,7 +494,7 @@ def test_import_of_a_file_that_is_not_utf8_is_a_user_error(cli: click.Group, tmp
 def test_import_reads_csv_fields_over_128_kib(cli: click.Group, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """csv's own limit (128 KiB) made a long edited step an internal error; the limit is now MAX_FIELD."""
-    from injector.review import store
+    from injector.curate.review import store
 
     run = make_run(tmp_path / "run")
     long_step = "Her change is $20 - 11 = 7$ dollars. " + "We double-check it. " * 10_000  # ~200 KB
@@ -521,7 +521,7 @@ def test_cli_refuses_a_directory_without_candidates(cli: click.Group, tmp_path: 
 
 def test_cli_serves_until_stopped(run_dir: Path) -> None:
     """The real command in its own process: prints the URL (no browser), serves it, and stops on SIGINT."""
-    code = "import sys; from injector.review.command import review; review(sys.argv[1:])"
+    code = "import sys; from injector.curate.review.command import review; review(sys.argv[1:])"
     process = subprocess.Popen([sys.executable, "-c", code, str(run_dir), "--no-browser", "--reviewer", "cli"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

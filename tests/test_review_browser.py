@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from injector.review.store import ReviewStore
+from injector.curate.review.store import ReviewStore
 from test_review import HOSTILE_SCRIPT, make_run, running
 
 CHROMIUM = Path("/usr/bin/chromium")

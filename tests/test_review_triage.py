@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from injector.review.assets import KATEX_ERROR_STYLE_HASH, STATIC_DIR
+from injector.curate.review.assets import KATEX_ERROR_STYLE_HASH, STATIC_DIR
 from test_review import _OPENER, decide, http, make_run, running
 
 REPO = Path(__file__).parent.parent
@@ -23,7 +23,7 @@ BY_VERDICT = ["t3::counterfactual::0", "t4::missing_condition::0", "t5::redundan
 
 
 def verify_line(cid: str, verdict: str, reason: str = "", original_reason: str = "") -> str:
-    """One `verify.jsonl` line as `inject verify` writes it (schema: injector/verdicts.py)."""
+    """One `verify.jsonl` line as `inject verify` writes it (schema: injector/triage/verdicts.py)."""
     category = cid.split("::")[1]
     kind = "redundancy" if category == "redundancy" else "error"
     return json.dumps({
@@ -137,7 +137,7 @@ def test_katex_is_served_by_the_app_itself(verified_run: Path) -> None:
 def test_katex_ships_in_the_wheel_with_its_licence() -> None:
     """Every vendored file matches the package data globs, so `pip install` carries it."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    globs = config["injector.review"]
+    globs = config["injector.curate.review"]
     files = [p.relative_to(STATIC_DIR.parent).as_posix() for p in STATIC_DIR.rglob("*") if p.is_file()]
     assert len(files) == 25 and "static/katex/LICENSE" in files
     unshipped = [f for f in files if not any(fnmatch(f, g) for g in globs)]

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from scripted_server import Reply, ScriptedServer
 
 from injector import RunSpec, Taxonomy, load_trajectories, run
-from injector.cli import main
+from injector.cli.commands import main
 from injector.engines import RouterEngine, from_model
 from injector.engines.deployments import Deployment, DeploymentSet, load_deployments
-from injector.errors import InputError
+from injector.util.errors import InputError
 
 QUESTION = "What is $2 + 3$?"
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
@@ -111,7 +111,7 @@ def test_other_servers_of_the_same_model_resume_the_run_and_hit_the_cache(server
 
 
 def _cache(tmp_path: Path):
-    from injector.cache import RequestCache
+    from injector.engines.cache import RequestCache
 
     return RequestCache(tmp_path / "cache.sqlite")
 
@@ -154,7 +154,7 @@ def test_a_deployments_file_runs_with_keys_from_the_environment(servers, input_f
     assert keys == {"Bearer b-secret-value-123"}
     manifest_text = (tmp_path / "run" / "manifest.json").read_text()
     assert "b-secret" not in manifest_text
-    from injector.redaction import redact
+    from injector.util.redaction import redact
 
     assert redact("the provider said: bad key b-secret-value-123") == "the provider said: bad key [redacted]"
     manifest = json.loads(manifest_text)

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 from scripted_server import Reply
 
-from injector import records
-from injector.cli import main
-from injector.pipeline import RunProgress
-from injector.progress import ProgressDisplay, summary_table
-from injector.records import RunDirectory
+from injector.records import directory as records
+from injector.cli.commands import main
+from injector.runner.loop import RunProgress
+from injector.runner.progress import ProgressDisplay, summary_table
+from injector.records.directory import RunDirectory
 
 QUESTION = "What is $2 + 3$?"
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
@@ -238,7 +238,7 @@ def run_cli_guarded(*args, **kwargs):
 
 
 class DiskFillsUp:
-    """`os` as injector.records sees it, on a disk that fills up during the `full_at`th write: that write lands
+    """`os` as injector.records.directory sees it, on a disk that fills up during the `full_at`th write: that write lands
     half, the next one fails with ENOSPC (what write(2) does on a full disk)."""
 
     def __init__(self, full_at: int):

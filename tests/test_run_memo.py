@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 
 from injector import Taxonomy, Trajectory, render_messages
-from injector.pipeline import RunProgress
-from injector.progress import BAR_INTERVAL_SECONDS, ProgressDisplay
+from injector.runner.loop import RunProgress
+from injector.runner.progress import BAR_INTERVAL_SECONDS, ProgressDisplay
 
 TRAJECTORY = Trajectory(id="t", question="What is $2 + 3$?", steps=["$2 + 3 = 5$.", "# Answer\n\n5"], answer="5")
 
@@ -46,7 +46,7 @@ class FakeBar:
 
 def test_the_bar_is_redrawn_at_a_fixed_rate_and_ends_on_the_last_count(monkeypatch):
     now = [100.0]
-    monkeypatch.setattr("injector.progress.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("injector.runner.progress.time.monotonic", lambda: now[0])
     display = ProgressDisplay(stream=io.StringIO(), interactive=True)
     display._bar = bar = FakeBar()  # what __enter__ makes in a terminal
     progress = RunProgress(planned=1000)

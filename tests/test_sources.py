@@ -13,8 +13,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before anything imports `datasets`: tests never reach the network
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from injector.errors import InputError, UserError  # noqa: E402
-from injector.resources import bundled_data_path  # noqa: E402
+from injector.util.errors import InputError, UserError  # noqa: E402
+from injector.util.resources import bundled_data_path  # noqa: E402
 from injector.sources import RECORD_FORMATS, detect_format, load_trajectories  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from injector import LLMEngine, Taxonomy, Trajectory, inject_one, render_messages
-from injector.cli import main
-from injector.contract import EditAnswer
-from injector.errors import UserError
-from injector.validate import validate_answer
+from injector.cli.commands import main
+from injector.answer.contract import EditAnswer
+from injector.util.errors import UserError
+from injector.inject.validation import validate_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAJECTORY = Trajectory(id="t", question="What is $2 + 3$?",
@@ -241,7 +241,7 @@ def test_a_taxonomy_changed_in_python_is_a_different_configuration(tmp_path):
 ])
 def test_deception_flags_unchanged_steps_only_with_an_edited_question(question, codes):
     """Full mode too: the bundled deception may call an unchanged step an error only when it set a trap."""
-    from injector.contract import FullAnswer
+    from injector.answer.contract import FullAnswer
     taxonomy = Taxonomy.load()
     answer = FullAnswer.model_validate({"modified_question": question, "modified_process": list(TRAJECTORY.steps),
                                         "modified_steps": [], "error_steps": [2, 3], "reason": "r"})

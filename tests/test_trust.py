@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from injector import Taxonomy, Trajectory, render_messages
-from injector.cli import main
-from injector.errors import UserError
-from injector.hooks import load_hook
-from injector.review.session import ReviewSession
-from injector.review.store import Decision, ReviewStore
-from injector.stats import compute_stats
+from injector.cli.commands import main
+from injector.util.errors import UserError
+from injector.taxonomy.hooks import load_hook
+from injector.curate.review.session import ReviewSession
+from injector.curate.review.store import Decision, ReviewStore
+from injector.curate.stats import compute_stats
 from injector.taxonomy import run_taxonomy
 from test_review import candidate
 
@@ -285,7 +285,7 @@ def test_the_template_hash_never_reads_a_shared_template_linked_outside(tmp_path
 
 
 def test_links_inside_the_taxonomy_and_to_the_bundled_prompts_still_work(tmp_path: Path, marker: Path) -> None:
-    from injector.resources import bundled_prompts_dir
+    from injector.util.resources import bundled_prompts_dir
 
     path = custom_taxonomy(tmp_path / "tax", marker)
     write(tmp_path / "tax" / "shared" / "guidance.txt", "Shared guidance.")

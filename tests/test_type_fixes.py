@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from injector.align import normalize_step
-from injector.contract import Edit
-from injector.edits import apply_edits
-from injector.errors import UserError
-from injector.hooks import load_hook
+from injector.answer.align import normalize_step
+from injector.answer.contract import Edit
+from injector.answer.edits import apply_edits
+from injector.util.errors import UserError
+from injector.taxonomy.hooks import load_hook
 
 ORIGINAL = ["Let $x = 2$.", "Then $x + 3 = 5$.", "# Answer\n\n5"]
 

@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
-from injector.cli import main
-from injector.records import Candidate, Rejection, RunDirectory
-from injector.review.server import make_server
-from injector.review.session import ReviewSession
-from injector.review.store import Decision, ReviewStore
+from injector.cli.commands import main
+from injector.records.directory import Candidate, Rejection, RunDirectory
+from injector.curate.review.server import make_server
+from injector.curate.review.session import ReviewSession
+from injector.curate.review.store import Decision, ReviewStore
 
 PRM800K = Path(__file__).parent / "fixtures" / "prm800k" / "prm800k-real-examples.jsonl"
 QUESTION = "Maya buys 4 notebooks at $\\$2.75$ each. She pays with a $\\$20$ bill. How much change does she get?"
@@ -313,7 +313,7 @@ def test_a_corrupt_run_directory_never_crashes_a_reader(received: Path, tmp_path
 
 WRITER = r"""
 import sys
-from injector.records import Candidate, RunDirectory
+from injector.records.directory import Candidate, RunDirectory
 directory, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.stdin.readline()  # the start signal: both writers begin together
 run_dir = RunDirectory(directory)
@@ -380,8 +380,8 @@ def test_compacting_rejects_loses_no_record_of_another_writer(tmp_path: Path) ->
 def test_a_second_run_is_still_refused_while_helpers_join(tmp_path: Path) -> None:
     """Helpers append without the run lock; two runs (`prepare`) of one directory still exclude each other, and a
     helper joins only the run of its own configuration."""
-    from injector.errors import UserError
-    from injector.records import RunManifest
+    from injector.util.errors import UserError
+    from injector.records.directory import RunManifest
 
     first = RunDirectory(tmp_path / "run")
     first.prepare("hash")

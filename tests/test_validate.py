@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from injector.align import align_steps, normalize_step
-from injector.contract import FullAnswer, MultiSolutionAnswer
+from injector.answer.align import align_steps, normalize_step
+from injector.answer.contract import FullAnswer, MultiSolutionAnswer
 from injector.taxonomy import Taxonomy
-from injector.trajectory import Trajectory
-from injector.validate import validate_answer
+from injector.model.trajectory import Trajectory
+from injector.inject.validation import validate_answer
 
 STEPS = [
     "7.8 minutes is the same as 7 minutes and 0.8 minutes.",

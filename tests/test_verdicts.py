@@ -2,7 +2,7 @@
 
 import json
 
-from injector.verdicts import VERDICTS, read_verdicts, verdict_rank
+from injector.triage.verdicts import VERDICTS, read_verdicts, verdict_rank
 
 
 def _line(id_: str, verdict: str) -> str:

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 from scripted_server import Reply
 
-from injector.cli import main
-from injector.critique import critique_kind, majority, parse_judgement, UnreadableJudgement, verdict_of
-from injector.records import Candidate, RunDirectory, RunManifest
+from injector.cli.commands import main
+from injector.triage.critique import critique_kind, majority, parse_judgement, UnreadableJudgement, verdict_of
+from injector.records.directory import Candidate, RunDirectory, RunManifest
 from injector.taxonomy import Taxonomy
-from injector.verdicts import VERIFY_FILE, VERIFY_SUMMARY_FILE, JudgeAnswer, read_verdicts
+from injector.triage.verdicts import VERIFY_FILE, VERIFY_SUMMARY_FILE, JudgeAnswer, read_verdicts
 
 Q1 = "What is $2 + 3 + 4$?"
 T1 = ["Let $x = 2 + 3 = 5$.", "Then $x + 4 = 9$.", "So the answer is 9.\n\n# Answer\n\n9"]
@@ -370,7 +370,7 @@ def test_interrupt_exits_130_and_the_summary_says_so(scripted_server, tmp_path, 
     async def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("injector.verify._Judge.verify_one", interrupted)
+    monkeypatch.setattr("injector.triage.verify._Judge.verify_one", interrupted)
     result = verify_cli(scripted_server, run)
     assert result.exit_code == 130
     assert "interrupted; nothing written is lost. Run the same command again to continue" in result.output
@@ -381,7 +381,7 @@ def test_a_full_disk_stops_with_exit_2_naming_the_file_and_a_rerun_completes(scr
                                                                              monkeypatch):
     import errno
 
-    from injector import records
+    from injector.records import directory as records
 
     run = make_run(tmp_path / "run")
     scripted_server.script = judge(judge_table())
@@ -411,7 +411,7 @@ SNAPSHOT_STEPS = ["First, $f(4) = \\frac{4}{2} + 1 = 3$.", "Then $f(3) = \\frac{
 def test_verify_prompts_match_snapshots(kind):
     from snapshots import assert_snapshot
 
-    from injector.critique import critique_messages, rollout_messages
+    from injector.triage.critique import critique_messages, rollout_messages
 
     if kind == "rollout":
         messages = rollout_messages(SNAPSHOT_QUESTION, SNAPSHOT_STEPS[:2], ["figures/graph.png"])
@@ -422,7 +422,7 @@ def test_verify_prompts_match_snapshots(kind):
 
 
 def test_the_judge_sees_a_static_system_part_and_bare_numbered_steps():
-    from injector.critique import critique_messages
+    from injector.triage.critique import critique_messages
 
     one = critique_messages("error", Q1, [f"Step {k}: {step}" for k, step in enumerate(T1, 1)], [])
     two = critique_messages("error", Q2, T2, [])

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from test_prmbench_verdicts import EXPECTED, PRMBENCH, _serve_records
 from test_verify import _kind_of, files_of, shown_steps
 
-from injector.cli import main
-from injector.verdicts import VERIFY_SUMMARY_FILE, read_verdicts
+from injector.cli.commands import main
+from injector.triage.verdicts import VERIFY_SUMMARY_FILE, read_verdicts
 
 CUES = {
     "error": re.compile(r"\b(clearly|obviously|certainly|confidently|incorrectly|always|never)\b", re.IGNORECASE),

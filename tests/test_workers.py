@@ -16,16 +16,16 @@ import pytest
 from click.testing import CliRunner
 from scripted_server import Reply
 
-from injector.cli import main
-from injector.limits import RateLimiter
-from injector.shards import shard_of
-from injector.workers import shares
+from injector.cli.commands import main
+from injector.engines.limits import RateLimiter
+from injector.runner.shards import shard_of
+from injector.runner.executors.processes import shares
 
 QUESTION = "What is $2 + 3$?"
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
 GOOD = json.dumps({"question": None, "reason": "2 + 3 is 5, not 6.",
                    "edits": [{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": True}]})
-INJECT = [sys.executable, "-c", "from injector.cli import main; main()"]
+INJECT = [sys.executable, "-c", "from injector.cli.commands import main; main()"]
 
 
 def write_input(path: Path, count: int) -> Path:
@@ -83,7 +83,7 @@ def test_offline_engine_same_records_as_one_process(tmp_path):
 
 def test_python_api_one_progress_for_the_whole_run(tmp_path):
     from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
-    from injector.workers import WorkerProcesses
+    from injector.runner.executors.processes import WorkerProcesses
 
     taxonomy = Taxonomy.load()
     spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy", "circular_logic"]), limit=5,

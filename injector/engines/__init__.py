@@ -4,16 +4,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..cache import RequestCache
-from ..choices import OFFLINE_MODEL  # defined there for --help
-from ..errors import UserError
-from ..limits import RateLimiter
-from .base import Engine
-from .llm import LLMEngine
-from .batch import BatchEngine, BatchSettings
-from .deployments import from_api_bases, load_deployments
-from .offline import OfflineEngine
-from .router import RouterEngine
+from injector.engines.cache import RequestCache
+from injector.model.choices import OFFLINE_MODEL  # defined there for --help
+from injector.util.errors import UserError
+from injector.engines.limits import RateLimiter
+from injector.engines.base import Engine
+from injector.engines.llm import LLMEngine
+from injector.engines.batch import BatchEngine, BatchSettings
+from injector.engines.deployments import from_api_bases, load_deployments
+from injector.engines.offline import OfflineEngine
+from injector.engines.router import RouterEngine
 
 
 def from_model(

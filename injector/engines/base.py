@@ -11,10 +11,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..codes import ReasonCode
-from ..errors import InjectorError, UserError
-from ..taxonomy import Category
-from ..trajectory import Trajectory
+from injector.model.codes import ReasonCode
+from injector.util.errors import InjectorError, UserError
+from injector.taxonomy import Category
+from injector.model.trajectory import Trajectory
 
 
 @dataclass

@@ -24,14 +24,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ..cache import request_key
-from ..errors import AuthenticationRefused, BatchesPending, UserError
-from ..records import RunDirectory, read_jsonl
-from ..redaction import redact
-from ..taxonomy import Category
-from ..trajectory import Trajectory
-from .base import Proposal, ProviderError, TransientProviderError
-from .llm import LLMEngine, classify_provider_error, import_litellm
+from injector.engines.cache import request_key
+from injector.util.errors import AuthenticationRefused, BatchesPending, UserError
+from injector.records.directory import RunDirectory, read_jsonl
+from injector.util.redaction import redact
+from injector.taxonomy import Category
+from injector.model.trajectory import Trajectory
+from injector.engines.base import Proposal, ProviderError, TransientProviderError
+from injector.engines.llm import LLMEngine, classify_provider_error, import_litellm
 
 BATCHES_FILE = "batches.jsonl"
 DEFAULT_MAX_REQUESTS = 50_000

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from ..errors import InputError, UserError
-from ..redaction import public_host
+from injector.util.errors import InputError, UserError
+from injector.util.redaction import public_host
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")

@@ -14,16 +14,16 @@ from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
-from ..cache import RequestCache, request_key
-from ..errors import AuthenticationRefused, UserError
-from ..limits import RateLimiter
-from ..redaction import RedactingFilter, public_host, redact
-from ..taxonomy import Category
-from ..trajectory import Trajectory
-from .base import Engine, Proposal, ProviderError, TransientProviderError
-from .openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
+from injector.engines.cache import RequestCache, request_key
+from injector.util.errors import AuthenticationRefused, UserError
+from injector.engines.limits import RateLimiter
+from injector.util.redaction import RedactingFilter, public_host, redact
+from injector.taxonomy import Category
+from injector.model.trajectory import Trajectory
+from injector.engines.base import Engine, Proposal, ProviderError, TransientProviderError
+from injector.engines.openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
                             response_usage)
-from .provider_faults import rate_limit_wait, retry_after
+from injector.engines.provider_faults import rate_limit_wait, retry_after
 
 # Providers that take a JSON-schema response_format although litellm's price list does not say so
 # (its support check only knows listed models; forwarding works for local servers).

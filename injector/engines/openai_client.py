@@ -22,11 +22,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..choices import CLIENTS
-from ..errors import AuthenticationRefused, UserError
-from ..redaction import RedactingFilter, redact
-from .base import ProviderError, TransientProviderError
-from .provider_faults import retry_after
+from injector.model.choices import CLIENTS
+from injector.util.errors import AuthenticationRefused, UserError
+from injector.util.redaction import RedactingFilter, redact
+from injector.engines.base import ProviderError, TransientProviderError
+from injector.engines.provider_faults import retry_after
 
 CLIENT_ENV = "INJECT_CLIENT"
 """The environment variable that sets the default client (`--client` overrides it)."""

@@ -12,12 +12,12 @@ import asyncio
 import os
 from typing import Any
 
-from ..errors import UserError
-from ..limits import RateLimiter
-from ..redaction import public_host, register_secret
-from .base import Proposal
-from .deployments import Deployment, DeploymentSet
-from .llm import (
+from injector.util.errors import UserError
+from injector.engines.limits import RateLimiter
+from injector.util.redaction import public_host, register_secret
+from injector.engines.base import Proposal
+from injector.engines.deployments import Deployment, DeploymentSet
+from injector.engines.llm import (
     PLACEHOLDER_KEY,
     SCHEMA_PREFIXES,
     LLMEngine,

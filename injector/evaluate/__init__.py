@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
-from ..taxonomy import Taxonomy
-from .metrics import DEFAULT_THRESHOLD, SWEEP_METRICS, EvalItem
-from .report import compare, compute_metrics, prediction_lines, report_header, write_comparison, write_report
-from .scorers import ScorerResult, read_scores
-from .splits import LoadedSplit, load_split
+from injector.taxonomy import Taxonomy
+from injector.evaluate.metrics import DEFAULT_THRESHOLD, SWEEP_METRICS, EvalItem
+from injector.evaluate.report import compare, compute_metrics, prediction_lines, report_header, write_comparison, write_report
+from injector.evaluate.scorers import ScorerResult, read_scores
+from injector.evaluate.splits import LoadedSplit, load_split
 
 
 class Scorer(Protocol):

@@ -20,13 +20,13 @@ from typing import Any, Callable, Sequence
 from jinja2 import FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
-from ..contract import AnswerError, parse_json_object
-from ..engines.base import ProviderError, TransientProviderError
-from ..engines.llm import LLMEngine
-from ..errors import BudgetExceeded, ProviderUnreachable, UserError, WriteFailed
-from ..resources import bundled_prompts_dir
-from .metrics import EvalItem
-from .scorers import ScorerResult
+from injector.answer.contract import AnswerError, parse_json_object
+from injector.engines.base import ProviderError, TransientProviderError
+from injector.engines.llm import LLMEngine
+from injector.util.errors import BudgetExceeded, ProviderUnreachable, UserError, WriteFailed
+from injector.util.resources import bundled_prompts_dir
+from injector.evaluate.metrics import EvalItem
+from injector.evaluate.scorers import ScorerResult
 
 JOURNAL_FILE = "judge_answers.jsonl"
 TEMPLATE_NAME = "judge_steps.j2"

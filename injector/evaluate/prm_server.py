@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..cache import RequestCache, request_key
-from ..errors import InjectorError, ProviderUnreachable, UserError
-from ..redaction import public_host
-from .metrics import EvalItem
-from .scorers import ScorerResult
+from injector.engines.cache import RequestCache, request_key
+from injector.util.errors import InjectorError, ProviderUnreachable, UserError
+from injector.util.redaction import public_host
+from injector.evaluate.metrics import EvalItem
+from injector.evaluate.scorers import ScorerResult
 
 QWEN_PRM_SEPARATOR = "<extra_0>"
 QWEN_PRM_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."

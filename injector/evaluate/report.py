@@ -9,11 +9,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import UserError, WriteFailed
-from ..version import __version__
-from .metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, error_detection_curve, in_dev_subset,
+from injector.util.errors import UserError, WriteFailed
+from injector.util.version import __version__
+from injector.evaluate.metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, error_detection_curve, in_dev_subset,
                       predicted_first_error, processbench_metrics, prmbench_metrics, sweep_threshold)
-from .scorers import ScorerResult
+from injector.evaluate.scorers import ScorerResult
 
 METRICS_FILE, TABLE_FILE, PREDICTIONS_FILE = "metrics.json", "metrics.md", "predictions.jsonl"
 PLOT_FILES = ("per_category.png", "error_detection_pr.png")

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import InputError, UserError
-from .metrics import EvalItem
+from injector.util.errors import InputError, UserError
+from injector.evaluate.metrics import EvalItem
 
 SCORES_LINE = '{"id": "...", "step_scores": [0.93, 0.12, ...]}'
 

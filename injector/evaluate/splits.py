@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import InputError, UserError
-from ..taxonomy import Taxonomy
-from .metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
+from injector.util.errors import InputError, UserError
+from injector.taxonomy import Taxonomy
+from injector.evaluate.metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
 
 CONTROL_CATEGORY = "correct"  # the category `inject build --include-sources` gives the source solutions
 FORMATS = ("split", "prmbench", "processbench")
@@ -130,7 +130,7 @@ def _steps(record: dict, key: str, location: tuple[str, int | None]) -> tuple[st
     return tuple(steps)
 
 
-def detect_format(record: Any) -> str | None:
+def detect_split_format(record: Any) -> str | None:
     """The format of a record: an `inject build` row, a PRMBench record or a ProcessBench one (None: none)."""
     if not isinstance(record, dict):
         return None
@@ -164,7 +164,7 @@ def _read_jsonl(path: Path, reader: _Reader) -> None:
     fmt = None
     for number, record in _jsonl_records(path):
         if fmt is None:
-            fmt = detect_format(record)
+            fmt = detect_split_format(record)
             if fmt is None:
                 raise InputError(path, number, "not a split record: expected an `inject build` row (id, category, "
                                                "modified_process, error_steps), a PRMBench record (idx, "

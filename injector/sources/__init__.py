@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator, Protocol, Sized, runtime_checkable
 
-from ..choices import DUPLICATE_ID_POLICIES  # defined there for --help
-from ..errors import InputError, UserError
-from ..json_bounds import TooDeep, loads_bounded
-from .formats import RECORD_FORMATS, BadRecord, check_fields, detect_format, reader_for
-from ..resources import bundled_data_path
-from ..trajectory import Trajectory
+from injector.model.choices import DUPLICATE_ID_POLICIES  # defined there for --help
+from injector.util.errors import InputError, UserError
+from injector.util.json_bounds import TooDeep, loads_bounded
+from injector.sources.formats import RECORD_FORMATS, BadRecord, check_fields, detect_format, reader_for
+from injector.util.resources import bundled_data_path
+from injector.model.trajectory import Trajectory
 
 # One raw record as a stream yields it: (path for messages, stem for ids, 1-based line, record, parse problem).
 RawRecord = tuple[str, str, int, Any, "str | None"]

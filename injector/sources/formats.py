@@ -13,11 +13,11 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from ..answers import answers_equivalent, extract_final_answer
-from ..choices import RECORD_FORMATS  # noqa: F401 (defined there for --help)
-from ..errors import InjectorError, UserError
-from ..images import ImageRefused, check_reference
-from ..trajectory import Trajectory
+from injector.answer.final import answers_equivalent, extract_final_answer
+from injector.model.choices import RECORD_FORMATS  # noqa: F401 (defined there for --help)
+from injector.util.errors import InjectorError, UserError
+from injector.util.images import ImageRefused, check_reference
+from injector.model.trajectory import Trajectory
 
 _TRAJECTORY_FIELDS = tuple(Trajectory.model_fields)
 _FORMAT_HINT = "use --input-format to choose another format"

@@ -18,10 +18,10 @@ from typing import Any, Callable, Iterator, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from ..errors import UserError
-from ..hooks import Hook, load_hook
-from ..json_bounds import loads_bounded
-from ..resources import bundled_prompts_dir, bundled_taxonomies
+from injector.util.errors import UserError
+from injector.taxonomy.hooks import Hook, load_hook
+from injector.util.json_bounds import loads_bounded
+from injector.util.resources import bundled_prompts_dir, bundled_taxonomies
 
 
 class Rules(BaseModel):

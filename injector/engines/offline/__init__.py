@@ -7,8 +7,8 @@ offline smoke runs; subtle, deceptive or novel errors need an LLM (`deception` a
 """
 from __future__ import annotations
 
-from .engine import NEEDS_A_MODEL, OPERATORS, OPERATORS_VERSION, OfflineEngine
-from .text import (NUMBER, RESULT, Option, Perturbation, flag, insert, lower_first,
+from injector.engines.offline.engine import NEEDS_A_MODEL, OPERATORS, OPERATORS_VERSION, OfflineEngine
+from injector.engines.offline.text import (NUMBER, RESULT, Option, Perturbation, flag, insert, lower_first,
                    replace, replace_span, split_answer)
 
 __all__ = ["NEEDS_A_MODEL", "NUMBER", "OPERATORS", "OPERATORS_VERSION", "RESULT", "OfflineEngine",

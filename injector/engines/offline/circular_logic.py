@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import random
 
-from ...trajectory import Trajectory
-from .equations import styled, Computation, Solved, computations, determines, introduced, inverse_equations, \
+from injector.model.trajectory import Trajectory
+from injector.engines.offline.equations import styled, Computation, Solved, computations, determines, introduced, inverse_equations, \
     own_sentence, solved_values, stated_quantity, substituted
-from .text import Option, Perturbation, insert, replace, split_answer
+from injector.engines.offline.text import Option, Perturbation, insert, replace, split_answer
 
 # Wording: frames that PRM800K's own steps use about as often as these pools do ("so", "that means", "we know
 # that", "if ... then", "and"), several per move, so that no word is found only in the loop's steps. Words such as

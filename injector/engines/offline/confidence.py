@@ -16,12 +16,12 @@ import random
 import re
 from fractions import Fraction
 
-from ...trajectory import Trajectory
-from .equations import STATES, Computation, computations, evaluate, introduced, solved_values, stated_quantity, \
+from injector.model.trajectory import Trajectory
+from injector.engines.offline.equations import STATES, Computation, computations, evaluate, introduced, solved_values, stated_quantity, \
     top_level_split
-from .numerical_calculation import slip_decimal, slipped
-from .propagate import carried_on, final_answer_changed, propagate, render
-from .text import Option, Perturbation, lower_first, replace_span, split_answer
+from injector.engines.offline.numerical_calculation import slip_decimal, slipped
+from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate, render
+from injector.engines.offline.text import Option, Perturbation, lower_first, replace_span, split_answer
 
 ADVERBS = ("clearly", "certainly", "of course", "obviously", "surely", "undoubtedly", "plainly", "evidently")
 # Said after a statement: ", without a doubt." (grammatical after any declarative sentence).

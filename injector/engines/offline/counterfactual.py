@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass
 from math import isqrt
 
-from ...trajectory import Trajectory
-from .propagate import (DECORATION, LITERAL, carried_on, chains, evaluate, final_answer_changed, math_spans,
+from injector.model.trajectory import Trajectory
+from injector.engines.offline.propagate import (DECORATION, LITERAL, carried_on, chains, evaluate, final_answer_changed, math_spans,
                         propagate, tokens)
-from .text import Option, Perturbation, split_answer
+from injector.engines.offline.text import Option, Perturbation, split_answer
 
 
 @dataclass(frozen=True)

@@ -7,19 +7,19 @@ import json
 import random
 from typing import Any, Callable
 
-from ...contract import Edit
-from ...edits import apply_edits
-from ...taxonomy import Category
-from ...trajectory import Trajectory
-from ..base import Engine, NotApplicable, Proposal
-from .circular_logic import circular_logic_options
-from .confidence import confidence_options
-from .counterfactual import counterfactual_options
-from .missing_condition import missing_condition_options
-from .numerical_calculation import numerical_calculation_options
-from .redundancy import redundancy_options
-from .step_contradiction import step_contradiction_options
-from .text import Option, Perturbation
+from injector.answer.contract import Edit
+from injector.answer.edits import apply_edits
+from injector.taxonomy import Category
+from injector.model.trajectory import Trajectory
+from injector.engines.base import Engine, NotApplicable, Proposal
+from injector.engines.offline.circular_logic import circular_logic_options
+from injector.engines.offline.confidence import confidence_options
+from injector.engines.offline.counterfactual import counterfactual_options
+from injector.engines.offline.missing_condition import missing_condition_options
+from injector.engines.offline.numerical_calculation import numerical_calculation_options
+from injector.engines.offline.redundancy import redundancy_options
+from injector.engines.offline.step_contradiction import step_contradiction_options
+from injector.engines.offline.text import Option, Perturbation
 
 OPERATORS_VERSION = "3"
 

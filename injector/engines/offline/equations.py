@@ -12,7 +12,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from .text import NUMBER, lower_first, split_answer
+from injector.engines.offline.text import NUMBER, lower_first, split_answer
 
 # A value an operator can take as a result: a number, a negative number or a plain fraction.
 VALUE = r"-?\s*(?:\\[dt]?frac\{\d+\}\{\d+\}|" + NUMBER.pattern + ")"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 import re
 
-from ...trajectory import Trajectory
-from .text import Option, Perturbation, flag, replace, split_answer
+from injector.model.trajectory import Trajectory
+from injector.engines.offline.text import Option, Perturbation, flag, replace, split_answer
 
 # The question asks for the whole solution set, or something computed from all of it.
 ALL_VALUES = re.compile(r"\b(?:sum|product) of (?:all|the)\b|\ball (?:the )?(?:possible |real |integer |integral )?"

@@ -6,10 +6,10 @@ import random
 import re
 from fractions import Fraction
 
-from ...trajectory import Trajectory
-from .propagate import (DECORATION, LITERAL, carried_on, chains, evaluate, final_answer_changed, math_spans, propagate,
+from injector.model.trajectory import Trajectory
+from injector.engines.offline.propagate import (DECORATION, LITERAL, carried_on, chains, evaluate, final_answer_changed, math_spans, propagate,
                         render)
-from .text import Option, Perturbation, split_answer
+from injector.engines.offline.text import Option, Perturbation, split_answer
 
 
 def slipped(value: Fraction, rng: random.Random) -> Fraction:

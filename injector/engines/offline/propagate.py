@@ -30,8 +30,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from ...errors import InjectorError
-from .text import replace, split_answer
+from injector.util.errors import InjectorError
+from injector.engines.offline.text import replace, split_answer
 
 # Math segments: $$...$$, $...$ (an escaped \$ is a dollar sign, not a delimiter), \(...\), \[...\].
 MATH = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$((?:\\\$|[^$])+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)

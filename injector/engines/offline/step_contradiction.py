@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-from ...trajectory import Trajectory
-from .numerical_calculation import slip_decimal, slipped
-from .propagate import (DECORATION, LITERAL, Token, carried_on, chains, final_answer_changed, math_spans, propagate,
+from injector.model.trajectory import Trajectory
+from injector.engines.offline.numerical_calculation import slip_decimal, slipped
+from injector.engines.offline.propagate import (DECORATION, LITERAL, Token, carried_on, chains, final_answer_changed, math_spans, propagate,
                         render, tokens, values)
-from .text import Option, Perturbation, split_answer
+from injector.engines.offline.text import Option, Perturbation, split_answer
 
 
 def established(body: str) -> dict[Fraction, str]:

@@ -1,0 +1,198 @@
+"""The dataset card (`SPLIT_DIR/README.md`, Hugging Face card format) of a built split."""
+from __future__ import annotations
+
+import json
+import shlex
+from collections import Counter, defaultdict
+from typing import Any
+
+import yaml
+
+from injector.answer.final import answers_equivalent, final_answer_of_steps
+from injector.util.version import __version__
+
+POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+def error_steps_inside(row: dict[str, Any]) -> list[int]:
+    """The error step numbers that name a step of `modified_process` (published files hold some past the end)."""
+    return [k for k in row["error_steps"] if isinstance(k, int) and 1 <= k <= len(row["modified_process"])]
+
+
+def relative_error_position(row: dict[str, Any]) -> float | None:
+    """First error step ÷ number of steps (1-based, in (0, 1]); None without an error step."""
+    errors = error_steps_inside(row)
+    return min(errors) / len(row["modified_process"]) if errors else None
+
+
+def record_answer_changed(row: dict[str, Any]) -> bool | None:
+    """Whether the modified solution's final answer differs from the source's (`ground_truth`, else the original
+    steps' answer), by the toolkit's own extraction and equivalence; None when either answer cannot be found."""
+    source = row.get("ground_truth") or final_answer_of_steps(row["original_process"])
+    new = final_answer_of_steps(row["modified_process"])
+    if source is None or new is None:
+        return None
+    return not answers_equivalent(str(source), new)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
+    rows = report.rows
+    header = {
+        "license": license,
+        "pretty_name": f"Process-error benchmark ({', '.join(sorted(report.splits))})",
+        "tags": ["process-reward-model", "step-level-errors", "prmbench", "synthetic", "prm-injector"],
+        "configs": [{"config_name": "default", "data_files": [
+            {"split": name, "path": f"parquet/{name}.parquet"} for name in sorted(report.splits)]}],
+    }
+    parts = [f"---\n{yaml.safe_dump(header, sort_keys=False).strip()}\n---\n"]
+    parts.append(f"# Process-error benchmark\n\nBuilt with prm-injector {__version__}: solutions known to be correct, "
+                 "with one injected error each (or a different correct solution), labelled by the toolkit from the "
+                 "text and checked by human reviewers.\n")
+
+    per_category: dict[str, Counter] = defaultdict(Counter)
+    domain_of: dict[str, str] = {}
+    domains: Counter = Counter()
+    for row in rows:
+        per_category[row["category"]]["rows"] += 1
+        per_category[row["category"]]["reviewed"] += row["reviewed"]
+        domain_of[row["category"]] = row["domain"]
+        domains[row["domain"] or "(none)"] += 1
+    parts.append("## Counts\n\n" + _table(
+        ["category", "domain", "rows", "reviewed"],
+        [[c, domain_of[c], n["rows"], n["reviewed"]] for c, n in sorted(per_category.items())]
+    ) + "\n\n" + _table(["domain", "rows"], [[d, n] for d, n in sorted(domains.items())]) + "\n\n" + _table(
+        ["split", "rows"], [[name, count] for name, count in sorted(report.splits.items())]) + "\n")
+
+    made = report.candidates_seen + report.run_rejects
+    reviewed = report.candidates_seen - report.unreviewed_left_out
+    accepted_by_reviewers = sum(row["reviewed"] for row in rows if row["category"] != "correct")
+    lines = [
+        f"- units attempted: {made}; candidates that passed validation: {report.candidates_seen}"
+        + (f" ({report.candidates_seen / made:.0%})" if made else ""),
+        f"- reviewed: {reviewed}; accepted by reviewers: {accepted_by_reviewers}; rejected by reviewers: "
+        f"{report.rejected_by_reviewer}" + (f" (acceptance {accepted_by_reviewers / reviewed:.0%})" if reviewed else ""),
+        f"- unreviewed candidates left out: {report.unreviewed_left_out}",
+    ]
+    parts.append("## Acceptance\n\n" + "\n".join(lines) + "\n")
+    if report.reject_codes:
+        parts.append("Validation and provider reject reasons (codes, from `rejects.jsonl`):\n\n" + _table(
+            ["code", "count"], [[c, n] for c, n in report.reject_codes.most_common()]) + "\n")
+    if report.reviewer_reasons:
+        parts.append("Reviewer reject reasons:\n\n" + _table(
+            ["reason", "count"], [[r, n] for r, n in report.reviewer_reasons.most_common()]) + "\n")
+    parts.extend(_triage_sections(report))
+
+    used: Counter = Counter()
+    for row in rows:
+        provenance = json.loads(row["provenance"])
+        used[(provenance.get("engine", ""), provenance.get("model", ""), row["category"],
+              provenance.get("template_hash", ""), provenance.get("output_mode", ""))] += 1
+    parts.append("## Models and templates\n\n" + _table(
+        ["engine", "model", "category", "template hash", "output mode", "rows"],
+        [[*key, n] for key, n in sorted(used.items())]) + "\n")
+
+    histogram: dict[str, Counter] = defaultdict(Counter)
+    for row in rows:
+        position = relative_error_position(row)
+        if position is not None:
+            histogram[row["category"]][next(b for b in POSITION_BINS if position <= b)] += 1
+    if histogram:
+        bins = [f"≤{b:.1f}" for b in POSITION_BINS]
+        parts.append("## Error positions\n\nFirst error step ÷ number of steps (judges tend to do better on late "
+                     "errors; balance this across a benchmark):\n\n" + _table(
+                         ["category", *bins], [[c, *(h[b] for b in POSITION_BINS)] for c, h in
+                                               sorted(histogram.items())]) + "\n")
+    parts.append(_production_section(rows))
+    parts.append("## Files\n\n- `parquet/<split>.parquet`, `jsonl/<split>.jsonl`, and the `datasets.save_to_disk` "
+                 "layout at the top (`load_from_disk`)\n- `prmbench/<classification>.jsonl`: exactly PRMBench's fields, "
+                 "unique `idx` per category, readable by PRMBench's evaluation\n- `processbench/<split>.jsonl`: "
+                 "ProcessBench's shape (`label` = 0-based first error step, -1 for none)\n- `judge/<split>.jsonl`: "
+                 "judge-training items (prompt = question + numbered steps; target = a verdict per step)\n"
+                 "- `projudge/<split>.jsonl`: ProJudgeBench's shape (`process_evaluation` = [step, \"1\"|\"0\", "
+                 "error type, explanation] per step)\n")
+    parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
+                 "PRMBench: Apache-2.0) and of the model outputs.\n")
+    parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")
+    return "\n".join(parts)
+
+
+def _production_section(rows: list[dict[str, Any]]) -> str:
+    """Per category: how often the final answer changed, how many error steps, where the first one sits, and
+    how well wording alone finds the error steps (the surface-cue probe)."""
+    from injector.triage.cues import cue_records, cue_report
+
+    cues = cue_report(cue_records([(row, "in_split") for row in rows]))
+    table, notes = [], []
+    for category in sorted({row["category"] for row in rows}):
+        mine = [row for row in rows if row["category"] == category]
+        changed = [c for c in map(record_answer_changed, mine) if c is not None]
+        positions = [p for p in map(relative_error_position, mine) if p is not None]
+        cue = cues["per_category"].get(category)
+        if cue and cue.get("reason"):
+            notes.append(f"- {category}: no cue AUC ({cue['reason']})")
+        table.append([
+            category, len(mine),
+            f"{sum(changed) / len(changed):.0%} of {len(changed)}" if changed else "-",
+            f"{sum(len(error_steps_inside(row)) for row in mine) / len(mine):.2f}",
+            f"{sum(positions) / len(positions):.2f}" if positions else "-",
+            "-" if not cue or cue["auc"] is None else f"{cue['auc']:.2f}",
+        ])
+    overall = cues["overall"]
+    text = ("## What the categories produce\n\nFinal answer changed: share of rows whose final answer differs from "
+            "the source's (among rows where both answers were found). Error steps: mean per row. First error: "
+            "first error step ÷ number of steps, mean. Cue AUC: ROC AUC of a bag-of-words model that finds the "
+            "error steps from wording alone (grouped 5-fold cross-validation; 0.5 = no surface cue, 1 = the "
+            "wording gives every error away; recipe in the toolkit's README)" +
+            ("" if overall["auc"] is None else f"; over all categories {overall['auc']:.2f}") + ".\n\n")
+    text += _table(["category", "rows", "final answer changed", "error steps", "first error", "cue AUC"], table)
+    return text + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
+
+
+def verdict_table(counts: Counter) -> str:
+    """A (category, verdict) -> count table: one row per category, one column per verdict present (reviewer order,
+    `unverified` last), and a total row."""
+    from injector.triage.verdicts import verdict_rank
+
+    verdicts = sorted({verdict for _, verdict in counts}, key=verdict_rank)
+    categories = sorted({category for category, _ in counts})
+    rows = [[c, *(counts.get((c, v), 0) for v in verdicts)] for c in categories]
+    rows.append(["**total**", *(sum(counts.get((c, v), 0) for c in categories) for v in verdicts)])
+    return _table(["category", *verdicts], rows)
+
+
+def _triage_sections(report: Any) -> list[str]:
+    """The blind judge's verdicts on the rows (when a run was verified) and what --require, --decontaminate and
+    --dedup left out, each drop with its reason."""
+    parts = []
+    if report.verdicts:
+        parts.append("## Triage verdicts\n\nThe blind judge's verdict (`inject verify`) on the rows of this split, "
+                     "per category (`unverified`: the run was verified, this candidate not yet):\n\n"
+                     + verdict_table(report.verdicts) + "\n")
+    lines = []
+    if report.required:
+        left_out = sum(report.left_out_by_verdict.values())
+        lines.append(f"`--require {','.join(report.required)}` kept only candidates with "
+                     f"{'that verdict' if len(report.required) == 1 else 'those verdicts'}; it left out {left_out}"
+                     + (":\n\n" + verdict_table(report.left_out_by_verdict) if left_out else "."))
+    if report.benchmark_files:
+        files = ", ".join(f"`{name}`" for name in report.benchmark_files)
+        lines.append(f"`--decontaminate` checked every question against the {report.benchmark_questions} questions "
+                     f"of {files} (equal after normalisation, or sharing a run of 13 words): "
+                     f"{sum(d.rule.startswith('benchmark') for d in report.dropped)} dropped.")
+    if report.dedup_threshold is not None:
+        lines.append(f"`--dedup` (MinHash Jaccard over word 5-grams ≥ {report.dedup_threshold}: the same category "
+                     "and source with near-identical solutions, or near-identical questions of different sources): "
+                     f"{sum(d.rule.startswith('duplicate') for d in report.dropped)} dropped.")
+    if report.dropped:
+        lines.append(_table(["id", "category", "rule", "why"], [
+            [f"`{d.id}`", d.category, d.rule, d.detail.replace("|", "\\|")] for d in report.dropped]))
+    if lines:
+        parts.append("## Left out\n\n" + "\n\n".join(lines) + "\n")
+    return parts
+

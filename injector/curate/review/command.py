@@ -1,0 +1,137 @@
+"""`inject review RUN_DIR [RUN_DIR...]`: the review web app, or `--export` / `--import` of its decisions."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+
+def _default_reviewer() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in this environment (getuser raises OSError or KeyError)
+        return ""
+
+
+@click.command(name="review", epilog="Examples:\n\n\b\n" + "\n".join([  # as cli._examples writes them
+    "inject review runs/a", "inject review runs/a runs/b --reviewer ann --no-browser --port 8765",
+    "inject review runs/a --export decisions.csv", "inject review runs/a --import decisions.csv",
+    "inject review runs/a --taxonomy my/taxonomy.yaml"]))
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path),
+                metavar="RUN_DIR [RUN_DIR...]")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: a free one).")
+@click.option("--no-browser", is_flag=True, help="Only print the URL; do not open a browser.")
+@click.option("--reviewer", help="Name recorded with each decision (default: the OS user).")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write every decision row to FILE (.jsonl or .csv) and exit.")
+@click.option("--import", "import_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Add the decision rows of FILE (.jsonl or .csv, as --export writes) and exit (before --export).")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Check corrections with this taxonomy, its hooks included (default: each run's own, read from "
+                   "its manifest for its rules only: a run directory never runs code).")
+def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: str | None,
+           export_path: Path | None, import_path: Path | None, taxonomy_path: str | None) -> None:
+    """Review candidates in a local web app: accept, reject with a reason, or correct them.
+
+    Decisions are saved at once in RUN_DIR/review.sqlite (the latest per candidate wins; earlier ones are kept).
+    Keys: a accept, r reject, e correct error steps or step text, s skip, j/k next/previous, t LaTeX source.
+    """
+    from injector.curate.review.session import ReviewSession
+
+    session = ReviewSession(list(run_dirs), reviewer if reviewer is not None else _default_reviewer(),
+                            taxonomy_path)
+    for note in dict.fromkeys(run.taxonomy_note for run in session.runs if run.taxonomy_note):  # each note once
+        click.echo(f"note: {note}", err=True)
+    if import_path or export_path:
+        if import_path:
+            imported = import_decisions(session, import_path)
+            for line in imported.refused:
+                click.echo(line, err=True)
+            click.echo(f"{import_path}: {imported.added} decisions added ({imported.already} already there)"
+                       + (f", {len(imported.refused)} refused" if imported.refused else ""))
+            if imported.refused:
+                from injector.util.errors import UserError
+
+                raise UserError(f"{import_path}: {len(imported.refused)} row(s) refused (listed above), the others "
+                                "stored; fix or drop those rows and import the file again (stored rows are not "
+                                "added twice), or decide those candidates in the app")
+        if export_path:
+            count = export_decisions(session, export_path)
+            click.echo(f"{export_path}: {count} decisions written")
+        return
+    serve(session, port=port, open_browser=not no_browser)
+
+
+@dataclass
+class Imported:
+    """What `import_decisions` did: rows stored, rows the store already held, and each refused row and why."""
+
+    added: int = 0
+    already: int = 0
+    refused: list[str] = field(default_factory=list)
+    """`FILE:LINE: refused: why`, one per refused row."""
+
+
+def import_decisions(session, path: Path) -> Imported:
+    """Add a file's decisions, each to the run holding its candidate, under exactly the app's checks.
+
+    Every row goes through `ReviewSession.check`, the function the app's POST handler uses: a row naming no
+    candidate (or one in several runs), a malformed row or a decision the app would refuse is reported and left
+    out; the rest are stored, as the checks normalised them. A file that cannot be read at all is a UserError.
+    """
+    from injector.curate.review.session import Refused
+    from injector.curate.review.store import read_rows
+
+    homes: dict[str, list] = {}
+    for entry in session.entries:
+        homes.setdefault(entry.id, []).append(entry)
+    per_run: dict[int, list] = {}
+    imported = Imported()
+    for number, row in read_rows(path):
+        try:
+            if isinstance(row, str):
+                raise Refused(row)
+            entries = homes.get(row.id, [])
+            if len(entries) != 1:
+                where = "none of" if not entries else "several of"
+                raise Refused(f"candidate {row.id!r} is in {where} the run directories given; import into the run "
+                              "directory that holds it")
+            per_run.setdefault(entries[0].run, []).append(session.check(entries[0], row))
+        except Refused as exc:
+            imported.refused.append(f"{path}:{number}: refused: {exc}")
+    imported.added = sum(session.runs[run].store.add_new(rows) for run, rows in per_run.items())
+    imported.already = sum(map(len, per_run.values())) - imported.added
+    return imported
+
+
+def export_decisions(session, path: Path) -> int:
+    """Write every decision row of every run to one .jsonl or .csv file; returns the count."""
+    from injector.curate.review.store import write_decisions
+
+    rows = [decision for run in session.runs for decision in run.store.rows()]
+    return write_decisions(path, rows)
+
+
+def serve(session, *, port: int, open_browser: bool) -> None:
+    """Run the review server until Ctrl-C; every decision is already saved when it stops."""
+    import webbrowser
+
+    from injector.curate.review.server import ReviewServer
+
+    server = ReviewServer(session, port=port)
+    total = len(session.entries)
+    runs = ", ".join(str(run.path) for run in session.runs)
+    click.echo(f"reviewing {total} candidates from {runs}; decisions go to review.sqlite in each run directory")
+    click.echo(f"open {server.url}")
+    click.echo("press Ctrl-C to stop (nothing is lost: each decision is saved when it is made)")
+    if open_browser:
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopped; decisions are saved")
+    finally:
+        server.server_close()

@@ -1,0 +1,264 @@
+"""What the review app works on: the candidates of one or more run directories, their taxonomies and stores."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from injector.answer.align import normalize_step
+from injector.util.errors import InjectorError, UserError
+from injector.records.directory import CANDIDATES_FILE, Candidate, RunDirectory, record_at
+from injector.taxonomy import Category, Taxonomy, run_taxonomy
+from injector.inject.validation import validate_answer
+from injector.triage.verdicts import VERDICTS, VerifyRecord, read_verdicts, verdict_rank
+from injector.curate.review.store import Decision, ReviewStore, apply_decision, now_iso
+
+log = logging.getLogger("injector")
+
+STATUSES = ("all", "unreviewed", "accepted", "rejected")
+STATUS_OF = {"accept": "accepted", "reject": "rejected"}
+QUICK_REASONS = ("not this category", "not an error", "error elsewhere", "leaks its label", "unreadable")
+UNVERIFIED = "unverified"
+"""The verdict filter's name for candidates `inject verify` has not judged."""
+ORDERS = ("verdict", "file")
+"""How the list is sorted: by the blind judge's verdict (likeliest bad items first), or as the run wrote them."""
+
+
+@dataclass(frozen=True)
+class View:
+    """What the reviewer is looking at: the filters and the order of the list, carried from page to page."""
+
+    cat: str = ""
+    status: str = ""
+    verdict: str = ""
+    """A verdict name, `unverified`, or "" for all."""
+    order: str = ""
+    """`verdict` or `file`; "" is the default: by verdict when any run was verified, else file order."""
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> "View":
+        """The view a query string or a POST names; anything but text counts as not given."""
+        return cls(*(str(values.get(name) or "") for name in ("cat", "status", "verdict", "order")))
+
+    def query(self) -> dict[str, str]:
+        return {name: value for name, value in vars(self).items() if value}
+
+
+class Refused(InjectorError):
+    """A decision the app will not save; the message is shown to the reviewer as is."""
+
+
+@dataclass
+class Entry:
+    """Where one candidate lives; the record itself is read from its file on demand."""
+
+    key: str
+    """`<run number>/<candidate id>`: ids repeat across runs over the same input."""
+    run: int
+    id: str
+    category: str
+    offset: int
+
+
+@dataclass
+class Run:
+    path: Path
+    store: ReviewStore
+    taxonomy: Taxonomy
+    taxonomy_note: str = ""
+    """Why the bundled taxonomy stands in for the run's own, or that the run's hooks are off, when so."""
+    entries: list[Entry] = field(default_factory=list)
+    image_base: Path | None = None
+    """The only directory the app serves this run's local images from (manifest `image_base`)."""
+    verdicts: dict[str, VerifyRecord] = field(default_factory=dict)
+    """The blind judge's verdict per candidate id (`verify.jsonl`; empty when the run was not verified)."""
+
+
+def _run_image_base(path: Path) -> Path | None:
+    """The run's image directory from its manifest (a relative one resolves against the run directory, never the
+    current directory); None when it records none, and then no local image is served."""
+    try:
+        base = (RunDirectory(path).read_manifest() or {}).get("image_base")
+    except UserError as exc:  # an unreadable manifest: the candidates can still be reviewed, without local images
+        log.warning("%s; local images are not served", exc)
+        return None
+    return path / base if isinstance(base, str) and base else None
+
+
+def _index(run_no: int, path: Path) -> list[Entry]:
+    """One entry per candidate id (a repeated id keeps its first line, as `build` does); lines that are not
+    candidates are skipped and said (FILE:LINE)."""
+    return [Entry(f"{run_no}/{candidate.id}", run_no, candidate.id, candidate.category, offset)
+            for _, offset, candidate in RunDirectory(path).indexed_candidates()]
+
+
+class ReviewSession:
+    """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
+
+    def __init__(self, run_dirs: list[str | Path], reviewer: str = "", taxonomy: str | Path | None = None):
+        """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
+        own is read from its manifest for its rules only (see `run_taxonomy`)."""
+        self.reviewer = reviewer
+        self.runs: list[Run] = []
+        for number, run_dir in enumerate(run_dirs):
+            path = Path(run_dir)
+            if not (path / CANDIDATES_FILE).is_file():
+                raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
+            loaded, note = run_taxonomy(path, taxonomy)
+            run = Run(path, ReviewStore(path), loaded, note, _index(number, path))
+            run.image_base = _run_image_base(path)
+            run.verdicts = read_verdicts(path)
+            self.runs.append(run)
+        self.entries = [entry for run in self.runs for entry in run.entries]
+        self.by_key = {entry.key: entry for entry in self.entries}
+        self._bundled: Taxonomy | None = None
+
+    def candidate(self, entry: Entry) -> Candidate:
+        return record_at(self.runs[entry.run].path / CANDIDATES_FILE, entry.offset, Candidate)
+
+    def category(self, entry: Entry) -> Category | None:
+        """The candidate's category from its run's taxonomy, else the bundled one, else None."""
+        return self._category(entry.run, entry.category)
+
+    def _category(self, run: int, category_id: str) -> Category | None:
+        try:
+            return self.runs[run].taxonomy.category(category_id)
+        except UserError:
+            pass
+        self._bundled = self._bundled or Taxonomy.load()
+        try:
+            return self._bundled.category(category_id)
+        except UserError:
+            return None
+
+    def taxonomy_for(self, run: int, category: Category) -> Taxonomy:
+        """The taxonomy `category` came from: run number `run`'s own, else the bundled one."""
+        taxonomy = self.runs[run].taxonomy
+        return taxonomy if category in taxonomy.categories else (self._bundled or Taxonomy.load())
+
+    def latest(self) -> dict[str, Decision]:
+        """Latest decision per entry key, across every run."""
+        found: dict[str, Decision] = {}
+        for number, run in enumerate(self.runs):
+            for candidate_id, decision in run.store.latest().items():
+                found[f"{number}/{candidate_id}"] = decision
+        return found
+
+    def history(self, entry: Entry) -> list[Decision]:
+        return self.runs[entry.run].store.history(entry.id)
+
+    def verdict(self, entry: Entry) -> VerifyRecord | None:
+        """The blind judge's record for this candidate, None when its run has none for it."""
+        return self.runs[entry.run].verdicts.get(entry.id)
+
+    @property
+    def verified(self) -> bool:
+        """Whether any run under review has verdicts (then the list is sorted by verdict by default)."""
+        return any(run.verdicts for run in self.runs)
+
+    def verdicts(self) -> list[str]:
+        """The verdicts present, in reviewer order, then `unverified` when some candidate has none."""
+        present = {record.verdict if (record := self.verdict(entry)) else UNVERIFIED for entry in self.entries}
+        return [v for v in (*VERDICTS, UNVERIFIED) if v in present]
+
+    def filtered(self, view: View, latest: dict[str, Decision]) -> list[Entry]:
+        """The entries of a view, in its order (by verdict a stable sort: file order within a verdict)."""
+        def wanted(entry: Entry) -> bool:
+            if view.cat and entry.category != view.cat:
+                return False
+            if view.verdict not in ("", "all"):
+                record = self.verdict(entry)
+                if (record.verdict if record else UNVERIFIED) != view.verdict:
+                    return False
+            decision = latest.get(entry.key)
+            state = STATUS_OF[decision.decision] if decision else "unreviewed"
+            return view.status in ("", "all") or state == view.status
+        items = [entry for entry in self.entries if wanted(entry)]
+        if self.order(view) == "verdict":
+            items.sort(key=lambda entry: verdict_rank(record.verdict if (record := self.verdict(entry)) else None))
+        return items
+
+    def order(self, view: View) -> str:
+        """The view's order, its default resolved."""
+        return view.order if view.order in ORDERS else ("verdict" if self.verified else "file")
+
+    def categories(self) -> list[str]:
+        return list(dict.fromkeys(entry.category for entry in self.entries))
+
+    def decide(self, key: str, payload: dict[str, Any]) -> Decision:
+        """Check a decision from the page, re-validate a correction, and save it; `Refused` says why not."""
+        entry = self.by_key.get(key)
+        if entry is None:
+            raise Refused(f"no candidate {key!r} in the runs under review")
+        decision = self.check(entry, decision_from_page(entry.id, payload, self.reviewer))
+        decision.time = now_iso()
+        self.runs[entry.run].store.record(decision)
+        return decision
+
+    def check(self, entry: Entry, decision: Decision, candidate: Candidate | None = None) -> Decision:
+        """`decision` on `entry`'s candidate as it is stored, or `Refused` saying why it may not be.
+
+        The one place the app's rules live: the page's POST, `review --import` and `build` all call it. A
+        rejection needs a reason (and carries no corrections); an accept's edits must name existing steps, an edit
+        that leaves a step's text as it was and an error-step list equal to the candidate's are dropped, and a
+        correction is re-validated in full against the category's rules. `candidate` defaults to the entry's
+        record as read from its run.
+        """
+        return self.check_record(entry.run, candidate or self.candidate(entry), decision)
+
+    def check_record(self, run: int, candidate: Candidate, decision: Decision) -> Decision:
+        """`check` for a candidate record of run number `run` (what `build` reads itself)."""
+        reason = decision.reason.strip() if isinstance(decision.reason, str) else decision.reason
+        if decision.decision not in ("accept", "reject") or not isinstance(reason, str):
+            raise Refused("a decision is accept or reject, with an optional text reason")
+        if decision.decision == "reject":
+            if not reason:
+                raise Refused("give a reason for the rejection: type one or pick a quick reason")
+            return replace(decision, reason=reason, corrected_error_steps=None, edited_steps=None)
+        process = candidate.modified_process
+        corrected, edits = decision.corrected_error_steps, decision.edited_steps
+        if corrected is not None and not (isinstance(corrected, list) and all(
+                isinstance(s, int) and not isinstance(s, bool) for s in corrected)):
+            raise Refused("corrected_error_steps must be a list of step numbers")
+        if edits is not None and not (isinstance(edits, dict) and all(isinstance(v, str) for v in edits.values())):
+            raise Refused("edited_steps must map step numbers to text")
+        changed: dict[int, str] = {}
+        for step, text in (edits or {}).items():
+            number = int(step) if str(step).isdigit() else 0
+            if not 1 <= number <= len(process):
+                raise Refused(f"step {step} does not exist: the solution has steps 1..{len(process)}")
+            # A browser textarea may drop a leading newline or turn CRLF into LF; that is not an edit.
+            if normalize_step(text) != normalize_step(process[number - 1]):
+                changed[number] = text
+        if corrected is not None:
+            corrected = sorted(set(corrected))
+            if corrected == sorted(candidate.error_steps):
+                corrected = None
+        checked = replace(decision, reason=reason, corrected_error_steps=corrected, edited_steps=changed or None)
+        if corrected is not None or changed:
+            self._revalidate(run, candidate, checked)
+        return checked
+
+    def _revalidate(self, run: int, candidate: Candidate, decision: Decision) -> None:
+        """Run the corrected record through `validate_answer` in full mode; a broken rule refuses it."""
+        category = self._category(run, candidate.category)
+        if category is None:
+            raise Refused(f"category {candidate.category!r} is in neither the run's taxonomy nor the bundled one, "
+                          "so a correction cannot be checked; accept or reject it as it is")
+        if category.rules.multi_solution and decision.corrected_error_steps:
+            raise Refused(f"{category.id} has no error steps: a different correct solution marks none")
+        corrected = apply_decision(candidate, decision)
+        # The whole record as the model's answer would have been: explanations included, which categories that
+        # require them check (a correction once dropped them and was refused with `missing_explanation`).
+        answer = corrected.as_answer(multi_solution=category.rules.multi_solution)
+        verdict = validate_answer(self.taxonomy_for(run, category), category, candidate.source_trajectory(), answer)
+        if verdict.codes:
+            raise Refused("not saved, the corrected record breaks a rule: " + " ".join(
+                f"[{code}]" for code in verdict.codes) + " " + "; ".join(verdict.messages))
+
+
+def decision_from_page(candidate_id: str, payload: dict[str, Any], reviewer: str) -> Decision:
+    """The decision a page's POST describes, as given; `ReviewSession.check` decides whether it may be stored."""
+    return Decision(candidate_id, payload.get("decision") or "", payload.get("reason") or "",
+                    payload.get("corrected_error_steps"), payload.get("edited_steps"), reviewer=reviewer)

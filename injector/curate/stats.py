@@ -1,0 +1,352 @@
+"""`inject stats`: what a run, a split or a PRMBench-format file holds, per category — counts, reject reasons,
+lengths, error steps and where they sit, answer changes, tokens and cost, and (`--cues`) the surface-cue probe — as
+a table, JSON, or PNG plots."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Iterator
+
+from injector.curate.card import error_steps_inside, record_answer_changed, relative_error_position
+from injector.util.errors import InputError, UserError
+from injector.util.json_bounds import TooDeep, loads_bounded
+from injector.records.directory import Candidate, Rejection, RunDirectory, read_jsonl_numbered, read_records
+
+log = logging.getLogger("injector")
+
+STATUSES = ("accepted", "rejected_by_reviewer", "unreviewed", "rejected_by_validation", "in_split")
+
+
+def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any], str]]:
+    """(record, status) for every candidate and reject of a run directory, every row of a split directory (status
+    `accepted` for rows reviewers accepted, else `unreviewed`; each row also has `in_split` true), or every record
+    of a PRMBench-format JSONL file or a directory of such files (status `in_split`; PRMBench's `classification`
+    mapped to our category id). Each record carries `_where`, (file, line) for messages. A run directory's lines
+    that are not records are skipped with a warning naming FILE:LINE."""
+    if path.is_dir() and ((path / "candidates.jsonl").exists() or (path / "manifest.json").exists()):
+        run_dir = RunDirectory(path)
+        decisions: dict[str, Any] = {}
+        if (path / "review.sqlite").exists():
+            from injector.curate.review.store import ReviewStore
+
+            decisions = ReviewStore(path).latest()
+        rows = []
+        for number, candidate in run_dir.numbered_candidates():
+            decision = decisions.get(candidate.id)
+            status = "unreviewed" if decision is None else (
+                "accepted" if decision.decision == "accept" else "rejected_by_reviewer")
+            rows.append(({**_declared(candidate), "_where": (run_dir.candidates_path, number)}, status))
+        rows += [({**_declared(reject), "_where": (run_dir.rejects_path, number)}, "rejected_by_validation")
+                 for number, reject in read_records(run_dir.rejects_path, Rejection)]
+        return rows
+    if path.is_dir() and (path / "jsonl").is_dir():
+        rows = []
+        for split in sorted((path / "jsonl").glob("*.jsonl")):
+            for number, row in read_jsonl_numbered(split):
+                if not isinstance(row, dict) or not isinstance(row.get("category"), str):
+                    raise InputError(str(split), number, "not a split row (an object with a category); use a split "
+                                     "directory written by `inject build`")
+                row["provenance"] = _provenance_of(row.get("provenance"))
+                row["in_split"] = True
+                # `reviewed` is what build recorded: a reviewer accepted the row, or it came unreviewed.
+                rows.append(({**row, "_where": (split, number)}, "accepted" if row.get("reviewed") else "unreviewed"))
+        return rows
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    if not files or not path.exists():
+        raise UserError(f"{path}: neither a run directory (candidates.jsonl), a split directory (jsonl/), nor "
+                        "PRMBench-format JSONL (a file, or a directory of .jsonl files); pass what `inject run` "
+                        "or `inject build` wrote, or a PRMBench file")
+    by_classification = _classifications(taxonomy)
+    return [({**record, "in_split": True}, "in_split") for file in files
+            for record in _prmbench_records(file, by_classification)]
+
+
+def _declared(record: Candidate | Rejection) -> dict[str, Any]:
+    """A record's declared fields (checked when it was read); extra keys a received file may add are left out."""
+    return record.model_dump(include=set(type(record).model_fields))
+
+
+def _provenance_of(text: Any) -> dict[str, Any]:
+    """A split row's provenance (JSON text, as build writes it) as an object; {} for anything else."""
+    try:
+        value = loads_bounded(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _classifications(taxonomy: Any) -> dict[str, str]:
+    from injector.taxonomy import Taxonomy
+
+    taxonomy = taxonomy or Taxonomy.load()
+    return {category.classification: category.id for category in taxonomy.categories}
+
+
+def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """The records of one PRMBench-format file, each checked for the fields the numbers need."""
+    try:
+        handle = path.open("rb")  # decoded line by line, so a bad byte is reported with its line
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = loads_bounded(raw.decode("utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError, TooDeep) as exc:
+                raise InputError(path, number, f"not valid JSON ({getattr(exc, 'msg', exc)}); each line must be "
+                                 "one PRMBench-format record") from None
+            if not isinstance(record, dict) or not isinstance(record.get("classification"), str):
+                raise InputError(path, number, "a PRMBench record needs a classification string, "
+                                 "original_process, modified_process and error_steps")
+            for field in ("original_process", "modified_process"):
+                if not isinstance(record.get(field), list) or not all(isinstance(s, str) for s in record[field]):
+                    raise InputError(path, number, f"{field} must be a list of step strings")
+            errors = record.get("error_steps")
+            if not isinstance(errors, list) or not all(isinstance(k, int) and not isinstance(k, bool)
+                                                       for k in errors):
+                raise InputError(path, number, "error_steps must be a list of 1-based step numbers")
+            classification = record["classification"]
+            yield {**record, "category": by_classification.get(classification, classification),
+                   "_where": (path, number)}
+
+
+def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, Any]:
+    """One candidate or reject as a row: category, status, codes, steps, error steps and position, whether the
+    final answer changed, tokens, cost."""
+    provenance = _mapping(record.get("provenance"))  # free-form: a received file may hold anything there
+    usage = _mapping(provenance.get("usage"))
+    tokens = sum(value for key, value in usage.items() if key in ("prompt_tokens", "completion_tokens")
+                 and isinstance(value, int) and not isinstance(value, bool))
+    recorded = provenance.get("cost")
+    cost = float(recorded) if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) else None
+    has_steps = "modified_process" in record
+    return {
+        "category": record["category"],
+        "status": status,
+        "in_split": bool(record.get("in_split")),
+        "codes": codes,
+        "steps": len(record["modified_process"]) if has_steps else None,
+        "position": relative_error_position(record) if has_steps else None,
+        "error_steps": len(error_steps_inside(record)) if has_steps else None,
+        "answer_changed": record_answer_changed(record) if has_steps else None,
+        "tokens": tokens,
+        "cost": cost,
+        "cost_known": cost is not None or provenance.get("engine") in ("offline", "source"),
+    }
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _category_names(path: Path, loaded: list[tuple[dict[str, Any], str]], taxonomy: Any) -> dict[str, dict]:
+    """Name and domain per category: from `taxonomy` (the user's `--taxonomy`) where it has the category, else
+    from the run's manifest or the split's rows (read as data; nothing of the run is imported)."""
+    names: dict[str, dict[str, str]] = {}
+    if path.is_dir() and (path / "manifest.json").exists():
+        try:
+            recorded = RunDirectory(path).manifest_categories()
+        except UserError as exc:  # the numbers do not need the names
+            log.warning("%s; categories are shown without their names", exc)
+            recorded = {}
+        names.update({cid: {"name": c.get("name", ""), "domain": c.get("domain", "")} for cid, c in recorded.items()})
+    for record, _ in loaded:
+        if record.get("category_name") and record["category"] not in names:
+            names[record["category"]] = {"name": record["category_name"], "domain": record.get("domain") or ""}
+    if taxonomy is not None:
+        for category in taxonomy.categories:
+            names[category.id] = {"name": category.name, "domain": category.domain}
+    return names
+
+
+def compute_stats(path: str | Path, *, cues: bool = False,
+                  taxonomy: str | Path | None = None) -> dict[str, Any]:
+    """Per-category numbers (and totals) of a run or split directory or PRMBench-format JSONL, computed with
+    polars; with `cues`, also the surface-cue probe (`injector.triage.cues`) under "cues" and as each category's
+    `cue_auc`. Each category also gets its `name` and `domain` (from `taxonomy`, a bundled name or a YAML path,
+    when given, else as the run recorded them)."""
+    import polars as pl
+
+    from injector.taxonomy import Taxonomy
+
+    path = Path(path)
+    loaded_taxonomy = Taxonomy.load(taxonomy) if taxonomy is not None else None
+    loaded = load_records(path, loaded_taxonomy)
+    names = _category_names(path, loaded, loaded_taxonomy)
+    frame = pl.DataFrame([_flat(record, status, record.get("codes", []) if status == "rejected_by_validation"
+                                else []) for record, status in loaded], schema={
+        "category": pl.Utf8, "status": pl.Utf8, "in_split": pl.Boolean, "codes": pl.List(pl.Utf8),
+        "steps": pl.Int64,
+        "position": pl.Float64, "error_steps": pl.Int64, "answer_changed": pl.Boolean, "tokens": pl.Int64,
+        "cost": pl.Float64, "cost_known": pl.Boolean,
+    })
+    result: dict[str, Any] = {"path": str(path), "categories": {}}
+    for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
+        result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **_summarize(group, pl)}
+    result["total"] = _summarize(frame, pl)
+    verdicts = verdict_counts(path)
+    if verdicts is not None:
+        result["verdicts"] = verdicts
+    if cues:
+        from injector.triage.cues import cue_records, cue_report
+
+        report = cue_report(cue_records(loaded))
+        result["cues"] = report
+        for category, row in result["categories"].items():
+            row["cue_auc"] = report["per_category"].get(category, {}).get("auc")
+        result["total"]["cue_auc"] = report["overall"]["auc"]
+    return result
+
+
+def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
+    """Category -> verdict -> candidates, from a run directory's `verify.jsonl` (`inject verify`), in reviewer order,
+    `unverified` for candidates it has no verdict for yet; None when the run was not verified."""
+    from collections import Counter
+
+    from injector.triage.verdicts import VERIFY_FILE, read_verdicts, verdict_rank
+
+    if not (path.is_dir() and (path / VERIFY_FILE).is_file()):
+        return None
+    verdicts = read_verdicts(path)
+    counts: Counter = Counter()
+    for _, candidate in RunDirectory(path).numbered_candidates():
+        record = verdicts.get(candidate.id)
+        counts[(candidate.category, record.verdict if record else "unverified")] += 1
+    result: dict[str, dict[str, int]] = {}
+    for (category, verdict), n in sorted(counts.items(), key=lambda item: (item[0][0], verdict_rank(item[0][1]))):
+        result.setdefault(category, {})[verdict] = n
+    return result
+
+
+def _summarize(group: Any, pl: Any) -> dict[str, Any]:
+    status = dict(group.group_by("status").len().iter_rows())
+    codes = group.select(pl.col("codes").explode()).drop_nulls().group_by("codes").len().sort(
+        ["len", "codes"], descending=[True, False])
+    positions = group["position"].drop_nulls()
+    bins = [0] * 5
+    for value in positions.to_list():
+        bins[min(4, max(0, int((value - 1e-9) * 5)))] += 1
+    known = bool(group["cost_known"].all()) if len(group) else True
+    return {
+        "records": len(group),
+        **{name: int(status.get(name, 0)) for name in STATUSES},
+        "in_split": int(group["in_split"].sum()),  # a split's rows are also accepted or unreviewed
+        "reject_codes": dict(codes.iter_rows()),
+        "mean_steps": _round(group["steps"].drop_nulls().mean()),
+        "mean_error_steps": _round(group["error_steps"].drop_nulls().mean()),
+        "answer_changed_share": _round(group["answer_changed"].drop_nulls().mean()),
+        "answer_checked": int(group["answer_changed"].drop_nulls().len()),
+        "mean_error_position": _round(positions.mean()),
+        "error_position_histogram": dict(zip(["0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1"], bins)),
+        "tokens": int(group["tokens"].sum()),
+        "cost": _round(group["cost"].drop_nulls().sum(), 6) if known else None,
+    }
+
+
+def _round(value: Any, digits: int = 3) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def stats_table(stats: dict[str, Any]) -> str:
+    header = (f"{'category':22} {'records':>7} {'accepted':>8} {'rev.rej':>7} {'unrev.':>6} {'val.rej':>7} "
+              f"{'in split':>8} {'steps':>6} {'err.st':>6} {'err.pos':>7} {'ans.chg':>7} {'tokens':>9} "
+              f"{'cost':>10}")
+    with_cues = "cues" in stats
+    lines = [header + (f" {'cue AUC':>7}" if with_cues else "")]
+    for name, row in [*stats["categories"].items(), ("total", stats["total"])]:
+        cost = "unknown" if row["cost"] is None else f"${row['cost']:.4f}"
+        lines.append(
+            f"{name:22} {row['records']:7d} {row['accepted']:8d} {row['rejected_by_reviewer']:7d} "
+            f"{row['unreviewed']:6d} {row['rejected_by_validation']:7d} {row['in_split']:8d} "
+            f"{_show(row['mean_steps']):>6} {_show(row['mean_error_steps']):>6} "
+            f"{_show(row['mean_error_position']):>7} {_show(row['answer_changed_share']):>7} {row['tokens']:9d} "
+            f"{cost:>10}" + (f" {_show(row.get('cue_auc')):>7}" if with_cues else ""))
+    total = stats["total"]
+    candidates = total["records"] - total["rejected_by_validation"]
+    if total["answer_checked"] < candidates:
+        lines += ["", f"ans.chg: share whose final answer changed, among the {total['answer_checked']} of "
+                  f"{candidates} solutions where both final answers were found (\\boxed{{}} or `# Answer`)"]
+    if "verdicts" in stats:
+        lines += _verdict_lines(stats["verdicts"])
+    if with_cues:
+        lines += _cue_notes(stats["cues"])
+    if stats["total"]["reject_codes"]:
+        lines += ["", "reject codes: " + ", ".join(f"{c} {n}" for c, n in stats["total"]["reject_codes"].items())]
+    return "\n".join(lines)
+
+
+def _verdict_lines(verdicts: dict[str, dict[str, int]]) -> list[str]:
+    """The blind judge's verdicts per category (`inject verify`), as a table under the main one."""
+    from injector.triage.verdicts import verdict_rank
+
+    names = sorted({v for row in verdicts.values() for v in row}, key=verdict_rank)
+    widths = {n: max(5, len(n)) for n in names}
+    lines = ["", "verdicts (inject verify):", f"{'category':22}" + "".join(f" {n:>{widths[n]}}" for n in names)]
+    for category, row in [*verdicts.items(), ("total", {n: sum(r.get(n, 0) for r in verdicts.values())
+                                                          for n in names})]:
+        lines.append(f"{category:22}" + "".join(f" {row.get(n, 0):>{widths[n]}d}" for n in names))
+    return lines
+
+
+def _cue_notes(cues: dict[str, Any]) -> list[str]:
+    """Why an AUC is missing, and the words that give error steps away, under the table."""
+    lines = ["", f"cue AUC: ROC AUC of a bag-of-words model finding error steps from wording alone over "
+             f"{cues['overall']['n']} steps (0.5 = no cue; see README)"]
+    for name, row in [("overall", cues["overall"]), *cues["per_category"].items()]:
+        if row.get("reason"):
+            lines.append(f"  {name}: no AUC ({row['reason']})")
+        elif row.get("top"):
+            lines.append(f"  {name}: " + ", ".join(word for word, _ in row["top"][:6]))
+    return lines
+
+
+def _show(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def write_plots(stats: dict[str, Any], directory: str | Path) -> list[Path]:
+    """Two PNGs: counts by category and status; first-error position histogram per category."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display here
+    import matplotlib.pyplot as plt
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    categories = list(stats["categories"])
+    counts_path, positions_path = directory / "counts_by_category.png", directory / "error_positions.png"
+
+    figure, axes = plt.subplots(figsize=(max(6, 1.2 * len(categories)), 4))
+    bottom = [0] * len(categories)
+    stacked = [s for s in STATUSES if s != "in_split"]  # a split's rows are counted there already
+    if not any(stats["categories"][c][s] for c in categories for s in stacked):
+        stacked = ["in_split"]  # PRMBench files: nothing is known but that the rows are there
+    for status in stacked:
+        values = [stats["categories"][c][status] for c in categories]
+        if any(values):
+            axes.bar(categories, values, bottom=bottom, label=status.replace("_", " "))
+            bottom = [b + v for b, v in zip(bottom, values)]
+    axes.set_ylabel("records")
+    axes.set_title("Records by category and status")
+    axes.legend(fontsize=8)
+    axes.tick_params(axis="x", rotation=30)
+    figure.tight_layout()
+    figure.savefig(counts_path, dpi=100)
+    plt.close(figure)
+
+    figure, grid = plt.subplots(1, max(1, len(categories)), figsize=(max(6, 2.4 * len(categories)), 3),
+                                sharey=True, squeeze=False)
+    for axes, category in zip(grid[0], categories):
+        histogram = stats["categories"][category]["error_position_histogram"]
+        axes.bar(list(histogram), list(histogram.values()))
+        axes.set_title(category, fontsize=9)
+        axes.tick_params(axis="x", rotation=60, labelsize=7)
+    grid[0][0].set_ylabel("candidates")
+    figure.suptitle("First error step ÷ steps")
+    figure.tight_layout()
+    figure.savefig(positions_path, dpi=100)
+    plt.close(figure)
+    return [counts_path, positions_path]

@@ -1,0 +1,455 @@
+"""`inject run --workers N`: a run's units spread over N worker processes on this machine, to use every core.
+
+Validation is CPU-bound, and math-verify's timeout works only in a process's main thread, so the workers are
+processes (forked, so they inherit the engine, the taxonomy and its hooks as built), not threads.
+
+- The parent (the `inject run` process) reads the input once, as the local loop does, and sends each unit to the
+  worker of its trajectory's shard (`shards.shard_of`, a stable hash; by trajectory, so the units of one trajectory
+  share one worker's caches) through a pipe; a worker pulls units without ever blocking its requests in flight,
+  and runs the ordinary run loop (`pipeline.run_units`) on them.
+- Each worker appends its own records to the run directory, through its multi-writer appends (a lock per file,
+  whole lines), and skips what the directory already holds, so resume, the kill test and the ids are those of
+  `--workers 1`.
+- Limits hold in total: worker k gets its share of --concurrency (the shares differ by at most one and add up to
+  it), 1/N of --rpm and --tpm (each worker has its own rate limiter; a run-wide pause after a burst of 429s
+  pauses the worker that saw them) and 1/N of --max-cost (a worker stops at its share, so the total never exceeds
+  the budget, though a run can stop with exit 3 before the others have spent theirs).
+- Workers send a snapshot of their counts at most every `SNAPSHOT_SECONDS`; the parent adds them up for the one
+  progress display and the summary.
+- Ctrl-C reaches the parent only (the workers ignore SIGINT); it stops the workers with SIGTERM, which cancels
+  their requests in flight between two records, then the run ends as interrupted (exit 130). A worker that dies
+  stops the others; the parent's death stops the workers (Linux: PR_SET_PDEATHSIG). Either way what was written
+  stays, and the same command continues.
+"""
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import fcntl
+import gc
+import io
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, AsyncIterator, Callable, Iterator
+
+from injector.engines.cache import RequestCache
+from injector.engines.base import Engine
+from injector.util.errors import BudgetExceeded, InjectorError, UserError
+from injector.engines.limits import RateLimiter
+from injector.runner.loop import RunProgress, RunSpec, run_units
+from injector.records.directory import RunDirectory
+from injector.runner.shards import shard_of
+from injector.inject.unit import Unit
+
+SNAPSHOT_SECONDS = 0.1
+"""How often a worker sends its counts (the display redraws no faster)."""
+STOP_GRACE_SECONDS = 30.0
+"""How long a stopped worker may take to cancel its requests and exit before it is killed."""
+PIPE_BYTES = 1 << 20
+"""Pipe buffer asked for (Linux): room for a few hundred units queued for a worker."""
+READ_AHEAD = 64
+"""Units a worker receives ahead of its run loop."""
+PR_SET_PDEATHSIG = 1
+
+log = logging.getLogger("injector")
+
+
+def shares(total: int, count: int) -> list[int]:
+    """`total` split into `count` whole shares that differ by at most one and add up to `total`."""
+    base, extra = divmod(total, count)
+    return [base + (k < extra) for k in range(count)]
+
+
+class WorkerFailed(InjectorError):
+    """A worker process stopped with an error, or died; what was written is kept, and the same command continues.
+    Carries the worker's exit code (its error's, or 1 when it died)."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: Any
+    results: Connection
+    """Worker -> parent: progress snapshots, then its outcome."""
+    units: Connection
+    """Parent -> worker: (trajectory, category id, sample) per unit, then None."""
+    snapshot: dict[str, Any] = field(default_factory=dict)
+    outcome: dict[str, Any] | None = None
+    feeding: bool = True
+    """False once the worker stopped taking units (it finished, failed, or reached its budget)."""
+
+
+class WorkerProcesses:
+    """Run a run's units in `count` forked worker processes (see the module's docstring); an `UnitExecutor`."""
+
+    def __init__(self, count: int):
+        if count < 1:
+            raise UserError(f"--workers must be at least 1, not {count}")
+        if "fork" not in multiprocessing.get_all_start_methods():
+            raise UserError("--workers needs a system that can fork processes (Linux, macOS); use --workers 1")
+        self.count = count
+
+    def run_units(self, units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
+                  progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
+        if spec.concurrency < self.count:
+            raise UserError(f"--workers {self.count} needs --concurrency {self.count} or more (each worker keeps at "
+                            "least one request in flight)")
+        run_dir.close_files()  # a worker must open its own descriptors: a shared one would share its locks too
+        planned = progress.planned
+        # Objects alive now are left out of the workers' garbage collections, which would otherwise write to (and
+        # so copy) every page they inherited.
+        gc.freeze()
+        try:
+            workers = [self._start(k, spec, engine, run_dir) for k in range(self.count)]
+        finally:
+            gc.unfreeze()
+        progress.retries = lambda: sum(w.snapshot.get("retries", 0) for w in workers)
+        feeder = _Feeder(units, workers)
+        interrupted = False
+        try:
+            feeder.start()
+            self._collect(workers, progress, planned, on_progress)
+        except KeyboardInterrupt:
+            interrupted = True
+            self._stop(workers)
+            self._collect_quietly(workers, progress, planned, on_progress)
+        finally:
+            feeder.stop()
+            for worker in workers:
+                worker.process.join(timeout=STOP_GRACE_SECONDS)
+                if worker.process.is_alive():
+                    worker.process.kill()
+                    worker.process.join()
+                worker.results.close()
+        if interrupted:
+            raise KeyboardInterrupt
+        if feeder.failure is not None:
+            raise feeder.failure
+        self._raise_outcome(workers, spec, progress)
+
+    # ------------------------------------------------------------------------------------------ parent side
+
+    def _start(self, index: int, spec: RunSpec, engine: Engine, run_dir: RunDirectory) -> _Worker:
+        context = multiprocessing.get_context("fork")
+        results_in, results_out = context.Pipe(duplex=False)
+        units_in, units_out = context.Pipe(duplex=False)
+        _widen(units_out)
+        share = spec.model_copy(update={
+            "concurrency": shares(spec.concurrency, self.count)[index],
+            "max_cost": None if spec.max_cost is None else spec.max_cost / self.count})
+        process = context.Process(target=_worker_main, name=f"inject-worker-{index}", daemon=True,
+                                  args=(index, self.count, os.getpid(), share, engine, run_dir.path, units_in,
+                                        results_out))
+        # SIGINT is blocked across the fork, so a Ctrl-C cannot reach the worker before it ignores SIGINT.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        results_out.close()  # so the parent sees end-of-file when the worker is gone
+        units_in.close()
+        return _Worker(index, process, results_in, units_out)
+
+    def _collect(self, workers: list[_Worker], progress: RunProgress, planned: int | None,
+                 on_progress: Callable[[RunProgress], None] | None) -> None:
+        """Read every worker's messages until all are gone; a failed or dead worker stops the others."""
+        live = {worker.results: worker for worker in workers}
+        stopping = False
+        while live:
+            for connection in wait(list(live)):
+                worker = live[connection]  # type: ignore[index]
+                try:
+                    kind, payload = worker.results.recv()
+                except (EOFError, OSError):
+                    del live[connection]  # type: ignore[arg-type]
+                    worker.feeding = False
+                    if worker.outcome is None:
+                        worker.process.join(timeout=STOP_GRACE_SECONDS)
+                        worker.outcome = {"status": "died", "exitcode": worker.process.exitcode}
+                    if worker.outcome["status"] in ("failed", "died") and not stopping:
+                        stopping = True
+                        self._stop(workers)
+                    continue
+                if kind == "end":
+                    worker.snapshot, worker.outcome = payload["snapshot"], payload["outcome"]
+                    worker.feeding = False
+                else:
+                    worker.snapshot = payload
+                _merge(progress, planned, workers)
+                if on_progress:
+                    on_progress(progress)
+
+    def _collect_quietly(self, workers: list[_Worker], progress: RunProgress, planned: int | None,
+                         on_progress: Callable[[RunProgress], None] | None) -> None:
+        """After Ctrl-C: take the workers' last counts while they stop; a second Ctrl-C kills them."""
+        try:
+            self._collect(workers, progress, planned, on_progress)
+        except KeyboardInterrupt:
+            for worker in workers:
+                if worker.process.is_alive():
+                    worker.process.kill()
+
+    @staticmethod
+    def _stop(workers: list[_Worker]) -> None:
+        for worker in workers:
+            worker.feeding = False
+            if worker.process.is_alive():
+                try:
+                    os.kill(worker.process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+    def _raise_outcome(self, workers: list[_Worker], spec: RunSpec, progress: RunProgress) -> None:
+        outcomes = [(worker.index, worker.outcome or {"status": "died", "exitcode": worker.process.exitcode})
+                    for worker in workers]
+        for index, outcome in outcomes:
+            if outcome["status"] == "failed":
+                error_type = outcome["error_type"]
+                where = f"worker {index + 1} of {self.count}"
+                if outcome.get("internal"):
+                    raise WorkerFailed(f"{where}: internal error: {error_type}: {outcome['message']}")
+                raise WorkerFailed(outcome["message"], outcome["exit_code"])
+        for index, outcome in outcomes:
+            if outcome["status"] == "died":
+                how = _death(outcome.get("exitcode"))
+                raise WorkerFailed(f"worker {index + 1} of {self.count} {how}; nothing written is lost: run the same "
+                                   "command again to continue")
+            if outcome["status"] == "interrupted":  # stopped from outside (a SIGTERM not sent by us)
+                raise WorkerFailed(f"worker {index + 1} of {self.count} was stopped; nothing written is lost: run "
+                                   "the same command again to continue")
+        if any(outcome["status"] == "budget" for _, outcome in outcomes):
+            raise BudgetExceeded(f"spent ${progress.cost or 0:.4f}, reaching --max-cost ${spec.max_cost:g} (each of "
+                                 f"the {self.count} workers stops at its 1/{self.count}); run the same command again "
+                                 "to continue")
+
+
+class _Feeder(threading.Thread):
+    """Reads the units (the input, once) and sends each to the worker of its shard; the parent's only reader."""
+
+    def __init__(self, units: Iterator[Unit], workers: list[_Worker]):
+        super().__init__(name="inject-unit-feeder", daemon=True)
+        self.units, self.workers = units, workers
+        self.failure: BaseException | None = None
+        self._stopping = False
+
+    def run(self) -> None:
+        try:
+            for unit in self.units:
+                if self._stopping:
+                    break
+                # By trajectory: all units of one trajectory go to one worker, whose caches (the parsed answers)
+                # then serve every category and sample of it, as in one process.
+                worker = self.workers[shard_of(unit.trajectory.id, len(self.workers))]
+                if worker.feeding:
+                    self._send(worker, (unit.trajectory, unit.category.id, unit.sample))
+                if not any(w.feeding for w in self.workers):
+                    break  # every worker stopped (budgets, failures): reading on would only count records
+        except Exception as exc:  # a bad input line: the run stops, as the local loop's producer would
+            self.failure = exc
+            WorkerProcesses._stop(self.workers)
+        finally:
+            for worker in self.workers:
+                if worker.feeding:
+                    self._send(worker, None)
+                worker.units.close()
+
+    @staticmethod
+    def _send(worker: _Worker, message: Any) -> None:
+        try:
+            worker.units.send(message)
+        except (BrokenPipeError, OSError):  # the worker is gone; the parent learns why from its results pipe
+            worker.feeding = False
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.join(timeout=STOP_GRACE_SECONDS)
+
+
+def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker]) -> None:
+    """The run's progress: the sum of the workers' latest snapshots."""
+    snapshots = [w.snapshot for w in workers if w.snapshot]
+    for name in ("done", "accepted", "rejected", "skipped_existing", "prompt_tokens", "completion_tokens"):
+        setattr(progress, name, sum(s[name] for s in snapshots))
+    costs = [s["cost"] for s in snapshots]
+    progress.cost = None if any(cost is None for cost in costs) else sum(costs)
+    progress.codes, progress.by_category = {}, {}
+    for snapshot in snapshots:
+        for code, count in snapshot["codes"].items():
+            progress.codes[code] = progress.codes.get(code, 0) + count
+        for category, counts in snapshot["by_category"].items():
+            mine = progress.by_category.setdefault(category, {"accepted": 0, "rejected": 0})
+            for outcome, count in counts.items():
+                mine[outcome] = mine.get(outcome, 0) + count
+        if snapshot["transient_message"]:
+            progress.transient_message = snapshot["transient_message"]
+    if planned is not None:
+        progress.planned = planned - progress.skipped_existing
+
+
+def _snapshot(progress: RunProgress) -> dict[str, Any]:
+    return {"done": progress.done, "accepted": progress.accepted, "rejected": progress.rejected,
+            "skipped_existing": progress.skipped_existing, "prompt_tokens": progress.prompt_tokens,
+            "completion_tokens": progress.completion_tokens, "cost": progress.cost, "codes": dict(progress.codes),
+            "by_category": {k: dict(v) for k, v in progress.by_category.items()}, "retries": progress.retries(),
+            "transient_message": progress.transient_message}
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"was killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"was killed by signal {-exitcode}"
+    return f"exited unexpectedly (exit code {exitcode})"
+
+
+def _widen(connection: Connection) -> None:
+    """Ask for a larger pipe buffer (Linux), so a worker has units queued while the parent reads on."""
+    set_pipe_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_pipe_size is None:
+        return
+    try:
+        fcntl.fcntl(connection.fileno(), set_pipe_size, PIPE_BYTES)
+    except OSError:  # above /proc/sys/fs/pipe-max-size: the default size works too, with less read-ahead
+        pass
+
+# ---------------------------------------------------------------------------------------------- worker side
+
+_inherited: list[Any] = []
+"""Objects a worker inherited and must never close (an SQLite connection closed in a fork can corrupt the parent's
+database): kept referenced until the worker exits without cleanup."""
+
+
+def _worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engine, path: Any,
+                 units: Connection, results: Connection) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _die_with(parent)
+    _fresh_stdio()
+    _own_resources(engine, count)
+    progress = RunProgress(retries=lambda: engine.retries)
+    last_sent = 0.0
+
+    def on_progress(progress: RunProgress) -> None:
+        nonlocal last_sent
+        now = time.monotonic()
+        if now - last_sent >= SNAPSHOT_SECONDS:
+            last_sent = now
+            try:
+                results.send(("progress", _snapshot(progress)))
+            except OSError:  # the parent is gone (and has us stopped, on Linux): the records are what counts
+                pass
+
+    outcome: dict[str, Any]
+    try:
+        asyncio.run(_work(spec, engine, RunDirectory(path), units, progress, on_progress))
+        outcome = {"status": "finished"}
+    except BudgetExceeded:
+        outcome = {"status": "budget"}
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        outcome = {"status": "interrupted"}
+    except InjectorError as exc:
+        outcome = {"status": "failed", "error_type": type(exc).__name__, "message": str(exc),
+                   "exit_code": exc.exit_code}
+    except Exception as exc:  # a bug: say which, with the worker's traceback in the log
+        log.debug("worker %d: %s", index, traceback.format_exc())
+        outcome = {"status": "failed", "error_type": type(exc).__name__, "message": str(exc), "exit_code": 1,
+                   "internal": True}
+    try:
+        results.send(("end", {"snapshot": _snapshot(progress), "outcome": outcome}))
+    except (BrokenPipeError, OSError):
+        pass
+
+
+async def _work(spec: RunSpec, engine: Engine, run_dir: RunDirectory, units: Connection, progress: RunProgress,
+                on_progress: Callable[[RunProgress], None]) -> None:
+    """The run loop on the units the parent sends; SIGTERM cancels it between two records."""
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        await run_units(_received_units(units, spec), spec, engine, run_dir, progress, on_progress)
+    finally:
+        run_dir.close_files()
+
+
+async def _received_units(units: Connection, spec: RunSpec) -> AsyncIterator[Unit]:
+    """The units the parent sends, until its end marker (or its death). A reader thread receives them a few ahead,
+    so waiting for the next unit never holds up the requests in flight; it is a daemon, so a worker stopped while
+    it waits on the pipe still exits."""
+    categories = {category.id: category for category in spec.categories}
+    loop = asyncio.get_running_loop()
+    received: asyncio.Queue[Any] = asyncio.Queue()
+    room = threading.Semaphore(READ_AHEAD)
+
+    def read() -> None:
+        while True:
+            room.acquire()
+            try:
+                message = units.recv()
+            except (EOFError, OSError):
+                message = None
+            try:
+                loop.call_soon_threadsafe(received.put_nowait, message)
+            except RuntimeError:  # the loop is closed: the worker is stopping
+                return
+            if message is None:
+                return
+
+    threading.Thread(target=read, name="inject-unit-reader", daemon=True).start()
+    while (message := await received.get()) is not None:
+        room.release()
+        trajectory, category_id, sample = message
+        yield Unit(trajectory, categories[category_id], sample)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel stop this worker when the parent dies (Linux), so no orphan keeps writing the run."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
+
+
+def _fresh_stdio() -> None:
+    """New stdout and stderr objects: a thread of the parent (its progress display) may have held their locks at
+    the fork, and a worker that wrote through them would wait forever."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        old = getattr(sys, name)
+        try:
+            new = io.TextIOWrapper(io.FileIO(os.dup(fd), "w"), encoding="utf-8", errors="replace",
+                                   line_buffering=True)
+        except OSError:
+            continue
+        _inherited.append(old)
+        setattr(sys, name, new)
+        for logger in (logging.getLogger(), log):
+            for handler in logger.handlers:
+                if isinstance(handler, logging.StreamHandler) and handler.stream is old:
+                    handler.setStream(new)
+
+
+def _own_resources(engine: Engine, count: int) -> None:
+    """The worker's own share of the rate limits, and its own connection to the request cache."""
+    limiter = getattr(engine, "limiter", None)
+    if isinstance(limiter, RateLimiter):
+        setattr(engine, "limiter", limiter.divided(count))
+    cache = getattr(engine, "cache", None)
+    if isinstance(cache, RequestCache):
+        _inherited.append(cache)
+        setattr(engine, "cache", RequestCache(cache.path))
