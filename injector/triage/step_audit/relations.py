@@ -22,8 +22,8 @@ RELATION_OPS = {
 _OP = re.compile("|".join(re.escape(op) + (r"(?![a-zA-Z])" if op[0] == "\\" else "")
                           for op in sorted(RELATION_OPS, key=len, reverse=True)))
 # Where one statement ends and the next begins inside one math span.
-_STATEMENT_BREAK = re.compile(r"\\\\|\\quad|\\qquad|\\implies|\\Rightarrow|\\rightarrow|\\Longrightarrow|\\to(?![a-z])"
-                              r"|\\iff|\\text\{[^{}]*[a-zA-Z]{2,}[^{}]*\}|\\mbox\{[^{}]*\}|\\textrm\{[^{}]*\}|;|,(?!\d{3})"
+_STATEMENT_BREAK = re.compile(r"\\quad|\\qquad|\\implies|\\Rightarrow|\\rightarrow|\\Longrightarrow|\\to(?![a-z])"
+                              r"|\\iff|\\text\{[^{}]*[a-zA-Z]{2,}[^{}]*\}|\\mbox\{[^{}]*\}|\\textrm\{[^{}]*\}|;|(?<!\\),(?!\d{3})"
                               r"|\\(?:and|or)\b|\\begin\{[a-z*]+\}|\\end\{[a-z*]+\}")
 # Digit grouping: `1,000`, `1{,}000`, `1\,000`, `1\!000`, `1\ 000` all mean 1000.
 _GROUPING = re.compile(r"(?<![\d.])(\d{1,3})((?:(?:,|\{,\}|\\,|\\!|\\ )\d{3})+)(?![\d])")
@@ -125,6 +125,8 @@ def find_links(step: str) -> list[Link]:
         body = next(group for group in span.groups() if group is not None)
         after = masked[span.end():span.end() + 80]
         body = ungroup_digits(body.replace(_DOLLAR, "").replace("&", " "))
+        # `\\` ends a line only in an environment (`aligned`); inline it is spacing (`r\\ \#\\ 0`)
+        body = re.sub(r"\\\\", " ; " if "\\begin" in body else " ", body)
         for piece in _STATEMENT_BREAK.split(body):
             links.extend(_with_remainder(link) for link in _links_of(piece, "math", after))
     outside.append(masked[last:])
