@@ -1,0 +1,113 @@
+"""Label-noise estimate of a labelled file: flagged items per 100 with a Wilson interval, per category, and the
+audit's coverage (the share of steps it could check), on PRMBench-, ProcessBench- or split files."""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from injector.triage.step_audit.audit import RecordAudit, audit_candidate
+from injector.triage.step_audit.worker import SympyWorker
+from injector.util.errors import InputError, UserError
+
+
+def wilson_interval(flagged: int, total: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval for a proportion (95 % by default); (0, 0) for an empty sample."""
+    if total <= 0:
+        return 0.0, 0.0
+    share = flagged / total
+    centre = share + z * z / (2 * total)
+    spread = z * math.sqrt(share * (1 - share) / total + z * z / (4 * total * total))
+    denominator = 1 + z * z / total
+    return max(0.0, (centre - spread) / denominator), min(1.0, (centre + spread) / denominator)
+
+
+class CategoryNoise(BaseModel):
+    """One category's estimate."""
+
+    category: str
+    items: int
+    flagged_items: int
+    per_100: float
+    low_per_100: float
+    high_per_100: float
+    steps: int
+    checked_steps: int
+    coverage: float
+    findings: dict[str, int]
+
+
+class NoiseEstimate(BaseModel):
+    """A file's estimate: every category, all of them together, and each item's audit."""
+
+    path: str
+    categories: list[CategoryNoise]
+    overall: CategoryNoise
+    audits: list[RecordAudit]
+
+
+def _normalised(value: dict[str, Any], location: str) -> tuple[dict[str, Any], str]:
+    """A record as `audit_candidate` reads it, and its category; InputError on a record of no known format."""
+    if "modified_process" in value:
+        category = value.get("category") or value.get("classification")
+        return value, str(category or "unknown")
+    if "steps" in value and "label" in value:  # ProcessBench: label = 0-based first wrong step, -1 for none
+        label = int(value["label"])
+        return ({"id": value.get("id", location), "modified_process": value["steps"],
+                 "error_steps": [label + 1] if label >= 0 else [], "modified_steps": []},
+                str(value.get("subset") or value.get("category") or "processbench"))
+    raise ValueError("not a PRMBench, ProcessBench or split record (no `modified_process`, no `steps` + `label`)")
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise InputError(path, number, "not JSON; one JSON object per line") from None
+            if not isinstance(value, dict):
+                raise InputError(path, number, "a JSON object expected")
+            yield number, value
+
+
+def _summary(category: str, audits: list[RecordAudit]) -> CategoryNoise:
+    flagged = sum(bool(audit.findings) for audit in audits)
+    low, high = wilson_interval(flagged, len(audits))
+    steps, checked = sum(a.steps for a in audits), sum(a.checked_steps for a in audits)
+    kinds: dict[str, int] = defaultdict(int)
+    for audit in audits:
+        for finding in audit.findings:
+            kinds[finding.kind] += 1
+    return CategoryNoise(category=category, items=len(audits), flagged_items=flagged,
+                         per_100=100 * flagged / len(audits) if audits else 0.0, low_per_100=100 * low,
+                         high_per_100=100 * high, steps=steps, checked_steps=checked,
+                         coverage=checked / steps if steps else 0.0, findings=dict(kinds))
+
+
+def estimate_label_noise(paths: list[Path], worker: SympyWorker | None = None) -> NoiseEstimate:
+    """Audit every record of the files and estimate, per category, the share of items with a flag."""
+    by_category: dict[str, list[RecordAudit]] = defaultdict(list)
+    for path in paths:
+        for number, value in _records(Path(path)):
+            try:
+                record, category = _normalised(value, f"{path}:{number}")
+                audit = audit_candidate(record, category, worker)
+            except (ValueError, TypeError) as exc:
+                raise InputError(Path(path), number, str(exc).splitlines()[0]) from None
+            by_category[category].append(audit)
+    everything = [audit for audits in by_category.values() for audit in audits]
+    return NoiseEstimate(path=", ".join(str(p) for p in paths),
+                         categories=[_summary(name, by_category[name]) for name in sorted(by_category)],
+                         overall=_summary("all", everything), audits=everything)

@@ -1,0 +1,97 @@
+"""One triage routing from three signals: the step audit (algebra), the blind judge's verdict (`verify.jsonl`) and
+Monte Carlo rollouts where they were run.
+
+Each signal says, for a candidate, whether its labels look right ("agree"), wrong ("disagree"), or nothing
+("silent"). Rollouts measure whether a continuation from a step still reaches the right answer, not whether the
+step is valid: they can only *support* a disagreement another signal raises, never raise one alone.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Literal
+
+from pydantic import BaseModel
+
+from injector.triage.step_audit.audit import RecordAudit
+from injector.triage.verdicts import VerifyRecord
+
+Opinion = Literal["agree", "disagree", "silent"]
+Route = Literal["fast_track", "review_first", "review"]
+
+_JUDGE_AGREES = {"confirmed"}
+_JUDGE_DISAGREES = {"missed", "original_flagged", "disputed", "flagged", "early", "late"}
+ROLLOUT_DROP = 0.3
+"""A rollout score falling by at least this much from before the error step to through it supports the label."""
+
+
+class Routing(BaseModel):
+    """One candidate's signals and the route they give."""
+
+    id: str
+    category: str
+    algebra: Opinion
+    judge: Opinion
+    rollouts: Opinion
+    route: Route
+    disagreeing: list[str]
+    """The signals that disagree with the labels, shown to the reviewer."""
+
+
+def algebra_opinion(audit: RecordAudit | None) -> Opinion:
+    """A flag disagrees; an item whose error steps hold a checkably false relation and no flag agrees."""
+    if audit is None:
+        return "silent"
+    if audit.findings:
+        return "disagree"
+    error_checks = [check for step in audit.solution.steps if step.step in audit.error_steps for check in step.checks]
+    return "agree" if any(check.status == "false" for check in error_checks) else "silent"
+
+
+def judge_opinion(verdict: VerifyRecord | None) -> Opinion:
+    if verdict is None or verdict.verdict == "unparseable":
+        return "silent"
+    if verdict.verdict in _JUDGE_AGREES:
+        return "agree"
+    return "disagree" if verdict.verdict in _JUDGE_DISAGREES else "silent"
+
+
+def rollout_opinion(verdict: VerifyRecord | None) -> Opinion:
+    """From `mc = {"before", "through"}`: a clear drop at the error step agrees, no drop disagrees."""
+    scores = verdict.mc if verdict is not None else None
+    if not scores or scores.get("before") is None or scores.get("through") is None:
+        return "silent"
+    drop = float(scores["before"]) - float(scores["through"])
+    return "agree" if drop >= ROLLOUT_DROP else "disagree"
+
+
+def route(item_id: str, category: str, audit: RecordAudit | None, verdict: VerifyRecord | None) -> Routing:
+    """All speaking signals agree -> fast track; any of algebra or judge disagreeing -> review first (rollouts
+    shown beside it); rollouts disagreeing alone, or no signal speaking -> ordinary review."""
+    opinions = {"algebra": algebra_opinion(audit), "judge": judge_opinion(verdict), "rollouts": rollout_opinion(verdict)}
+    decisive = [name for name in ("algebra", "judge") if opinions[name] == "disagree"]
+    disagreeing = [name for name, opinion in opinions.items() if opinion == "disagree"]
+    if decisive:
+        chosen: Route = "review_first"
+    elif opinions["rollouts"] != "disagree" and any(opinions[n] == "agree" for n in ("algebra", "judge")):
+        chosen = "fast_track"
+    else:
+        chosen = "review"
+    return Routing(id=item_id, category=category, algebra=opinions["algebra"], judge=opinions["judge"],
+                   rollouts=opinions["rollouts"], route=chosen, disagreeing=disagreeing)
+
+
+ROUTE_ORDER: tuple[Route, ...] = ("review_first", "review", "fast_track")
+
+
+def route_rank(routing: Routing) -> int:
+    """Sort key for a review queue: disagreements first, fast-tracked items last."""
+    return ROUTE_ORDER.index(routing.route)
+
+
+def agreement_table(routings: list[Routing]) -> dict[str, dict[str, int]]:
+    """Per category: how many candidates have each (algebra, judge, rollouts) combination, plus each route."""
+    table: dict[str, Counter[str]] = defaultdict(Counter)
+    for item in routings:
+        table[item.category][f"algebra={item.algebra} judge={item.judge} rollouts={item.rollouts}"] += 1
+        table[item.category][f"route={item.route}"] += 1
+    return {category: dict(counts) for category, counts in sorted(table.items())}
