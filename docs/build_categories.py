@@ -101,15 +101,18 @@ def build() -> str:
            "Rules every injected category shares (`prompts/_base.j2`): the error **propagates** — every later step "
            "that depends on the changed result is rewritten consistently with it, through the final `# Answer` "
            "(redundancy and circular logic keep the final answer); the **error steps** are the injected step and "
-           "every later step whose statement is false about the problem as posed. Only missing condition, and "
-           "deception with an edited question, may mark unchanged steps as errors.", ""]
+           "every later step whose statement is false about the problem as posed; a content-free step (\"Right.\", "
+           "\"Exactly.\") never is, even right after a false step. Only missing condition, and deception with an "
+           "edited question, may mark unchanged steps as errors. A unit never sees its own problem as a worked "
+           "example: an example whose question equals the unit's (compared as normalised text) is left out.", ""]
     for category in taxonomy.categories:
         long = max(category.examples, key=lambda e: len(e.steps))
         out += [f"## {category.id} ({category.name}, {category.domain})", "",
                 f"**PRMBench**: {PRMBENCH[category.id]}", "",
                 f"**Ours**: {category.definition}", ""]
         if not category.rules.multi_solution:
-            out += [f"**Error steps**: {category.error_steps}.", ""]
+            later = "" if category.rules.final_answer == "keep" else ", and every later step the error makes false"
+            out += [f"**Error steps**: {category.error_steps}{later}.", ""]
         out += [f"**Not this**: {category.not_this}.", "", "**Worked example**", "", *example_block(category, long),
                 "", f"*{long.source}*" if long.source else "", "", f"**Reviewer checks**: {REVIEW[category.id]}", ""]
     return "\n".join(out).rstrip() + "\n"

@@ -45,12 +45,14 @@ def test_the_error_kind_is_said_once(tmp_path, category_id, said, mode):
 
 def test_a_category_without_examples_has_no_worked_examples_section(tmp_path):
     taxonomy = load(tmp_path, "sign_error")
-    system = render_messages(taxonomy, taxonomy.category("sign_error"), TRAJECTORY)[0]["content"]
+    other = TRAJECTORY.model_copy(update={"question": "What is $5 - 3$?"})  # not the example's own problem
+    system = render_messages(taxonomy, taxonomy.category("sign_error"), other)[0]["content"]
     assert "Worked examples" not in system and "## Example" not in system
 
 
 def test_the_yaml_examples_key_fills_the_worked_examples_section(tmp_path):
     taxonomy = load(tmp_path, "sign_error", [EXAMPLE])
-    system = render_messages(taxonomy, taxonomy.category("sign_error"), TRAJECTORY)[0]["content"]
+    other = TRAJECTORY.model_copy(update={"question": "What is $5 - 3$?"})  # not the example's own problem
+    system = render_messages(taxonomy, taxonomy.category("sign_error"), other)[0]["content"]
     assert system.count("# Worked examples") == 1 and system.count("## Example ") == 1
     assert '{"op": "replace", "step": 2, "text": "Then $x - 3 = 1$.", "error": true}' in system

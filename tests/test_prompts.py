@@ -223,7 +223,9 @@ def test_every_bundled_example_passes_the_validator_in_both_forms_and_propagates
 def test_every_category_has_a_long_example_with_attribution(category_id: str) -> None:
     long = [e for e in TAXONOMY.category(category_id).examples if len(e.steps) >= 9]
     assert long, f"{category_id}: no worked example of 9 steps or more"
-    assert all("PRMBench" in e.source and "Apache-2.0" in e.source for e in long)
+    # Adapted from PRMBench: its licence; else written for this toolkit (never a train-phase-1 problem).
+    assert all(("PRMBench" in e.source and "Apache-2.0" in e.source) or e.source == "Written for prm-injector."
+               for e in long)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -265,7 +265,9 @@ def test_examples_inline_or_in_a_file_beside_the_taxonomy_reach_the_prompt(tmp_p
         write(tmp_path, "examples/unit.json", json.dumps([GOOD_EXAMPLE]))
         path = taxonomy_file(tmp_path, UNIT + "  examples: examples/unit.json\n")
     taxonomy = Taxonomy.load(path)
-    system = render_messages(taxonomy, taxonomy.category("unit_slip"), TRAJECTORY)[0]["content"]
+    # A unit on another problem sees the example (a unit on the example's own problem would not).
+    other = TRAJECTORY.model_copy(update={"question": "What is $4 + 3$?"})
+    system = render_messages(taxonomy, taxonomy.category("unit_slip"), other)[0]["content"]
     assert '{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": true}' in system
     result = CliRunner().invoke(main, ["taxonomy", "validate", str(path)])
     assert result.exit_code == 0, result.output

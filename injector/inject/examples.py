@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from injector.answer.align import align_steps, normalize_step
+from injector.answer.align import align_steps, normalize_question, normalize_step
 from injector.answer.final import final_answer_of_steps
 from injector.answer.contract import AnswerError, parse_answer
 from injector.answer.edits import edit_answer_from_full
@@ -69,10 +69,24 @@ def uses_edits(category: Category, output_mode: str) -> bool:
     return output_mode == "edits" and not category.rules.multi_solution
 
 
-def rendered_examples(category: Category, output_mode: str) -> list[dict[str, Any]]:
-    """What the prompt template shows for each example: the input as a trajectory is shown, and the answer text."""
+def same_problem(a: str, b: str) -> bool:
+    """Whether two question texts are one problem: equal once whitespace and letter case are normalised."""
+    return normalize_question(a).casefold() == normalize_question(b).casefold()
+
+
+def examples_for(category: Category, question: str | None) -> list[WorkedExample]:
+    """The examples a unit on `question` is shown: every example but those of the unit's own problem (a model that
+    sees its own problem solved and injected would copy the answer instead of making its own error)."""
+    if question is None:
+        return list(category.examples)
+    return [example for example in category.examples if not same_problem(example.question, question)]
+
+
+def rendered_examples(category: Category, output_mode: str, question: str | None = None) -> list[dict[str, Any]]:
+    """What the prompt template shows for each example (all but those of `question`'s own problem): the input as a
+    trajectory is shown, and the answer text."""
     shown = []
-    for example in category.examples:
+    for example in examples_for(category, question):
         answer = edit_form(category, example) if uses_edits(category, output_mode) else full_form(category, example)
         shown.append({"question": example.question, "steps": list(example.steps), "subject": example.subject,
                       "figure": example.figure,

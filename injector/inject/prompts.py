@@ -19,7 +19,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from injector.answer.contract import answer_mode
 from injector.util.errors import UserError
-from injector.inject.examples import rendered_examples
+from injector.inject.examples import examples_for, rendered_examples
 from injector.util.images import ImageRefused, checked_url, read_image
 from injector.util.resources import bundled_prompts_dir
 from injector.answer.step_labels import without_labels
@@ -110,10 +110,12 @@ def image_part(reference: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-def _static_context(taxonomy: Taxonomy, category: Category, mode: str) -> tuple[dict[str, Any], str]:
-    """What the system part sees, and its JSON (the system part's cache key)."""
+def _static_context(taxonomy: Taxonomy, category: Category, mode: str,
+                    question: str | None = None) -> tuple[dict[str, Any], str]:
+    """What the system part sees, and its JSON (the system part's cache key). With `question`, the worked examples
+    leave out that problem's own."""
     static = {**category_context(taxonomy, category), "output_mode": mode,
-              "worked_examples": rendered_examples(category, mode)}
+              "worked_examples": rendered_examples(category, mode, question)}
     return static, json.dumps(static, sort_keys=True, default=str)
 
 
@@ -139,8 +141,12 @@ def render_messages(
             template = _environment(template_path.parent, taxonomy_dir).get_template(template_name)
         else:
             template = _compiled_text(category.template_text)
-        static, static_json = taxonomy.memo(("static prompt", id(category), category.id, mode),
-                                            lambda: _static_context(taxonomy, category, mode))
+        # The system part stays byte-identical across units; only a unit whose problem is one of the worked
+        # examples' gets another (the examples without its own problem).
+        own = len(examples_for(category, trajectory.question)) < len(category.examples)
+        question = trajectory.question if own else None
+        static, static_json = taxonomy.memo(("static prompt", id(category), category.id, mode, question),
+                                            lambda: _static_context(taxonomy, category, mode, question))
         system = _system_part(template, static_json)
         dynamic = {**trajectory_context(trajectory), "images_attached": attach_images and bool(trajectory.images),
                    **category.extra_context(trajectory)}
