@@ -59,4 +59,4 @@ def test_an_installed_engine_plugin_is_listed_and_runs(tmp_path):
                           "--out", str(tmp_path / "run")], env=env, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert len((tmp_path / "run" / "candidates.jsonl").read_text().splitlines()) == 1
-    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["config"]["engine"]["engine"] == "echo-first"
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["config"]["engine"] == "echo-first"
