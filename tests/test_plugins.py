@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from injector.util.plugins import load_entry_points
+from injector.util.plugins import entry_point_names, load_entry_points
 
 GROUP = "prm_injector.test_plugins"
 
@@ -73,3 +73,14 @@ def test_the_same_name_twice_keeps_one_and_says_so(site, caplog):
         assert load_entry_points(GROUP) == {"thing": 1}
     [message] = [record.getMessage() for record in caplog.records]
     assert "already has this name" in message
+
+
+def test_names_are_listed_without_loading_and_taken_names_are_refused(site, caplog):
+    _install(site, "good_dist", {"good_plugin": "THING = 1\nOTHER = 2\n"},
+             {"thing": "good_plugin:THING", "other": "good_plugin:OTHER"})
+    assert entry_point_names(GROUP) == ("other", "thing")
+    assert "good_plugin" not in sys.modules
+    with caplog.at_level(logging.WARNING, logger="injector"):
+        assert load_entry_points(GROUP, taken=("thing",)) == {"other": 2}
+    [message] = [record.getMessage() for record in caplog.records]
+    assert message.startswith("plugin 'thing' (") and "the toolkit has its own with this name; skipped" in message
