@@ -23,14 +23,15 @@ def read(record: dict, origin: str, where: str, options: ReadOptions) -> Traject
         raise BadRecord(f"label is {label!r}: the index of the first wrong step (0 to {len(steps) - 1}), or -1")
     if label != -1:
         return "not_all_correct"
-    if record.get("final_answer_correct") is False:  # correct steps, wrong answer: not a solution to start from
+    answer_correct = record.get("final_answer_correct")
+    if answer_correct is False:  # correct steps but a wrong answer: not a solution to start from
         return "answer_wrong"
     trajectory_id = str(record.get("id") or f"processbench:{origin}")
     meta = {"idx": trajectory_id, "source_format": "processbench"}
     if record.get("generator") is not None:
         meta["generator"] = record["generator"]
-    # The record has no reference answer; a solution known to be right gives its own.
-    answer = final_answer_of_steps(steps) if record.get("final_answer_correct") is True else None
+    # The record has no reference answer; a solution known to reach the right one gives it.
+    answer = final_answer_of_steps(steps) if answer_correct is True else None
     return Trajectory(id=trajectory_id, question=problem, steps=steps, answer=answer, meta=meta)
 
 
