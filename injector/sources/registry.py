@@ -12,7 +12,6 @@ module it needs; `detect_format` imports them all.
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import logging
@@ -107,6 +106,8 @@ def get_format(name: str) -> RecordFormat:
     if name in names:  # listed by an installed plugin that did not load (its warning says why)
         raise UserError(f"input format {name!r} comes from a plugin that cannot be loaded (see the warning above); "
                         "fix or uninstall that plugin, or choose another format")
+    import difflib  # only for this message
+
     close = difflib.get_close_matches(name, names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UserError(f"unknown input format {name!r}{hint}; choose one of: {', '.join(names)}")
