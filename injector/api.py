@@ -22,16 +22,16 @@ class RunRequest(BaseModel):
 
     engine: EngineSettings = EngineSettings()
     out: Path | None = None
-    concurrency: int | None = Field(None, ge=1)
+    concurrency: int | None = Field(default=None, ge=1)
     """Requests in flight; None: 16, or 5000 (the most requests one round holds) with `batch`."""
-    workers: int = Field(1, ge=1)
+    workers: int = Field(default=1, ge=1)
     executor: Literal["local", "ray"] = "local"
-    ray_workers: int | None = Field(None, ge=1)
+    ray_workers: int | None = Field(default=None, ge=1)
     dry_run: bool = False
     batch: bool = False
-    batch_max_requests: int = Field(DEFAULT_MAX_REQUESTS, ge=1)
-    batch_max_bytes: int = Field(DEFAULT_MAX_BYTES, ge=1)
-    batch_poll_seconds: float = Field(DEFAULT_POLL_SECONDS, ge=0)
+    batch_max_requests: int = Field(default=DEFAULT_MAX_REQUESTS, ge=1)
+    batch_max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=1)
+    batch_poll_seconds: float = Field(default=DEFAULT_POLL_SECONDS, ge=0)
     wait: bool = True
 
     @model_validator(mode="after")

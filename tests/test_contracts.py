@@ -232,13 +232,13 @@ def test_every_exception_of_the_toolkit_is_an_injector_error():
 def test_the_cli_choices_are_the_registries():
     from injector.cli.commands import main
     from injector.answer.contract import OUTPUT_MODES
-    from injector.sources.formats import RECORD_FORMATS
+    from injector.sources.registry import format_names
     from injector.sources import DUPLICATE_ID_POLICIES
 
     for command in ("run", "render"):
         params = {p.name: p for p in main.commands[command].params}
         assert list(params["output_mode"].type.choices) == list(OUTPUT_MODES)
-        assert list(params["input_format"].type.choices) == list(RECORD_FORMATS)
+        assert list(params["input_format"].type.choices) == list(format_names())
         assert list(params["duplicate_ids"].type.choices) == list(DUPLICATE_ID_POLICIES)
     from injector.engines.openai_client import CLIENTS
 

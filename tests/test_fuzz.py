@@ -18,7 +18,7 @@ from injector.answer.contract import AnswerError, Edit, EditOp, parse_answer
 from injector.answer.edits import apply_edits
 from injector.util.errors import InjectorError
 from injector.answer.contract import answer_mode
-from injector.sources.formats import RECORD_FORMATS
+from injector.sources.registry import format_names
 from injector.inject.validation import validate_answer
 
 EDIT_OPS = get_args(EditOp)
@@ -147,7 +147,7 @@ LINES = st.one_of(RECORDS.map(json.dumps), st.binary(max_size=30).map(lambda raw
 
 @settings(FUZZ, max_examples=100, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(LINES, min_size=0, max_size=4), raw_tail=st.binary(max_size=8),
-       input_format=st.none() | st.sampled_from(RECORD_FORMATS), skip_invalid=st.booleans())
+       input_format=st.none() | st.sampled_from(format_names()), skip_invalid=st.booleans())
 def test_any_input_file_ends_as_trajectories_or_an_injector_error(tmp_path, lines, raw_tail, input_format,
                                                                   skip_invalid) -> None:
     path = tmp_path / "input.jsonl"

@@ -16,8 +16,10 @@ def _layout() -> str:
 def test_the_layout_section_names_every_module_and_package():
     layout = _layout()
     package = ROOT / "injector"
+    # offline/'s operators and the record formats (sources/formats/, listed in docs/formats.md) are not named one
+    # by one: a new format is one new file, nothing else
     names = [f"`{path.name}`" for path in package.rglob("*.py")
-             if path.name != "__init__.py" and "offline" not in path.parts]
+             if path.name != "__init__.py" and "offline" not in path.parts and path.parent.name != "formats"]
     names += [f"`{path.name}/`" for path in package.rglob("*") if (path / "__init__.py").is_file()]
     missing = sorted(name for name in names if name not in layout)
     assert missing == []

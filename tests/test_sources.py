@@ -15,7 +15,8 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 from injector.util.errors import InputError, UserError  # noqa: E402
 from injector.util.resources import bundled_data_path  # noqa: E402
-from injector.sources import RECORD_FORMATS, detect_format, load_trajectories  # noqa: E402
+from injector.sources import detect_format, load_trajectories  # noqa: E402
+from injector.sources.registry import bundled_format_names, format_names, get_format  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PRM800K_REAL = FIXTURES / "prm800k" / "prm800k-real-examples.jsonl"
@@ -267,13 +268,38 @@ def test_detect_format():
     assert detect_format({"question": "Q", "response": {"steps": ["s"], "process_correctness": [1]}}) == \
         "visualprocessbench"
     assert detect_format({"question": "Q", "process_evaluation": [["s", "1", "", ""]]}) == "projudgebench"
-    assert set(RECORD_FORMATS) == {"prm800k", "trajectories", "prmbench", "visualprocessbench", "projudgebench"}
+
+
+def test_every_bundled_format_declares_itself_under_its_file_name():
+    assert set(bundled_format_names()) <= set(format_names())
+    for name in bundled_format_names():
+        declared = get_format(name)
+        assert declared.name == name and declared.description
+
+
+def test_an_unknown_format_name_is_a_user_error_naming_the_choices():
+    choices = re.escape(", ".join(format_names()))
+    with pytest.raises(UserError, match=rf"^unknown input format 'prmbnech' \(did you mean 'prmbench'\?\); "
+                                        rf"choose one of: {choices}$"):
+        load_trajectories(None, "prmbnech")
+    with pytest.raises(UserError, match=rf"^unknown input format 'nothing-like-it'; choose one of: {choices}$"):
+        get_format("nothing-like-it")
+
+
+def test_an_option_the_format_does_not_take_is_refused(tmp_path):
+    path = write_jsonl(tmp_path / "bench.jsonl", [{"original_question": "Q", "original_process": ["s"]}])
+    with pytest.raises(UserError, match=r"^--strict applies to the prm800k format, not to 'prmbench'; drop it"):
+        load_trajectories(path, strict=True)
+    with pytest.raises(UserError, match=r"--field maps records onto the trajectories format; it cannot be used "
+                                        "with 'prmbench'"):
+        load_trajectories(path, "prmbench", fields={"question": "original_question"})
 
 
 def test_unknown_format_names_the_line_and_the_option(tmp_path):
     path = write_jsonl(tmp_path / "odd.jsonl", ["", {"problem": "Q", "solution": "S"}])
+    known = re.escape(", ".join(format_names()))
     with pytest.raises(InputError, match=at(path, 2) + r"cannot tell the record format \(keys: problem, solution\)"
-                                         ".*prm800k, trajectories, prmbench, visualprocessbench, projudgebench.*--input-format"):
+                                         f".*known formats: {known}; choose one with --input-format"):
         load_trajectories(path)
 
 
@@ -314,7 +340,8 @@ def test_missing_file_unknown_format_and_split_on_a_file(tmp_path):
     with pytest.raises(UserError, match="no such file"):
         load_trajectories(tmp_path / "absent.jsonl")
     path = write_jsonl(tmp_path / "in.jsonl", [{"question": "Q", "steps": ["s"]}])
-    with pytest.raises(UserError, match="unknown input format 'csv'; choose one of: prm800k, trajectories, prmbench"):
+    choices = re.escape(", ".join(format_names()))
+    with pytest.raises(UserError, match=f"unknown input format 'csv'; choose one of: {choices}"):
         load_trajectories(path, "csv")
     with pytest.raises(UserError, match="a split applies only to Hugging Face datasets"):
         load_trajectories(path, split="train")

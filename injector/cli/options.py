@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from injector.model.choices import DEFAULT_OUTPUT_MODE, DUPLICATE_ID_POLICIES, OUTPUT_MODES, RECORD_FORMATS
+from injector.model.choices import DEFAULT_OUTPUT_MODE, DUPLICATE_ID_POLICIES, OUTPUT_MODES
+from injector.sources.registry import format_names
 
 
 def _parse_fields(values: tuple[str, ...]) -> dict[str, str] | None:
@@ -56,7 +57,7 @@ def input_options(function):
     options = [
         click.option("--input", "input_path", metavar="PATH|hf:NAME",
                      help="Trajectories: a JSONL file, a save_to_disk directory or hf:NAME. Default: bundled sample."),
-        click.option("--input-format", type=click.Choice(RECORD_FORMATS),
+        click.option("--input-format", type=click.Choice(format_names()),
                      help="Record format; detected from the first record when omitted."),
         click.option("--field", "fields", multiple=True, metavar="TARGET=SOURCE",
                      help="Map a record field onto a Trajectory field (repeatable; dotted SOURCE paths allowed)."),

@@ -10,7 +10,9 @@ import functools
 import logging
 import os
 import random
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from typing_extensions import Unpack
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
@@ -23,6 +25,7 @@ from injector.model.trajectory import Trajectory
 from injector.engines.base import Engine, Proposal, ProviderError, TransientProviderError
 from injector.engines.openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
                             response_usage)
+from injector.engines.model_info import import_litellm, set_offline_environment
 from injector.engines.model_info import SCHEMA_PREFIXES, listed_prices, per_token, takes_schema
 from injector.engines.provider_faults import rate_limit_wait, retry_after
 
@@ -51,27 +54,6 @@ DEFAULT_OPTIONS: LLMOptions = {"temperature": 1.0, "max_tokens": 4096, "use_sche
 log = logging.getLogger(__name__)
 
 
-def set_offline_environment() -> None:
-    """litellm fetches a price map and HF tokenizers at import unless told not to; nothing here reaches the net."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-@functools.lru_cache(maxsize=1)
-def import_litellm() -> Any:
-    """Import litellm on first use (~2 s, ~190 MB), with its banners and hidden retries off."""
-    set_offline_environment()
-    import litellm
-
-    litellm.suppress_debug_info = True
-    litellm.num_retries = 0
-    litellm.disable_hf_tokenizer_download = True
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):  # litellm's loggers write through their own handlers
-        logging.getLogger(name).addFilter(RedactingFilter())
-    return litellm
-
-
 def api_base_host(api_base: str | None) -> str | None:
     """Host (and port) of an api base, the part recorded in configuration and provenance: never its userinfo
     (`user:KEY@`), whose secrets are registered for redaction."""
@@ -87,7 +69,7 @@ class LLMEngine(Engine):
 
     def __init__(self, model: str, *, api_base: str | None = None, limiter: RateLimiter | None = None,
                  cache: RequestCache | None = None, client: str | None = None, **options: Unpack[LLMOptions]):
-        sampling: LLMOptions = {**DEFAULT_OPTIONS, **options}  # type: ignore[typeddict-item]
+        sampling: LLMOptions = {**DEFAULT_OPTIONS, **options}
         temperature, max_tokens = sampling["temperature"], sampling["max_tokens"]
         use_schema, timeout = sampling["use_schema"], sampling["timeout"]
         transient_attempts, transient_seconds = sampling["transient_attempts"], sampling["transient_seconds"]

@@ -6,8 +6,12 @@ logged, one line, and also read as unknown, so a run goes on with the cost unkno
 """
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from typing import Any
+
+from injector.util.redaction import RedactingFilter
 
 log = logging.getLogger(__name__)
 
@@ -18,9 +22,28 @@ check only knows listed models; forwarding works for local servers)."""
 _NOT_LISTED = ("isn't mapped", "not mapped", "not found", "provider list", "LLM Provider NOT provided")
 
 
-def _litellm() -> Any:
-    from injector.engines.llm import import_litellm
+@functools.lru_cache(maxsize=1)
+def set_offline_environment() -> None:
+    """litellm fetches a price map and HF tokenizers at import unless told not to; nothing here reaches the net."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+
+def import_litellm() -> Any:
+    """Import litellm on first use (~2 s, ~190 MB), with its banners and hidden retries off."""
+    set_offline_environment()
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.num_retries = 0
+    litellm.disable_hf_tokenizer_download = True
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):  # litellm's loggers write through their own handlers
+        logging.getLogger(name).addFilter(RedactingFilter())
+    return litellm
+
+
+def _litellm() -> Any:
     return import_litellm()
 
 

@@ -16,7 +16,7 @@ import functools
 import importlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from injector.model.choices import OFFLINE_MODEL
 from injector.engines.settings import EngineSettings, SettingsConflict
@@ -51,11 +51,11 @@ class EngineKind:
     def build(self, settings: EngineSettings) -> Engine:
         if self.named and (settings.batch is not None or settings.api_bases or settings.deployments is not None):
             raise SettingsConflict(_named_kind_refusal(self.name, settings))
-        factory = self.factory
+        factory: Any = self.factory
         if isinstance(factory, str):
             module, _, attribute = factory.partition(":")
             factory = functools.reduce(getattr, attribute.split("."), importlib.import_module(module))
-        return factory(settings)  # type: ignore[operator]
+        return factory(settings)
 
 
 def _offline_default(settings: EngineSettings) -> bool:

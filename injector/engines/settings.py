@@ -30,9 +30,9 @@ class BatchSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     run_dir: Path
-    max_requests: int = Field(DEFAULT_MAX_REQUESTS, ge=1)
-    max_bytes: int = Field(DEFAULT_MAX_BYTES, ge=1)
-    poll_seconds: float = Field(DEFAULT_POLL_SECONDS, ge=0)
+    max_requests: int = Field(default=DEFAULT_MAX_REQUESTS, ge=1)
+    max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=1)
+    poll_seconds: float = Field(default=DEFAULT_POLL_SECONDS, ge=0)
     wait: bool = True
 
 
@@ -52,15 +52,15 @@ class EngineSettings(BaseModel):
     deployments: Path | None = None
     batch: BatchSettings | None = None
     temperature: float = 1.0
-    max_tokens: int | None = Field(4096, ge=1)
+    max_tokens: int | None = Field(default=4096, ge=1)
     use_schema: bool = True
-    timeout: float = Field(300.0, gt=0)
-    rpm: float | None = Field(None, gt=0)
-    tpm: float | None = Field(None, gt=0)
+    timeout: float = Field(default=300.0, gt=0)
+    rpm: float | None = Field(default=None, gt=0)
+    tpm: float | None = Field(default=None, gt=0)
     use_cache: bool = True
     cache_path: Path | None = None
-    price_in: float | None = Field(None, ge=0)
-    price_out: float | None = Field(None, ge=0)
+    price_in: float | None = Field(default=None, ge=0)
+    price_out: float | None = Field(default=None, ge=0)
     client: Literal["auto", "litellm", "openai"] | None = None
 
     @field_validator("api_bases", mode="before")

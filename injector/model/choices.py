@@ -13,9 +13,6 @@ DEFAULT_OUTPUT_MODE: OutputMode = "edits"
 OFFLINE_MODEL = "offline"
 """The model name of the rule-based engine (`--model offline`, the default)."""
 
-RECORD_FORMATS = ("prm800k", "trajectories", "prmbench", "visualprocessbench", "projudgebench")
-"""The input record formats (`--input-format`; `sources/formats.py` reads them)."""
-
 DUPLICATE_ID_POLICIES = ("error", "first")
 """What two different records with the same trajectory id do: stop with `FILE:LINE` (default), or keep the first
 and skip the rest as `duplicate_id`. Identical (question, steps) records are always dropped as `duplicate`."""

@@ -52,22 +52,22 @@ class RunSpec(BaseModel):
     taxonomy: Taxonomy
     categories: list[Category]
     """The categories to inject (`taxonomy.select([...])`); those the engine cannot make are skipped."""
-    samples: int = Field(1, ge=1)
+    samples: int = Field(default=1, ge=1)
     """Candidates to ask for per (trajectory, category)."""
     seed: int = 0
     """Sample k of a unit is sent seed+k."""
     output_mode: OutputMode = DEFAULT_OUTPUT_MODE
-    limit: int | None = Field(None, ge=1)
+    limit: int | None = Field(default=None, ge=1)
     """Use at most this many trajectories."""
-    max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
+    max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1)
     """Attempts per unit, for engines that take feedback."""
     retry_rejects: bool = False
     """Also redo units the run directory rejected (transient failures are always redone)."""
     out: Path | None = None
     """The run directory; None: `runs/<UTC date-time>`."""
-    concurrency: int = Field(16, ge=1)
+    concurrency: int = Field(default=16, ge=1)
     """Units in flight."""
-    max_cost: float | None = Field(None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0)
     """Dollars this invocation may spend; reaching it raises `BudgetExceeded` (resumable)."""
 
     def units(self, trajectories: Iterable[Trajectory], categories: list[Category]) -> Iterator[Unit]:
