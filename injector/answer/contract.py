@@ -22,6 +22,10 @@ from injector.model.codes import ReasonCode
 from injector.util.errors import UserError
 from injector.taxonomy import Category
 
+__all__ = ["DEFAULT_OUTPUT_MODE", "LATEX_COMMANDS", "OUTPUT_MODES", "AnswerError", "Edit", "EditAnswer", "EditOp",
+           "FullAnswer", "MultiSolutionAnswer", "OutputMode", "StepNumber", "answer_mode", "check_output_mode",
+           "edit_answer_schema", "escape_latex_backslashes", "parse_answer", "parse_json_object", "response_schema"]
+
 
 def check_output_mode(output_mode: str) -> str:
     """`output_mode`, if it is one of `OUTPUT_MODES`; a UserError otherwise."""
