@@ -379,6 +379,10 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     engine = from_model(engine_model, batch=batch_settings, **engine_options)
     units_executor: UnitExecutor | None = None
     ray_executor = None
+    if workers > 1 and not dry_run and (executor == "ray" or batch or deployments_file):
+        # Before the Ray executor is built: this refusal holds whether or not Ray is installed.
+        raise click.UsageError("--workers goes with the local executor and one server or --api-base list: use "
+                               "--ray-workers with --executor ray; --batch and --deployments run in one process")
     if executor == "ray" and not dry_run:
         from injector.runner.executors.ray_actors import RayExecutor, WorkerEngine
 
@@ -391,9 +395,6 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     if workers > 1 and not dry_run:
         from injector.runner.executors.processes import WorkerProcesses
 
-        if executor == "ray" or batch or deployments_file:
-            raise click.UsageError("--workers goes with the local executor and one server or --api-base list: use "
-                                   "--ray-workers with --executor ray; --batch and --deployments run in one process")
         units_executor = WorkerProcesses(workers)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
