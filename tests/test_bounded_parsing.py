@@ -50,7 +50,7 @@ def test_json_repair_failing_on_what_the_scan_let_through_is_a_parse_error(monke
     def recursing(text: str) -> None:
         raise failure("Input nesting exceeds the supported parser recursion depth.")
 
-    monkeypatch.setattr("injector.answer.contract.json_repair.loads", recursing)
+    monkeypatch.setattr("injector.answer.parsing.json_repair.loads", recursing)
     with pytest.raises(AnswerError) as caught:
         parse_answer('{"reason": "unclosed, ', edits=True)
     assert caught.value.code == "parse_error"

@@ -48,7 +48,8 @@ def ray_session():
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="prm-injector",
+    # address="local": a session of its own, never a cluster another run on this machine started (`ray start`).
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="prm-injector",
              logging_level="ERROR")
     yield ray
     ray.shutdown()

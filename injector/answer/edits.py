@@ -28,6 +28,19 @@ class AppliedEdits:
     problems: list[tuple[ReasonCode, str]] = field(default_factory=list)
     """(reason code, message) for edits that could not be applied."""
 
+    def add(self, text: str, *, changed: bool, edit: Edit | None) -> None:
+        """Append a step of the modified process (an error step when its edit says so)."""
+        self.modified_process.append(text)
+        position = len(self.modified_process)
+        if changed:
+            self.modified_steps.append(position)
+        if edit is not None and edit.is_error:
+            self.error_steps.append(position)
+            if edit.explanation:
+                self.explanations[position] = edit.explanation
+            if not changed:
+                self.flagged_steps.append(position)
+
 
 def apply_edits(original: list[str], edits: list[Edit], *, normalize=lambda text: text) -> AppliedEdits:
     """Apply `edits` in original order; inserts after the same step keep their listed order.
@@ -37,6 +50,32 @@ def apply_edits(original: list[str], edits: list[Edit], *, normalize=lambda text
     """
     result = AppliedEdits()
     size = len(original)
+    on_step, inserts = _by_position(edits, size, result.problems)
+    # A replace or insert without text (only a hand-built `Edit`) becomes an empty step, which validation refuses.
+    for inserted in inserts[0]:
+        result.add(inserted.text or "", changed=True, edit=inserted)
+    for step in range(1, size + 1):
+        acting = on_step.get(step, [])
+        chosen = acting[0] if len(acting) == 1 else None  # conflicting edits are not applied
+        if chosen is not None and chosen.op == "delete":
+            result.deleted_steps.append(step)
+        elif (chosen is not None and chosen.op == "replace"
+              and normalize(chosen.text or "") != normalize(original[step - 1])):
+            result.add(chosen.text or "", changed=True, edit=chosen)
+        else:
+            if chosen is not None and chosen.op == "replace":
+                result.warnings.append(f"the replace of step {step} changes nothing; dropped")
+                chosen = None
+            result.add(original[step - 1], changed=False, edit=chosen)
+        for inserted in inserts[step]:
+            result.add(inserted.text or "", changed=True, edit=inserted)
+    return result
+
+
+def _by_position(edits: list[Edit], size: int, problems: list[tuple[ReasonCode, str]]
+                 ) -> tuple[dict[int, list[Edit]], dict[int, list[Edit]]]:
+    """The edits acting on each original step and the inserts after each; out-of-range indices and conflicting
+    edits of one step are appended to `problems`."""
     on_step: dict[int, list[Edit]] = defaultdict(list)
     inserts: dict[int, list[Edit]] = defaultdict(list)
     out_of_range = []
@@ -52,44 +91,13 @@ def apply_edits(original: list[str], edits: list[Edit], *, normalize=lambda text
         else:
             out_of_range.append(f"{edit.op} of step {edit.step}")
     if out_of_range:
-        result.problems.append((ReasonCode.INDEX_OUT_OF_RANGE, f"{'; '.join(out_of_range)}: the original solution has "
-                                f"steps 1..{size} (insert after 0..{size}); indices refer to the original steps"))
+        problems.append((ReasonCode.INDEX_OUT_OF_RANGE, f"{'; '.join(out_of_range)}: the original solution has "
+                         f"steps 1..{size} (insert after 0..{size}); indices refer to the original steps"))
     conflicts = sorted(step for step, acting in on_step.items() if len(acting) > 1)
     if conflicts:
         listed = ", ".join(f"step {s} ({' and '.join(e.op for e in on_step[s])})" for s in conflicts)
-        result.problems.append((ReasonCode.EDIT_CONFLICT, f"{listed}: give at most one replace, delete or flag per step"))
-
-    def add(text: str, *, changed: bool, edit: Edit | None) -> None:
-        result.modified_process.append(text)
-        position = len(result.modified_process)
-        if changed:
-            result.modified_steps.append(position)
-        if edit is not None and edit.is_error:
-            result.error_steps.append(position)
-            if edit.explanation:
-                result.explanations[position] = edit.explanation
-            if not changed:
-                result.flagged_steps.append(position)
-
-    # A replace or insert without text (only a hand-built `Edit`) becomes an empty step, which validation refuses.
-    for inserted in inserts[0]:
-        add(inserted.text or "", changed=True, edit=inserted)
-    for step in range(1, size + 1):
-        acting = on_step.get(step, [])
-        chosen = acting[0] if len(acting) == 1 else None  # conflicting edits are not applied
-        if chosen is not None and chosen.op == "delete":
-            result.deleted_steps.append(step)
-        elif (chosen is not None and chosen.op == "replace"
-              and normalize(chosen.text or "") != normalize(original[step - 1])):
-            add(chosen.text or "", changed=True, edit=chosen)
-        else:
-            if chosen is not None and chosen.op == "replace":
-                result.warnings.append(f"the replace of step {step} changes nothing; dropped")
-                chosen = None
-            add(original[step - 1], changed=False, edit=chosen)
-        for inserted in inserts[step]:
-            add(inserted.text or "", changed=True, edit=inserted)
-    return result
+        problems.append((ReasonCode.EDIT_CONFLICT, f"{listed}: give at most one replace, delete or flag per step"))
+    return on_step, inserts
 
 
 def edits_from_full(original: list[str], modified: list[str], error_steps: list[int],

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from injector.model.choices import OFFLINE_MODEL
-from injector.engines.settings import EngineSettings, SettingsConflict
 
 if TYPE_CHECKING:
+    from injector.engines.settings import EngineSettings
     from injector.engines.base import Engine
 
 ENTRY_POINT_GROUP = "prm_injector.engines"
@@ -50,6 +50,8 @@ class EngineKind:
 
     def build(self, settings: EngineSettings) -> Engine:
         if self.named and (settings.batch is not None or settings.api_bases or settings.deployments is not None):
+            from injector.engines.settings import SettingsConflict
+
             raise SettingsConflict(_named_kind_refusal(self.name, settings))
         factory: Any = self.factory
         if isinstance(factory, str):
@@ -114,6 +116,8 @@ def kind_for(settings: EngineSettings) -> EngineKind:
     for kind in kinds():
         if kind.matches(settings):
             return kind
+    from injector.engines.settings import SettingsConflict
+
     raise SettingsConflict("several servers need `model`, e.g. `model=openai/qwen`")  # unreachable by validation
 
 

@@ -2,18 +2,18 @@
 messages until the answer passes or the attempts run out."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from injector.model.codes import ReasonCode
 from injector.answer.contract import DEFAULT_OUTPUT_MODE, AnswerError, answer_mode, parse_answer, response_schema
-from injector.engines.base import Engine, NotApplicable, ProviderError, TransientProviderError
+from injector.engines.base import Engine, NotApplicable, Proposal, ProviderError, TransientProviderError
 from injector.inject.prompts import render_messages
 from injector.records.directory import Candidate, Rejection, unit_id
 from injector.answer.step_labels import without_labels
 from injector.taxonomy import Category, Taxonomy
 from injector.model.trajectory import Trajectory
-from injector.inject.validation import validate_answer
+from injector.inject.validation import Verdict, validate_answer
 from injector.util.clock import utc_now
 from injector.util.version import __version__
 
@@ -62,14 +62,10 @@ async def inject_one(
     # The model sees, and the validator checks against, the steps without their labels; the record gets them back.
     trajectory, labels = without_labels(trajectory)
     mode = answer_mode(category, output_mode)
-    multi_solution, edits = category.rules.multi_solution, mode == "edits"
     messages = render_messages(taxonomy, category, trajectory, output_mode=mode)
-    schema = response_schema(multi_solution=multi_solution, edits=edits,
+    schema = response_schema(multi_solution=category.rules.multi_solution, edits=mode == "edits",
                              explanations=category.rules.require_explanations)
-    attempts: list[dict[str, Any]] = []
-    usage = {"prompt_tokens": 0, "completion_tokens": 0}
-    cost: float | None = 0.0
-    details: dict[str, Any] = {}
+    spent = _Spent()
     text: str | None = None
     codes: list[str] = []
     problems: list[str] = []
@@ -77,7 +73,7 @@ async def inject_one(
     if category.rules.requires_images and not trajectory.images:
         tries, codes = 0, [str(ReasonCode.NOT_APPLICABLE)]
         problems = [f"{category.id} needs an image, and this trajectory has none"]
-        attempts.append({"codes": codes})
+        spent.attempts.append({"codes": codes})
     for attempt in range(1, tries + 1):
         try:
             proposal = await engine.propose(messages, trajectory=trajectory, category=category, seed=seed,
@@ -85,35 +81,55 @@ async def inject_one(
                                             read_cache=read_cache)
         except (ProviderError, TransientProviderError, NotApplicable) as exc:
             codes, problems = [str(exc.code)], [str(exc)]
-            attempts.append({"codes": codes})
+            spent.attempts.append({"codes": codes})
             break
         text = proposal.text
-        for key, value in proposal.usage.items():
-            usage[key] = usage.get(key, 0) + value
-        cost = None if cost is None or proposal.cost is None else cost + proposal.cost
-        details.update(proposal.details)
-        try:
-            answer = parse_answer(text, multi_solution=multi_solution, edits=edits)
-            verdict = validate_answer(taxonomy, category, trajectory, answer)
-            codes, problems = list(verdict.codes), list(verdict.messages)
-        except AnswerError as exc:
-            codes, problems = [str(exc.code)], [exc.message]
-        attempts.append({"codes": codes, **({"cached": True} if proposal.details.get("cached") else {})})
-        if not codes:
-            provenance = _provenance(taxonomy, category, engine, seed, mode, attempts, usage, cost, details)
+        spent.add(proposal)
+        answer, verdict, codes, problems = _judge(taxonomy, category, trajectory, text, mode)
+        spent.attempts.append({"codes": codes, **({"cached": True} if proposal.details.get("cached") else {})})
+        if not codes and answer is not None and verdict is not None:
+            provenance = _provenance(taxonomy, category, engine, seed, mode, spent)
             if labels is not None:
                 verdict.modified_process = labels.relabel(verdict.modified_process)
             return _candidate(unit, answer, verdict, provenance)
         if attempt < tries:
             messages = [*messages, {"role": "assistant", "content": text},
                         {"role": "user", "content": feedback_message(problems)}]
-    provenance = _provenance(taxonomy, category, engine, seed, mode, attempts, usage, cost, details)
+    provenance = _provenance(taxonomy, category, engine, seed, mode, spent)
     return Rejection(id=unit.id, trajectory_id=trajectory.id, idx=_source_idx(trajectory), category=category.id,
                      sample=sample, codes=codes, messages=problems, raw=text, provenance=provenance)
 
 
+@dataclass
+class _Spent:
+    """What a unit's attempts cost, summed over the engine's proposals (for the record's provenance)."""
+
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    cost: float | None = 0.0
+    """None once any proposal's cost is unknown."""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, proposal: Proposal) -> None:
+        for key, value in proposal.usage.items():
+            self.usage[key] = self.usage.get(key, 0) + value
+        self.cost = None if self.cost is None or proposal.cost is None else self.cost + proposal.cost
+        self.details.update(proposal.details)
+
+
+def _judge(taxonomy: Taxonomy, category: Category, trajectory: Trajectory, text: str, mode: str
+           ) -> tuple[Any, Verdict | None, list[str], list[str]]:
+    """The parsed answer, its verdict, and the failure codes and messages (both empty when the answer passes)."""
+    try:
+        answer = parse_answer(text, multi_solution=category.rules.multi_solution, edits=mode == "edits")
+        verdict = validate_answer(taxonomy, category, trajectory, answer)
+    except AnswerError as exc:
+        return None, None, [str(exc.code)], [exc.message]
+    return answer, verdict, list(verdict.codes), list(verdict.messages)
+
+
 def _provenance(taxonomy: Taxonomy, category: Category, engine: Engine, seed: int, output_mode: str,
-                attempts: list, usage: dict, cost: float | None, details: dict) -> dict[str, Any]:
+                spent: _Spent) -> dict[str, Any]:
     return {
         **engine.describe(),
         "taxonomy": taxonomy.name,
@@ -121,10 +137,10 @@ def _provenance(taxonomy: Taxonomy, category: Category, engine: Engine, seed: in
         "template_hash": taxonomy.template_hash(category),
         "seed": seed,
         "output_mode": output_mode,
-        "attempts": attempts,
-        "usage": usage,
-        "cost": cost,
-        **details,
+        "attempts": spent.attempts,
+        "usage": spent.usage,
+        "cost": spent.cost,
+        **spent.details,
         "toolkit_version": __version__,
         "time": utc_now(),
     }

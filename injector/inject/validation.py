@@ -13,7 +13,7 @@ from injector.answer.final import answers_equivalent, final_answer_of_steps
 from injector.model.codes import ReasonCode
 from injector.answer.contract import EditAnswer, FullAnswer, MultiSolutionAnswer
 from injector.answer.edits import apply_edits
-from injector.taxonomy import Category, Taxonomy
+from injector.taxonomy import Category, Rules, Taxonomy
 from injector.model.trajectory import Trajectory
 
 
@@ -172,8 +172,20 @@ def _check_rules(
     check_unchanged_errors: bool = True,
 ) -> None:
     """The rules both output modes share, on a verdict whose steps and indices are already derived."""
-    rules = category.rules
-    changed = verdict.modified_steps
+    question_edited = normalize_question(modified_question) != normalize_question(trajectory.question)
+    _check_error_steps(verdict, category.rules, question_edited, check_unchanged_errors)
+    verdict.modified_question = modified_question if question_edited else trajectory.question
+    if question_edited and not category.rules.allow_question_edit:
+        verdict.fail(
+            ReasonCode.QUESTION_EDIT_NOT_ALLOWED,
+            f"the question was changed, which {category.id} does not allow: return it exactly as given",
+        )
+    _check_changes(verdict, category, trajectory)
+    _check_label_leaks(verdict, taxonomy, category)
+
+
+def _check_error_steps(verdict: Verdict, rules: Rules, question_edited: bool, check_unchanged_errors: bool) -> None:
+    """Deleted steps (a warning, or refused), and error steps that are there and are steps the answer changed."""
     if verdict.deleted_steps:
         verdict.warnings.append(f"deleted original steps: {_fmt(verdict.deleted_steps)}")
         if not rules.allow_deletions:
@@ -183,9 +195,8 @@ def _check_rules(
             )
     if not verdict.error_steps:
         verdict.fail(ReasonCode.NO_ERROR_STEPS, "there is no error step: mark every erroneous step")
-    question_edited = normalize_question(modified_question) != normalize_question(trajectory.question)
     if check_unchanged_errors and not rules.allows_error_on_unchanged_step(question_edited):
-        unchanged_errors = sorted(set(verdict.error_steps) - set(changed))
+        unchanged_errors = sorted(set(verdict.error_steps) - set(verdict.modified_steps))
         if unchanged_errors:
             verdict.fail(
                 ReasonCode.ERROR_ON_UNCHANGED_STEP,
@@ -193,15 +204,10 @@ def _check_rules(
                 "an error step must be a step you changed or inserted",
             )
 
-    verdict.modified_question = modified_question
-    if normalize_question(modified_question) == normalize_question(trajectory.question):
-        verdict.modified_question = trajectory.question
-    elif not rules.allow_question_edit:
-        verdict.fail(
-            ReasonCode.QUESTION_EDIT_NOT_ALLOWED,
-            f"the question was changed, which {category.id} does not allow: return it exactly as given",
-        )
 
+def _check_changes(verdict: Verdict, category: Category, trajectory: Trajectory) -> None:
+    """How many steps changed, the explanations asked for, and the final answer kept or changed as required."""
+    rules, changed = category.rules, verdict.modified_steps
     if len(changed) < rules.min_changes:
         verdict.fail(ReasonCode.TOO_FEW_CHANGES, f"{len(changed)} step(s) changed; {category.id} needs at least "
                      f"{rules.min_changes}")
@@ -216,6 +222,10 @@ def _check_rules(
     if rules.final_answer != "any":
         _check_final_answer(verdict, trajectory, keep=rules.final_answer == "keep")
 
+
+def _check_label_leaks(verdict: Verdict, taxonomy: Taxonomy, category: Category) -> None:
+    """A changed step must not announce its own error with one of the taxonomy's leak phrases."""
+    changed = verdict.modified_steps
     pattern = _leak_pattern(taxonomy.leak_phrases(category))
     if pattern:
         found = [(k, pattern.search(verdict.modified_process[k - 1])) for k in changed]

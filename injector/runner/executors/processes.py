@@ -6,7 +6,7 @@ processes (forked, so they inherit the engine, the taxonomy and its hooks as bui
 - The parent (the `inject run` process) reads the input once, as the local loop does, and sends each unit to the
   worker of its trajectory's shard (`shards.shard_of`, a stable hash; by trajectory, so the units of one trajectory
   share one worker's caches) through a pipe; a worker pulls units without ever blocking its requests in flight,
-  and runs the ordinary run loop (`pipeline.run_units`) on them.
+  and runs the ordinary run loop (`runner.local.run_units`; the worker side is `process_worker`) on them.
 - Each worker appends its own records to the run directory, through its multi-writer appends (a lock per file,
   whole lines), and skips what the directory already holds, so resume, the kill test and the ids are those of
   `--workers 1`.
@@ -23,58 +23,31 @@ processes (forked, so they inherit the engine, the taxonomy and its hooks as bui
 """
 from __future__ import annotations
 
-import asyncio
-import ctypes
 import fcntl
 import gc
-import io
-import logging
 import multiprocessing
 import os
 import signal
-import sys
 import threading
-import time
-import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, Callable, Iterator
 
-from injector.engines.cache import RequestCache
 from injector.engines.base import Engine
-from injector.util.errors import BudgetExceeded, InjectorError, UserError
-from injector.engines.limits import RateLimiter
-from injector.runner.loop import RunProgress, RunSpec, run_units
-from injector.records.directory import RunDirectory
-from injector.runner.shards import shard_of
 from injector.inject.unit import Unit
+from injector.records.directory import RunDirectory
+from injector.runner.executors.base import WorkerFailed, shares
+from injector.runner.executors.process_worker import worker_main
+from injector.runner.shards import shard_of
+from injector.runner.spec import RunProgress, RunSpec
+from injector.util.errors import BudgetExceeded, UserError
 
-SNAPSHOT_SECONDS = 0.1
-"""How often a worker sends its counts (the display redraws no faster)."""
+__all__ = ["WorkerFailed", "WorkerProcesses", "shares"]
+
 STOP_GRACE_SECONDS = 30.0
 """How long a stopped worker may take to cancel its requests and exit before it is killed."""
 PIPE_BYTES = 1 << 20
 """Pipe buffer asked for (Linux): room for a few hundred units queued for a worker."""
-READ_AHEAD = 64
-"""Units a worker receives ahead of its run loop."""
-PR_SET_PDEATHSIG = 1
-
-log = logging.getLogger("injector")
-
-
-def shares(total: int, count: int) -> list[int]:
-    """`total` split into `count` whole shares that differ by at most one and add up to `total`."""
-    base, extra = divmod(total, count)
-    return [base + (k < extra) for k in range(count)]
-
-
-class WorkerFailed(InjectorError):
-    """A worker process stopped with an error, or died; what was written is kept, and the same command continues.
-    Carries the worker's exit code (its error's, or 1 when it died)."""
-
-    def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass
@@ -149,7 +122,7 @@ class WorkerProcesses:
         share = spec.model_copy(update={
             "concurrency": shares(spec.concurrency, self.count)[index],
             "max_cost": None if spec.max_cost is None else spec.max_cost / self.count})
-        process = context.Process(target=_worker_main, name=f"inject-worker-{index}", daemon=True,
+        process = context.Process(target=worker_main, name=f"inject-worker-{index}", daemon=True,
                                   args=(index, self.count, os.getpid(), share, engine, run_dir.path, units_in,
                                         results_out))
         # SIGINT is blocked across the fork, so a Ctrl-C cannot reach the worker before it ignores SIGINT.
@@ -298,14 +271,6 @@ def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker]) -
         progress.planned = planned - progress.skipped_existing
 
 
-def _snapshot(progress: RunProgress) -> dict[str, Any]:
-    return {"done": progress.done, "accepted": progress.accepted, "rejected": progress.rejected,
-            "skipped_existing": progress.skipped_existing, "prompt_tokens": progress.prompt_tokens,
-            "completion_tokens": progress.completion_tokens, "cost": progress.cost, "codes": dict(progress.codes),
-            "by_category": {k: dict(v) for k, v in progress.by_category.items()}, "retries": progress.retries(),
-            "transient_message": progress.transient_message}
-
-
 def _death(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
@@ -324,132 +289,3 @@ def _widen(connection: Connection) -> None:
         fcntl.fcntl(connection.fileno(), set_pipe_size, PIPE_BYTES)
     except OSError:  # above /proc/sys/fs/pipe-max-size: the default size works too, with less read-ahead
         pass
-
-# ---------------------------------------------------------------------------------------------- worker side
-
-_inherited: list[Any] = []
-"""Objects a worker inherited and must never close (an SQLite connection closed in a fork can corrupt the parent's
-database): kept referenced until the worker exits without cleanup."""
-
-
-def _worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engine, path: Any,
-                 units: Connection, results: Connection) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    _die_with(parent)
-    _fresh_stdio()
-    _own_resources(engine, count)
-    progress = RunProgress(retries=lambda: engine.retries)
-    last_sent = 0.0
-
-    def on_progress(progress: RunProgress) -> None:
-        nonlocal last_sent
-        now = time.monotonic()
-        if now - last_sent >= SNAPSHOT_SECONDS:
-            last_sent = now
-            try:
-                results.send(("progress", _snapshot(progress)))
-            except OSError:  # the parent is gone (and has us stopped, on Linux): the records are what counts
-                pass
-
-    outcome: dict[str, Any]
-    try:
-        asyncio.run(_work(spec, engine, RunDirectory(path), units, progress, on_progress))
-        outcome = {"status": "finished"}
-    except BudgetExceeded:
-        outcome = {"status": "budget"}
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        outcome = {"status": "interrupted"}
-    except InjectorError as exc:
-        outcome = {"status": "failed", "error_type": type(exc).__name__, "message": str(exc),
-                   "exit_code": exc.exit_code}
-    except Exception as exc:  # a bug: say which, with the worker's traceback in the log
-        log.debug("worker %d: %s", index, traceback.format_exc())
-        outcome = {"status": "failed", "error_type": type(exc).__name__, "message": str(exc), "exit_code": 1,
-                   "internal": True}
-    try:
-        results.send(("end", {"snapshot": _snapshot(progress), "outcome": outcome}))
-    except (BrokenPipeError, OSError):
-        pass
-
-
-async def _work(spec: RunSpec, engine: Engine, run_dir: RunDirectory, units: Connection, progress: RunProgress,
-                on_progress: Callable[[RunProgress], None]) -> None:
-    """The run loop on the units the parent sends; SIGTERM cancels it between two records."""
-    task = asyncio.current_task()
-    assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        await run_units(_received_units(units, spec), spec, engine, run_dir, progress, on_progress)
-    finally:
-        run_dir.close_files()
-
-
-async def _received_units(units: Connection, spec: RunSpec) -> AsyncIterator[Unit]:
-    """The units the parent sends, until its end marker (or its death). A reader thread receives them a few ahead,
-    so waiting for the next unit never holds up the requests in flight; it is a daemon, so a worker stopped while
-    it waits on the pipe still exits."""
-    categories = {category.id: category for category in spec.categories}
-    loop = asyncio.get_running_loop()
-    received: asyncio.Queue[Any] = asyncio.Queue()
-    room = threading.Semaphore(READ_AHEAD)
-
-    def read() -> None:
-        while True:
-            room.acquire()
-            try:
-                message = units.recv()
-            except (EOFError, OSError):
-                message = None
-            try:
-                loop.call_soon_threadsafe(received.put_nowait, message)
-            except RuntimeError:  # the loop is closed: the worker is stopping
-                return
-            if message is None:
-                return
-
-    threading.Thread(target=read, name="inject-unit-reader", daemon=True).start()
-    while (message := await received.get()) is not None:
-        room.release()
-        trajectory, category_id, sample = message
-        yield Unit(trajectory, categories[category_id], sample)
-
-
-def _die_with(parent: int) -> None:
-    """Have the kernel stop this worker when the parent dies (Linux), so no orphan keeps writing the run."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:  # it died before the request took effect
-        os._exit(1)
-
-
-def _fresh_stdio() -> None:
-    """New stdout and stderr objects: a thread of the parent (its progress display) may have held their locks at
-    the fork, and a worker that wrote through them would wait forever."""
-    for name, fd in (("stdout", 1), ("stderr", 2)):
-        old = getattr(sys, name)
-        try:
-            new = io.TextIOWrapper(io.FileIO(os.dup(fd), "w"), encoding="utf-8", errors="replace",
-                                   line_buffering=True)
-        except OSError:
-            continue
-        _inherited.append(old)
-        setattr(sys, name, new)
-        for logger in (logging.getLogger(), log):
-            for handler in logger.handlers:
-                if isinstance(handler, logging.StreamHandler) and handler.stream is old:
-                    handler.setStream(new)
-
-
-def _own_resources(engine: Engine, count: int) -> None:
-    """The worker's own share of the rate limits, and its own connection to the request cache."""
-    limiter = getattr(engine, "limiter", None)
-    if isinstance(limiter, RateLimiter):
-        setattr(engine, "limiter", limiter.divided(count))
-    cache = getattr(engine, "cache", None)
-    if isinstance(cache, RequestCache):
-        _inherited.append(cache)
-        setattr(engine, "cache", RequestCache(cache.path))

@@ -1,0 +1,142 @@
+"""The local executor: a run's units on this process's event loop, `concurrency` of them in flight.
+
+Units stream from the source through a bounded queue to the workers, so memory stays flat however large the input;
+the first failure (or a reached budget) stops the producer, and a failed write stops everything at once.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Callable, Iterator
+
+from injector.engines.base import Engine, Proposal
+from injector.inject.unit import Unit, inject_one
+from injector.records.directory import RunDirectory, WrittenUnits
+from injector.runner.spec import RunProgress, RunSpec
+from injector.util.errors import BudgetExceeded, WriteFailed
+
+
+class _BatchGate(Engine):
+    """A batch engine as the run loop sees it: whenever every worker waits on the engine (no further request can
+    come until one is answered), the engine is told to send what it has collected (`Engine.flush`)."""
+
+    def __init__(self, engine: Engine, workers: int):
+        self.engine, self.live, self.waiting = engine, workers, 0
+        self.name, self.takes_feedback = engine.name, engine.takes_feedback
+
+    def describe(self) -> dict[str, Any]:
+        return self.engine.describe()
+
+    async def propose(self, messages: list[dict[str, Any]], **request: Any) -> Proposal:
+        answer = asyncio.ensure_future(self.engine.propose(messages, **request))
+        await asyncio.sleep(0)  # the engine files the request; counted as waiting only once it is filed
+        self.waiting += 1
+        try:
+            await self.flush_if_all_wait()
+            return await answer
+        finally:
+            self.waiting -= 1
+
+    async def worker_done(self) -> None:
+        self.live -= 1
+        await self.flush_if_all_wait()
+
+    async def flush_if_all_wait(self) -> None:
+        if self.live and self.waiting >= self.live:
+            await self.engine.flush()
+
+
+async def run_units(units: Iterator[Unit] | AsyncIterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
+                    progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
+    """The run loop itself, for executors that run it in other processes (`injector.runner.executors.processes`): units may come
+    from an async iterator, so waiting for the next one never blocks the requests in flight."""
+    await _LocalLoop(spec, engine, run_dir, progress, on_progress).run(units)
+
+
+async def _unit_stream(units: Iterator[Unit] | AsyncIterator[Unit]) -> AsyncIterator[Unit]:
+    if isinstance(units, AsyncIterator):
+        async for unit in units:
+            yield unit
+    else:
+        for unit in units:
+            yield unit
+
+
+class _LocalLoop:
+    """One invocation's units: a producer fills a bounded queue, `spec.concurrency` workers empty it."""
+
+    def __init__(self, spec: RunSpec, engine: Engine, run_dir: RunDirectory, progress: RunProgress,
+                 on_progress: Callable[[RunProgress], None] | None):
+        self.spec, self.run_dir, self.progress, self.on_progress = spec, run_dir, progress, on_progress
+        self.workers = max(1, spec.concurrency)
+        self.gate = _BatchGate(engine, spec.concurrency) if engine.collects_batches else None
+        self.engine: Engine = self.gate or engine
+        self.written: WrittenUnits = run_dir.written()
+        self.finished = self.written.finished(spec.retry_rejects)
+        self.queue: asyncio.Queue[Unit | None] = asyncio.Queue(maxsize=2 * spec.concurrency)
+        self.failures: list[BaseException] = []
+        self.write_failed = asyncio.Event()
+
+    def over_budget(self) -> bool:
+        max_cost = self.spec.max_cost
+        return max_cost is not None and self.progress.cost is not None and self.progress.cost >= max_cost
+
+    async def run(self, units: Iterator[Unit] | AsyncIterator[Unit]) -> None:
+        workers = [asyncio.create_task(self.worker()) for _ in range(self.workers)]
+        everything = asyncio.gather(self.produce(units), *workers)
+        stop: asyncio.Future[Any] = asyncio.create_task(self.write_failed.wait())
+        try:
+            await asyncio.wait([everything, stop], return_when=asyncio.FIRST_COMPLETED)
+            if everything.done():
+                everything.result()  # raises what the producer raised (a bad input line)
+        finally:
+            # A failed write (or an exception) leaves the units in flight unwritten: a rerun redoes them.
+            everything.cancel()
+            stop.cancel()
+            await asyncio.gather(everything, stop, return_exceptions=True)
+        if self.failures:
+            raise self.failures[0]
+        if self.over_budget():
+            raise BudgetExceeded(f"spent ${self.progress.cost:.4f}, reaching --max-cost ${self.spec.max_cost:g}; "
+                                 "run the same command again to continue")
+
+    async def produce(self, units: Iterator[Unit] | AsyncIterator[Unit]) -> None:
+        async for unit in _unit_stream(units):
+            if self.failures or self.over_budget():
+                break
+            if unit.id in self.finished:
+                self.progress.skipped_existing += 1
+                if self.progress.planned is not None:
+                    self.progress.planned -= 1
+                continue
+            await self.queue.put(unit)
+        for _ in range(self.workers):
+            await self.queue.put(None)
+
+    async def worker(self) -> None:
+        try:
+            await self.work()
+        finally:
+            if self.gate is not None:
+                await self.gate.worker_done()
+
+    async def work(self) -> None:
+        spec = self.spec
+        while (unit := await self.queue.get()) is not None:
+            if self.failures or self.over_budget():
+                continue  # keep draining so the producer never blocks on a full queue
+            try:
+                record = await inject_one(spec.taxonomy, unit.category, unit.trajectory, self.engine,
+                                          sample=unit.sample, seed=spec.seed, max_attempts=spec.max_attempts,
+                                          output_mode=spec.output_mode,
+                                          read_cache=unit.id not in self.written.rejected)
+                self.run_dir.append(record)
+            except WriteFailed as exc:  # nothing more can be written: stop now, not after the requests in flight
+                self.failures.append(exc)
+                self.write_failed.set()
+                continue
+            except Exception as exc:  # authentication refused, a bug: stop the whole run
+                self.failures.append(exc)
+                continue
+            self.progress.record(record)
+            if self.on_progress:
+                self.on_progress(self.progress)
