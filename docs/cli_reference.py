@@ -74,7 +74,8 @@ def render(ctx: click.Context) -> str:
     usage = " ".join([ctx.command_path, *command.collect_usage_pieces(ctx)])
     lines += ["```text", f"Usage: {usage}", "```", ""]
     records = [(param, param.get_help_record(ctx)) for param in command.get_params(ctx)]
-    rows = [(opts, help_text) for param, record in records if record for opts, help_text in [record]]
+    # Arguments have no help text in click: they show in the usage line, not as rows.
+    rows = [record for param, record in records if record and not isinstance(param, click.Argument)]
     if rows:
         lines += ["| option | meaning |", "|---|---|"]
         lines += [f"| `{opts}` | {_cell(help_text)} |" for opts, help_text in rows]
