@@ -1,4 +1,4 @@
-"""Client speed (issue 17): the whole `inject run` process through litellm and through the openai SDK, side by side.
+"""Client speed: the whole `inject run` process through litellm and through the openai SDK, side by side.
 
 For each client (`--client litellm` and `--client openai`; rounds interleave the order), against
 bench/fake_provider.py in its own process, caches off, `--concurrency 64`:

@@ -1,4 +1,4 @@
-"""The toolkit beside its peers (issue 17): `inject run`, curator, distilabel and data-designer, side by side in one
+"""The toolkit beside its peers: `inject run`, curator, distilabel and data-designer, side by side in one
 run, against bench/fake_provider.py, with the same prompts (the toolkit's own, rendered by its Python API),
 concurrency 64 and every cache off; whole processes timed.
 

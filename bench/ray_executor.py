@@ -1,4 +1,4 @@
-"""Local executor vs Ray (issue 19): 2,000 units of `inject run` against bench/fake_provider.py.
+"""Local executor vs Ray: 2,000 units of `inject run` against bench/fake_provider.py.
 
 Two server settings, each run with `--executor local` and `--executor ray` (a local Ray started by the command:
 one worker per CPU), rounds interleaved:

@@ -1,4 +1,4 @@
-"""Run-loop benchmarks (issue 4): the LLM path of `inject run` against a fake provider on 127.0.0.1.
+"""Run-loop benchmarks: the LLM path of `inject run` against a fake provider on 127.0.0.1.
 
 Six scenarios, each measured against its goal; one table at the end (PASS/MISS):
 

@@ -1,4 +1,4 @@
-"""Beyond one machine (issue 19): per-server rate under the litellm Router, and a batch round trip on the stub.
+"""Beyond one machine: per-server rate under the litellm Router, and a batch round trip on the stub.
 
   router  two fake providers (bench/fake_provider.py, each its own process) that enforce a sliding-window rpm
           (429 beyond it) of 120 and 60; `inject run --deployments` with those limits in the file. Per server:

@@ -183,15 +183,15 @@ def test_from_model_builds_engine_limiter_and_cache(tmp_path):
 # ---- one owner per rule ---------------------------------------------------------------------------------------------
 
 PACKAGE = Path(__file__).resolve().parents[1] / "injector"
-README = Path(__file__).resolve().parents[1] / "README.md"
+ANSWERS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "answers.md"
 
 
-def test_the_readmes_reason_code_table_is_the_catalogue():
+def test_the_manuals_reason_code_table_is_the_catalogue():
     from injector.model.codes import reason_code_table
 
     table = reason_code_table()
     assert table.count("\n") == 1 + len(list(__import__("injector").ReasonCode))
-    assert table in README.read_text(encoding="utf-8")
+    assert table in ANSWERS_PAGE.read_text(encoding="utf-8")
 
 
 def test_every_reason_code_is_emitted_by_name_and_none_as_a_bare_string():

@@ -161,8 +161,8 @@ def test_compare_puts_reports_side_by_side(split, tmp_path):
     assert result.output == written.read_text() + f"wrote {written}\n"
 
 
-def test_the_readme_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatch):
-    """README's demo: an offline run of the bundled data, a build, and the committed scores (same ids, same
+def test_the_manuals_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatch):
+    """The demo of docs/evaluate.md: an offline run of the bundled data, a build, and the committed scores (same ids, same
     numbers as `python data/make_demo_scores.py` gives now)."""
     monkeypatch.chdir(tmp_path)
     assert invoke("run", "--category", "all", "--out", "runs/demo").exit_code == 0
@@ -183,8 +183,8 @@ def test_the_readme_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatc
     assert swept.exit_code == 0, swept.output
     sweep = json.loads(Path("reports/demo-sweep/metrics.json").read_text())
     assert (sweep["threshold"], sweep["sweep"]["dev"]["n_items"], sweep["sweep"]["held_out"]["n_items"]) == (0.4, 18, 71)
-    # The README's table of the demo's figures.
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    # The table of the demo's figures in docs/evaluate.md.
+    page = " ".join((ROOT / "docs" / "evaluate.md").read_text().split())
     figures = [overall["prmscore"], overall["f1"], overall["f1_neg"], sweep["prmbench"]["overall"]["prmscore"],
                sweep["prmbench"]["overall"]["f1"], sweep["prmbench"]["overall"]["f1_neg"], processbench["f1"],
                processbench["acc_error"], processbench["acc_correct"], sweep["processbench"]["f1"],
@@ -193,7 +193,7 @@ def test_the_readme_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypatc
     shown = "| PRMScore (F1 / F1_neg) | {:.3f} ({:.3f} / {:.3f}) | {:.3f} ({:.3f} / {:.3f}) | " \
             "| ProcessBench F1 (acc_error / acc_correct) | {:.3f} ({:.3f} / {:.3f}) | {:.3f} ({:.3f} / {:.3f}) | " \
             "| correct originals, F1 (not pooled) | {:.3f} | |".format(*figures)
-    assert shown in readme
+    assert shown in page
     # The same split read from its JSONL export gives the same figures.
     export = invoke("eval", "splits/demo/jsonl", "--scores", str(ROOT / "data" / "demo_scores.jsonl"),
                     "--out", "reports/jsonl")

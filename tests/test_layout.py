@@ -1,4 +1,5 @@
-"""The README's Layout section names every module and package of injector/ (so it keeps matching the tree)."""
+"""The manual's Layout page (docs/layout.md) names every module and package of injector/ (so it keeps matching the
+tree)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,10 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _layout() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("\n## Layout\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+    return (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
 
 
 def test_the_layout_section_names_every_module_and_package():

@@ -1,4 +1,5 @@
-"""The README stays true: its Python example runs, and its two set-up commands are the ones CI relies on."""
+"""The README and the manual (docs/) stay true: their Python examples run, their commands name real options, their
+figures are the measured ones, and the README's two set-up commands are the ones CI relies on."""
 from __future__ import annotations
 
 import json
@@ -18,15 +19,21 @@ from injector.inject.validation import validate_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The README first, then the manual's pages (the command reference is generated at build time: not among them).
+PAGES = {"README.md": README, **{f"docs/{path.name}": path.read_text(encoding="utf-8")
+                                 for path in sorted((ROOT / "docs").glob("*.md"))}}
 
 
 def test_python_examples_run_as_written_from_any_directory(tmp_path, monkeypatch, capsys):
     # A new user pastes them into a session opened anywhere: no relative path may depend on the checkout.
     monkeypatch.chdir(tmp_path)
     outputs = []
-    for number, example in enumerate(re.findall(r"```python\n(.*?)```", README, re.DOTALL), 1):
-        exec(compile(example, f"README.md python block {number}", "exec"), {})
-        outputs.append(capsys.readouterr().out.splitlines())
+    for page, text in PAGES.items():
+        if page == "docs/extending.md":  # shipped modules, not session examples: test_extending_docs.py and
+            continue                     # test_repeat_step_engine.py check them against the files
+        for number, example in enumerate(re.findall(r"```python\n(.*?)```", text, re.DOTALL), 1):
+            exec(compile(example, f"{page} python block {number}", "exec"), {})
+            outputs.append(capsys.readouterr().out.splitlines())
     assert outputs == [["['undeclared_change'] [1]", "Candidate [3, 4]", "3"], ["5 0"]]
     assert list(tmp_path.iterdir()) == []  # and they write nothing into the working directory
 
@@ -43,7 +50,7 @@ def test_docs_and_code_point_only_inside_the_repository():
     # A user has the checkout, not the machine it was written on (a path like /work/shared/formats.md or
     # /work/venv/bin/python is a dead end for them).
     outside = re.compile(r"/work/|\.\./shared\b")
-    files = [ROOT / "README.md", ROOT / "SECURITY.md", ROOT / "pyproject.toml", ROOT / "taxonomy.yaml",
+    files = [ROOT / "README.md", ROOT / "SECURITY.md", ROOT / "pyproject.toml", ROOT / "taxonomy.yaml", ROOT / "mkdocs.yml",
              *(path for folder in ("bench", "data", "docs", "examples", "injector", "prompts", "taxonomies")
                for path in sorted((ROOT / folder).rglob("*"))
                if path.suffix in {".md", ".py", ".j2", ".yaml", ".toml", ".txt"})]
@@ -68,16 +75,15 @@ def test_the_recipes_acceptance_figures_are_the_replays():
             edit_codes.update(edits.codes)
     assert accepted == Counter(records=200, full=87, edits=147)
     assert edit_codes == Counter(label_leak=36, error_on_unchanged_step=13, question_edit_not_allowed=4)
-    recipe = README.split("## From PRM800K to a split with GPT-4o", 1)[1].split("\n## ", 1)[0]
-    flat = " ".join(recipe.split())
+    flat = " ".join(PAGES["docs/recipe.md"].split())
     assert "87 of 200 (43.5 %)" in flat and "147 of 200 (73.5 %)" in flat
     assert "label leaks (36), error steps on unchanged steps (13) and question edits where the category forbids them (4)" \
         in flat
 
 
-def test_every_inject_command_in_the_readme_names_real_commands_and_options():
+def test_every_inject_command_in_the_readme_and_the_docs_names_real_commands_and_options():
     checked = 0
-    for block in re.findall(r"```bash\n(.*?)```", README, re.DOTALL):
+    for block in (block for text in PAGES.values() for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL)):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split("#")[0].strip()
             for command in re.findall(r"(?:^|&&|;|\|\||\bdo)\s*(inject\s[^;&|]*)", line):
@@ -89,6 +95,6 @@ def test_every_inject_command_in_the_readme_names_real_commands_and_options():
                 options = {opt for param in group.params for opt in param.opts + param.secondary_opts}
                 unknown = [word.split("=")[0] for word in words if word.startswith("--")
                            and word.split("=")[0] not in options | {"--help"}]
-                assert unknown == [], f"README: {command}: no such option {unknown}"
+                assert unknown == [], f"{command}: no such option {unknown}"
                 checked += 1
     assert checked >= 20
