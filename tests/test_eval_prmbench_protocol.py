@@ -158,3 +158,16 @@ def test_the_directory_is_read_as_published_with_what_was_left_out_counted(direc
     assert any("left out, the first kept" in warning for warning in loaded.warnings())
     strict = pytest.raises(Exception, load_split, directory, protocol="strict")
     assert "again" in str(strict.value)
+
+
+def test_per_category_figures_of_the_seeded_scorer_are_pinned(directory, tmp_path):
+    loaded = load_split(directory)
+    scores = write_scores(tmp_path / "scores.jsonl", loaded.items, ordinary)
+    prmbench = evaluate(directory, ScoresFile(scores), out=tmp_path / "r", plots=False, bootstrap=None).metrics["prmbench"]
+    figures = {"overall": prmbench["overall"]["prmscore"], "correct": prmbench["correct"]["f1"],
+               **{category: entry["prmscore"] for category, entry in prmbench["per_category"].items()}}
+    assert figures == pytest.approx({
+        "overall": 0.587337, "circular_logic": 0.648701, "confidence": 0.554553, "counterfactual": 0.614935,
+        "deception": 0.600821, "domain_inconsistency": 0.563767, "missing_condition": 0.603875,
+        "multi_solution": 0.79085, "redundancy": 0.575058, "step_contradiction": 0.539032, "correct": 0.801501},
+        abs=5e-7)
