@@ -136,7 +136,7 @@ def step_figures(total: Sequence[int], *, f1_only: bool, protocol: str = STRICT)
         prmscore = f1
     else:
         prmscore = None if f1 is None or f1_neg is None else 0.5 * f1 + 0.5 * f1_neg
-    figures = {"prmscore": prmscore, "f1": f1, "f1_neg": f1_neg, "n_steps": tp + fp + tn + fn,
+    figures: dict[str, Any] = {"prmscore": prmscore, "f1": f1, "f1_neg": f1_neg, "n_steps": tp + fp + tn + fn,
                "tp": tp, "fp": fp, "tn": tn, "fn": fn, "n_items": total[4], "n_invalid": total[5]}
     if protocol == PRMBENCH:
         figures["no_hit"] = [name for name, value in (("f1", f1), ("f1_neg", f1_neg)) if value == NO_HIT_F1]
