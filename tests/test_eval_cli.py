@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 import runpy
 import sys
@@ -70,7 +71,10 @@ def test_a_scores_file_gives_the_report_directory(split, tmp_path):
                                                      "per_category.png", "predictions.jsonl"]
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert predictions[0]["predicted_error_steps"] == [2] and predictions[0]["first_error"] == 2
-    assert "| **overall** | 3 | 0 | 7 | 0.889 | 0.800 | 0.844 |" in result.output
+    # Each figure with its bootstrap interval (whole solutions resampled within each category).
+    assert re.search(r"\| \*\*overall\*\* \| 3 \| 0 \| 7 \| 0\.889 \[[0-9.]+, [0-9.]+\] \| 0\.800 \[[0-9.]+, [0-9.]+\] \| "
+                     r"0\.844 \[[0-9.]+, [0-9.]+\] \|", result.output), result.output
+    assert metrics["protocol"] == "strict" and metrics["label_rule"] == "threshold:0.5"
     assert (out / "per_category.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -137,8 +141,14 @@ def test_prmbench_files_are_read_with_their_ids_and_our_category_ids(tmp_path):
     result = invoke("eval", str(directory), "--scores", str(scores), "--out", str(out))
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
-    # Every step scored correct: F1_neg 0 overall; no correct solution in PRMBench's files besides multi-solution.
-    assert metrics["prmbench"]["overall"]["f1_neg"] == 0.0
+    # Every step scored correct: no true hit of the error class, so F1_neg is PRMBench's -1 (prmbench protocol, the
+    # default for its files), flagged; strict gives 0. No redundancy file here, so no correct controls.
+    assert metrics["protocol"] == "prmbench" and metrics["prmbench"]["overall"]["f1_neg"] == -1.0
+    assert metrics["prmbench"]["overall"]["no_hit"] == ["f1_neg"] and "F1 written as -1" in result.output
+    strict = invoke("eval", str(directory), "--scores", str(scores), "--out", str(tmp_path / "s"), "--protocol",
+                    "strict")
+    assert strict.exit_code == 0, strict.output
+    assert json.loads((tmp_path / "s" / "metrics.json").read_text())["prmbench"]["overall"]["f1_neg"] == 0.0
     assert metrics["prmbench"]["per_category"]["multi_solution"]["f1"] == 1.0
     assert metrics["processbench"]["acc_error"] == 0.0 and metrics["processbench"]["acc_correct"] == 1.0
 
@@ -204,8 +214,11 @@ def test_the_manuals_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypat
     one = invoke("eval", "splits/demo", "--split", "redundancy", "--scores", str(ROOT / "data" / "demo_scores.jsonl"),
                  "--out", "reports/redundancy")
     assert one.exit_code == 0, one.output
-    assert json.loads(Path("reports/redundancy/metrics.json").read_text())["prmbench"]["overall"] \
-        == {**metrics["prmbench"]["per_category"]["redundancy"]}
+    def point(figures):  # the intervals differ: the full split resamples every category
+        return {key: value for key, value in figures.items() if key != "ci"}
+
+    assert point(json.loads(Path("reports/redundancy/metrics.json").read_text())["prmbench"]["overall"]) \
+        == point(metrics["prmbench"]["per_category"]["redundancy"])
     unknown = invoke("eval", "splits/demo", "--split", "train", "--scores", "data/none.jsonl", "--out", "reports/x")
     assert unknown.exit_code == 2 and unknown.output.startswith("error: splits/demo: no split 'train'; it has ")
     # And from its ProcessBench export (0-based labels, -1 for none): the same first-error figures, no PRMScore.

@@ -99,7 +99,8 @@ def test_processbench_accuracies_and_their_harmonic_mean():
     close(figures["acc_error"], 1 / 3)
     close(figures["acc_correct"], 1 / 2)
     close(figures["f1"], 2 / 5)         # 2 * 1/3 * 1/2 / (1/3 + 1/2) = (1/3) / (5/6)
-    assert figures["per_category"] == {"circular_logic": {"accuracy": 0.5, "n": 2},
+    assert {category: {"accuracy": entry["accuracy"], "n": entry["n"]}
+            for category, entry in figures["per_category"].items()} == {"circular_logic": {"accuracy": 0.5, "n": 2},
                                        "confidence": {"accuracy": 0.0, "n": 1},
                                        "correct": {"accuracy": 1.0, "n": 1},
                                        "multi_solution": {"accuracy": 0.0, "n": 1}}
@@ -200,7 +201,7 @@ def test_prmbench_error_steps_past_the_last_step_are_dropped_and_counted(tmp_pat
                prmbench_record("p0", "redundency", ["s1", "s2"], [2]),     # the same idx in another category
                prmbench_record("p2", "multi_solutions", ["s1"], [])]
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    loaded = load_split(path)
+    loaded = load_split(path, protocol="strict")
     assert [(i.id, i.category, i.kind, i.error_steps) for i in loaded.items] == [
         ("p0::circular", "circular_logic", ERROR, frozenset({2})),
         ("p0::redundency", "redundancy", ERROR, frozenset({2})),
@@ -225,5 +226,5 @@ def test_a_bad_split_is_one_error_naming_file_and_line(tmp_path, records, messag
     path = tmp_path / "split.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     with pytest.raises(InputError) as error:
-        load_split(path)
+        load_split(path, protocol="strict")
     assert str(error.value).startswith(f"{tmp_path}/" + message.format(path=path))

@@ -49,7 +49,18 @@ def _every_ten_seconds(line):
               "report the rest.")
 @click.option("--sweep-metric", type=click.Choice(["prmscore", "processbench"]), default="prmscore",
               show_default=True, help="What --sweep maximises.")
-@click.option("--compare", is_flag=True, help="Put the reports given as arguments side by side.")
+@click.option("--protocol", type=click.Choice(["prmbench", "strict"]),
+              help="How the split is read and scored: prmbench (as PRMBench's own code does; the default for its "
+              "files) or strict (the default for everything else). See docs/evaluation-protocols.md.")
+@click.option("--label-rule", metavar="RULE", help="How scores become step labels: threshold:T (default "
+              "threshold:0.5; threshold:0 for judges) or step-difference:D (Skywork-PRM: step-difference:-0.05).")
+@click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples for the intervals (0: none).")
+@click.option("--bootstrap-seed", type=int, default=0, show_default=True, help="The bootstrap's seed.")
+@click.option("--confidence", type=click.FloatRange(0.5, 1, max_open=True), default=0.95, show_default=True,
+              help="The intervals' level.")
+@click.option("--compare", is_flag=True, help="Put the reports given as arguments side by side; for two reports of "
+              "the same split, their paired bootstrap difference.")
 @click.option("--no-plots", is_flag=True, help="Do not write the PNG plots.")
 @click.option("--api-base", help="Judge: base URL of an OpenAI-compatible (or other) server.")
 @click.option("--temperature", type=float, default=0.0, show_default=True, help="Judge: sampling temperature.")
@@ -59,13 +70,17 @@ def _every_ten_seconds(line):
 @click.option("--no-schema", is_flag=True, help="Judge: do not send a JSON-schema response_format.")
 @request_options("Judge: ")
 def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator, split_name, taxonomy_path,
-          threshold, sweep, sweep_metric, compare, no_plots, api_base, temperature, max_tokens, seed, no_schema,
-          concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost) -> None:
+          threshold, sweep, sweep_metric, protocol, label_rule, resamples, bootstrap_seed, confidence, compare,
+          no_plots, api_base, temperature, max_tokens, seed, no_schema, concurrency, timeout, rpm, tpm, cache_path,
+          no_cache, price_in, price_out, max_cost) -> None:
     """Score a PRM or an LLM judge on a split (PRMBench's PRMScore, ProcessBench's F1); or --compare reports."""
-    from injector.evaluate import DEFAULT_THRESHOLD, ScoresFile, compare as compare_reports, evaluate, write_comparison
+    from injector.evaluate import (DEFAULT_THRESHOLD, BootstrapSettings, ScoresFile, compare as compare_reports,
+                                   evaluate, write_comparison)
+    from injector.evaluate.protocols import rule_for_model
 
+    settings = BootstrapSettings(resamples, bootstrap_seed, confidence) if resamples else None
     if compare:
-        table = compare_reports(paths)
+        table = compare_reports(paths, settings)
         click.echo(table, nl=False)
         if out:
             click.echo(f"wrote {write_comparison(out, table)}", err=True)
@@ -82,6 +97,11 @@ def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator,
         raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
     if judge and (threshold is not None or sweep):
         raise click.UsageError("a judge answers correct or incorrect per step: --threshold and --sweep do not apply")
+    if label_rule and threshold is not None:
+        raise click.UsageError("give --label-rule or --threshold, not both")
+    if prm_model and not label_rule and threshold is None and rule_for_model(prm_model):
+        label_rule = rule_for_model(prm_model)
+        click.echo(f"note: --label-rule {label_rule}, the rule PRMBench's wrapper of {prm_model} uses", err=True)
     scorer: Any
     if scores_path:
         scorer = ScoresFile(scores_path)
@@ -105,7 +125,8 @@ def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator,
                            on_progress=_every_ten_seconds(lambda done, total: f"scored {done} of {total} solutions"))
     result = evaluate(paths[0], scorer, out=out, split_name=split_name, taxonomy=taxonomy_path,
                       threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-                      sweep_metric=sweep_metric if sweep else None, plots=not no_plots)
+                      sweep_metric=sweep_metric if sweep else None, plots=not no_plots, protocol=protocol,
+                      label_rule=label_rule, bootstrap=settings)
     click.echo(result.split.describe(), err=True)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)

@@ -20,10 +20,14 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from injector.evaluate.protocols import NO_HIT_F1, PRMBENCH, STRICT, LabelRule, class_f1
+
 ERROR, MULTI_SOLUTION, CORRECT = "error", "multi_solution", "correct"
 """An item's kind: a solution with error steps, a different correct solution (PRMBench's multi-solution), or a
 correct original solution kept as a control."""
 DEFAULT_THRESHOLD = 0.5
+REDUNDANCY_CATEGORIES = frozenset({"redundancy", "circular_logic", "redundency", "circular"})
+"""Categories (ours and PRMBench's names) whose labels come from redundancy scores when a scorer gives them."""
 DEV_FRACTION = 0.2
 SWEEP_METRICS = ("prmscore", "processbench")
 
@@ -45,6 +49,8 @@ class EvalItem:
     """1-based error steps; None when the split gives only the first error (a ProcessBench file)."""
     first_error: int | None = None
     """1-based earliest error step, None for a solution without an error."""
+    given_error_steps: frozenset[int] | None = None
+    """The error step numbers as a PRMBench file gives them, past the last step included (prmbench protocol)."""
 
     @property
     def step_labels(self) -> list[bool] | None:
@@ -57,46 +63,124 @@ class EvalItem:
 def f1_score(hits: int, false_alarms: int, misses: int) -> float | None:
     """2·hits / (2·hits + false alarms + misses): the harmonic mean of precision and recall, 0 when there is no hit,
     None when the class is neither labelled nor predicted."""
-    denominator = 2 * hits + false_alarms + misses
-    return None if denominator == 0 else 2 * hits / denominator
+    return class_f1(hits, false_alarms, misses, STRICT)
 
 
-@dataclass
-class StepCounts:
-    """Confusion counts over pooled steps; positive = correct step."""
+VECTOR = ("tp", "fp", "tn", "fn", "n_items", "n_invalid", "error_right", "n_error", "correct_right", "n_correct")
+"""What one solution adds to its category's totals: PRMScore's step counts (positive = correct step), whether it was
+invalid, and ProcessBench's tallies (right first-error predictions among solutions with and without an error)."""
 
-    tp: int = 0
-    fp: int = 0
-    tn: int = 0
-    fn: int = 0
 
-    def add(self, labels: Sequence[bool], predictions: Sequence[bool]) -> None:
-        for label, predicted in zip(labels, predictions, strict=True):
-            if label and predicted:
-                self.tp += 1
-            elif label:
-                self.fn += 1
-            elif predicted:
-                self.fp += 1
-            else:
-                self.tn += 1
+def _threshold_rule(threshold: float, rule: LabelRule | None) -> LabelRule:
+    return rule if rule is not None else LabelRule("threshold", threshold)
 
-    @property
-    def n_steps(self) -> int:
-        return self.tp + self.fp + self.tn + self.fn
 
-    def figures(self, *, f1_only: bool = False) -> dict[str, Any]:
-        """PRMScore, F1, F1_neg and the counts; `f1_only` (multi-solution and control items, whose every step is
-        positive): F1_neg is undefined (null) and PRMScore is F1 alone."""
-        f1 = f1_score(self.tp, self.fp, self.fn)
-        # Negative class: precision TN/(TN+FN), recall TN/(TN+FP).
-        f1_neg = None if f1_only else f1_score(self.tn, self.fn, self.fp)
-        if f1_only:
-            prmscore = f1
-        else:
-            prmscore = None if f1 is None or f1_neg is None else 0.5 * f1 + 0.5 * f1_neg
-        return {"prmscore": prmscore, "f1": f1, "f1_neg": f1_neg, "n_steps": self.n_steps,
-                "tp": self.tp, "fp": self.fp, "tn": self.tn, "fn": self.fn}
+def item_vector(item: EvalItem, scores: Scores, rule: LabelRule, protocol: str = STRICT,
+                redundancy: Scores | None = None) -> list[int]:
+    """One solution's contribution (VECTOR's fields). prmbench: PRMBench's loop over the model's labels (one more
+    label than steps is consumed), a step's reference being "its number is not among the error steps as given"
+    (an error step past the last never matches); redundancy scores replace step scores for the two redundancy
+    categories. strict: one label per step, against the split's labels."""
+    vector = [0] * len(VECTOR)
+    vector[4] = 1
+    has_error = item.first_error is not None
+    vector[7 if has_error else 9] = 1
+    item_scores = scores.get(item.id)
+    if item_scores is None:
+        vector[5] = 1
+        return vector
+    step_scores = item_scores
+    if redundancy and item.category in REDUNDANCY_CATEGORIES and redundancy.get(item.id) is not None:
+        step_scores = redundancy[item.id] or ()
+    predictions = rule.labels(step_scores)
+    if item.error_steps is not None:
+        given = item.given_error_steps if protocol == PRMBENCH and item.given_error_steps is not None \
+            else item.error_steps
+        references = [k not in given for k in range(1, len(predictions) + 1)] if protocol == PRMBENCH \
+            else item.step_labels or []
+        for reference, predicted in zip(references, predictions, strict=True):
+            vector[(0 if predicted else 3) if reference else (1 if predicted else 2)] += 1
+    first = next((k for k, ok in enumerate(rule.labels(item_scores)[:len(item.steps)], 1) if not ok), None)
+    if first == item.first_error:
+        vector[6 if has_error else 8] = 1
+    return vector
+
+
+def category_totals(items: Sequence[EvalItem], vectors: Sequence[Sequence[int]]) -> dict[str, list[int]]:
+    """The item vectors summed per category."""
+    totals: dict[str, list[int]] = {}
+    for item, vector in zip(items, vectors, strict=True):
+        total = totals.setdefault(item.category, [0] * len(VECTOR))
+        for k, value in enumerate(vector):
+            total[k] += value
+    return totals
+
+
+def _sum(vectors: Iterable[Sequence[int]]) -> list[int]:
+    total = [0] * len(VECTOR)
+    for vector in vectors:
+        for k, value in enumerate(vector):
+            total[k] += value
+    return total
+
+
+def step_figures(total: Sequence[int], *, f1_only: bool, protocol: str = STRICT) -> dict[str, Any]:
+    """PRMScore, F1, F1_neg and the counts of a VECTOR total; `f1_only` (multi-solution and control items, whose
+    every step is positive): F1_neg is undefined (null) and PRMScore is F1 alone. `no_hit`: the classes whose F1
+    is PRMBench's -1 (prmbench protocol)."""
+    tp, fp, tn, fn = total[:4]
+    f1 = class_f1(tp, fp, fn, protocol)
+    # Negative class: precision TN/(TN+FN), recall TN/(TN+FP).
+    f1_neg = None if f1_only else class_f1(tn, fn, fp, protocol)
+    if f1_only:
+        prmscore = f1
+    else:
+        prmscore = None if f1 is None or f1_neg is None else 0.5 * f1 + 0.5 * f1_neg
+    figures: dict[str, Any] = {"prmscore": prmscore, "f1": f1, "f1_neg": f1_neg, "n_steps": tp + fp + tn + fn,
+               "tp": tp, "fp": fp, "tn": tn, "fn": fn, "n_items": total[4], "n_invalid": total[5]}
+    if protocol == PRMBENCH:
+        figures["no_hit"] = [name for name, value in (("f1", f1), ("f1_neg", f1_neg)) if value == NO_HIT_F1]
+    return figures
+
+
+def prmbench_from_totals(totals: Mapping[str, Sequence[int]], kinds: Mapping[str, str],
+                         protocol: str = STRICT) -> dict[str, Any]:
+    """PRMScore overall (error and multi-solution categories pooled over steps), per category, and of the control
+    items apart."""
+    pooled = [total for category, total in totals.items() if kinds[category] != CORRECT]
+    controls = [total for category, total in totals.items() if kinds[category] == CORRECT]
+    return {
+        "overall": step_figures(_sum(pooled), f1_only=False, protocol=protocol),
+        "per_category": {category: step_figures(total, f1_only=kinds[category] != ERROR, protocol=protocol)
+                         for category, total in sorted(totals.items()) if kinds[category] != CORRECT},
+        "correct": step_figures(_sum(controls), f1_only=True, protocol=protocol) if controls else None,
+    }
+
+
+def accuracy_figures(total: Sequence[int]) -> dict[str, Any]:
+    """ProcessBench's acc_error, acc_correct and F1 (their harmonic mean) of a VECTOR total, as its run_eval.py
+    computes them: null when a group is empty; F1 null and `f1_undefined` when both accuracies are 0 (its NaN)."""
+    error_right, n_error, correct_right, n_correct = total[6:10]
+    acc_error, acc_correct = _accuracy(error_right, n_error), _accuracy(correct_right, n_correct)
+    undefined = acc_error == 0 and acc_correct == 0
+    if acc_error is None or acc_correct is None or undefined:
+        f1 = None
+    else:
+        f1 = 2 * acc_error * acc_correct / (acc_error + acc_correct)
+    n = total[4]
+    return {"f1": f1, "acc_error": acc_error, "acc_correct": acc_correct, "n_error": n_error, "n_correct": n_correct,
+            "accuracy": (error_right + correct_right) / n if n else None, "n": n, "f1_undefined": undefined}
+
+
+def processbench_from_totals(totals: Mapping[str, Sequence[int]], *, subsets: bool = False) -> dict[str, Any]:
+    """Pooled acc_error, acc_correct and F1 over every solution, the same per category; with `subsets` (ProcessBench
+    files, one per subset) the mean of the per-subset F1s, as the paper's "average" (null when one is undefined)."""
+    figures = accuracy_figures(_sum(totals.values()))
+    figures["per_category"] = {category: accuracy_figures(total) for category, total in sorted(totals.items())}
+    if subsets:
+        f1s = [entry["f1"] for entry in figures["per_category"].values()]
+        figures["average_f1"] = None if any(f1 is None for f1 in f1s) or not f1s else sum(f1s) / len(f1s)
+    return figures
 
 
 def predicted_positive(scores: Sequence[float], threshold: float) -> list[bool]:
@@ -109,78 +193,31 @@ def predicted_first_error(scores: Sequence[float], threshold: float) -> int | No
     return next((k for k, score in enumerate(scores, 1) if score <= threshold), None)
 
 
-def prmbench_metrics(items: Sequence[EvalItem], scores: Scores, threshold: float) -> dict[str, Any] | None:
+def prmbench_metrics(items: Sequence[EvalItem], scores: Scores, threshold: float, *, rule: LabelRule | None = None,
+                     protocol: str = STRICT, redundancy: Scores | None = None) -> dict[str, Any] | None:
     """PRMScore overall (error and multi-solution items pooled), per category, and of the control items apart;
     None when the items carry no step labels. Items whose scores are None (invalid answers) are left out and
     counted in `n_invalid`."""
     if not items or any(item.error_steps is None for item in items):
         return None
-    overall = StepCounts()
-    per_category: dict[str, StepCounts] = {}
-    correct = StepCounts()
-    items_of: dict[str, list[int]] = {}  # category -> [items, invalid]
-    for item in items:
-        tally = items_of.setdefault(item.category, [0, 0])
-        tally[0] += 1
-        item_scores = scores.get(item.id)
-        if item_scores is None:
-            tally[1] += 1
-            continue
-        labels = item.step_labels or []
-        predictions = predicted_positive(item_scores, threshold)
-        if item.kind == CORRECT:
-            correct.add(labels, predictions)
-            continue
-        overall.add(labels, predictions)
-        per_category.setdefault(item.category, StepCounts()).add(labels, predictions)
-    kinds = {item.category: item.kind for item in items}
-
-    def figures(category: str, counts: StepCounts) -> dict[str, Any]:
-        n_items, n_invalid = items_of[category]
-        return {**counts.figures(f1_only=kinds[category] != ERROR), "n_items": n_items, "n_invalid": n_invalid}
-
-    pooled = [item for item in items if item.kind != CORRECT]
-    correct_items = [item for item in items if item.kind == CORRECT]
-    return {
-        "overall": {**overall.figures(), "n_items": len(pooled),
-                    "n_invalid": sum(scores.get(item.id) is None for item in pooled)},
-        "per_category": {category: figures(category, per_category.get(category, StepCounts()))
-                         for category in sorted(items_of) if kinds[category] != CORRECT},
-        "correct": {**correct.figures(f1_only=True), "n_items": len(correct_items),
-                    "n_invalid": sum(scores.get(item.id) is None for item in correct_items)}
-        if correct_items else None,
-    }
+    label_rule = _threshold_rule(threshold, rule)
+    vectors = [item_vector(item, scores, label_rule, protocol, redundancy) for item in items]
+    return prmbench_from_totals(category_totals(items, vectors), {item.category: item.kind for item in items},
+                                protocol)
 
 
 def _accuracy(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
-def processbench_metrics(items: Sequence[EvalItem], scores: Scores, threshold: float) -> dict[str, Any]:
-    """acc_error, acc_correct, their harmonic mean F1 (null when a group is empty), and the accuracy per category."""
-    hits = {True: 0, False: 0}  # has an error -> right predictions
-    totals = {True: 0, False: 0}
-    per_category: dict[str, list[int]] = {}
-    for item in items:
-        has_error = item.first_error is not None
-        item_scores = scores.get(item.id)
-        right = item_scores is not None and predicted_first_error(item_scores, threshold) == item.first_error
-        totals[has_error] += 1
-        hits[has_error] += right
-        tally = per_category.setdefault(item.category, [0, 0])
-        tally[0] += right
-        tally[1] += 1
-    acc_error, acc_correct = _accuracy(hits[True], totals[True]), _accuracy(hits[False], totals[False])
-    if acc_error is None or acc_correct is None:
-        f1 = None
-    elif acc_error + acc_correct == 0:
-        f1 = 0.0
-    else:
-        f1 = 2 * acc_error * acc_correct / (acc_error + acc_correct)
-    return {"f1": f1, "acc_error": acc_error, "acc_correct": acc_correct, "n_error": totals[True],
-            "n_correct": totals[False],
-            "per_category": {category: {"accuracy": right / n, "n": n}
-                             for category, (right, n) in sorted(per_category.items())}}
+def processbench_metrics(items: Sequence[EvalItem], scores: Scores, threshold: float, *,
+                         rule: LabelRule | None = None) -> dict[str, Any]:
+    """acc_error, acc_correct, their harmonic mean F1 (null when a group is empty), pooled and per category (per
+    subset file for ProcessBench's files, with their mean)."""
+    label_rule = _threshold_rule(threshold, rule)
+    vectors = [item_vector(item, scores, label_rule) for item in items]
+    subsets = bool(items) and all(item.error_steps is None for item in items)
+    return processbench_from_totals(category_totals(items, vectors), subsets=subsets)
 
 
 def in_dev_subset(item_id: str, fraction: float = DEV_FRACTION) -> bool:
@@ -223,14 +260,11 @@ def error_detection_curve(items: Sequence[EvalItem], scores: Scores,
     """Precision and recall of finding error steps (the negative class: score at or below the threshold) at each
     threshold, over the pooled steps of the error and multi-solution items with valid scores."""
     curve = []
+    pooled = [item for item in items if item.kind != CORRECT and item.step_labels is not None]
     for threshold in thresholds:
-        counts = StepCounts()
-        for item in items:
-            item_scores = scores.get(item.id)
-            if item.kind == CORRECT or item_scores is None or item.step_labels is None:
-                continue
-            counts.add(item.step_labels, predicted_positive(item_scores, threshold))
-        flagged, errors = counts.tn + counts.fn, counts.tn + counts.fp
-        curve.append({"threshold": threshold, "precision": counts.tn / flagged if flagged else None,
-                      "recall": counts.tn / errors if errors else None})
+        rule = LabelRule("threshold", threshold)
+        tp, fp, tn, fn = _sum(item_vector(item, scores, rule) for item in pooled)[:4]
+        flagged, errors = tn + fn, tn + fp
+        curve.append({"threshold": threshold, "precision": tn / flagged if flagged else None,
+                      "recall": tn / errors if errors else None})
     return curve

@@ -6,31 +6,58 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from injector.util.errors import UserError, WriteFailed
 from injector.util.version import __version__
-from injector.evaluate.metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, error_detection_curve, in_dev_subset,
-                      predicted_first_error, processbench_metrics, prmbench_metrics, sweep_threshold)
+from injector.evaluate.bootstrap import BootstrapSettings, add_intervals, figures_function
+from injector.evaluate.paired import paired_section
+from injector.evaluate.metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, category_totals,
+                                       error_detection_curve, in_dev_subset, item_vector)
+from injector.evaluate.metrics import sweep_threshold
+from injector.evaluate.protocols import PRMBENCH, STRICT, LabelRule
 from injector.evaluate.scorers import ScorerResult
 
 METRICS_FILE, TABLE_FILE, PREDICTIONS_FILE = "metrics.json", "metrics.md", "predictions.jsonl"
 PLOT_FILES = ("per_category.png", "error_detection_pr.png")
 
 
-def _figures(items: Sequence[EvalItem], scores: Scores, threshold: float) -> dict[str, Any]:
-    return {"prmbench": prmbench_metrics(items, scores, threshold),
-            "processbench": processbench_metrics(items, scores, threshold)}
+@dataclass(frozen=True)
+class Scoring:
+    """How scores become figures: the label rule, the protocol, and the bootstrap (None: no intervals)."""
+
+    rule: LabelRule
+    protocol: str = STRICT
+    bootstrap: BootstrapSettings | None = None
+
+
+def _figures(items: Sequence[EvalItem], result: ScorerResult, scoring: Scoring,
+             with_intervals: bool = False) -> dict[str, Any]:
+    vectors = [item_vector(item, result.scores, scoring.rule, scoring.protocol, result.redundancy_scores)
+               for item in items]
+    figures_of = figures_function({item.category: item.kind for item in items}, scoring.protocol,
+                                  step_labels=bool(items) and all(item.error_steps is not None for item in items),
+                                  subsets=bool(items) and all(item.error_steps is None for item in items))
+    figures = figures_of(category_totals(items, vectors))
+    if with_intervals and scoring.bootstrap is not None and items:
+        figures["bootstrap"] = add_intervals(figures, [item.category for item in items], vectors, figures_of,
+                                             scoring.bootstrap)
+    return figures
 
 
 def compute_metrics(items: Sequence[EvalItem], result: ScorerResult, *, threshold: float,
-                    sweep_metric: str | None = None) -> dict[str, Any]:
-    """metrics.json's figures: at `threshold`, or (with `sweep_metric`) at the threshold that maximises that metric
-    on the dev subset (a 20 % of items by a hash of their id), reported on the rest, with the dev figures beside."""
+                    sweep_metric: str | None = None, scoring: Scoring | None = None) -> dict[str, Any]:
+    """metrics.json's figures: at `threshold` (or under `scoring`'s label rule), or (with `sweep_metric`) at the
+    threshold that maximises that metric on the dev subset (a 20 % of items by a hash of their id), reported on the
+    rest, with the dev figures beside; with `scoring.bootstrap`, an interval beside every reported figure."""
+    scoring = scoring or Scoring(LabelRule("threshold", threshold))
     sweep = None
     scored = items
     if sweep_metric is not None:
+        if scoring.rule.kind != "threshold":
+            raise UserError(f"--sweep chooses a threshold; it does not apply to --label-rule {scoring.rule.text}")
         dev = [item for item in items if in_dev_subset(item.id)]
         held_out = [item for item in items if not in_dev_subset(item.id)]
         if sweep_metric == "prmscore" and any(item.error_steps is None for item in items):
@@ -41,31 +68,39 @@ def compute_metrics(items: Sequence[EvalItem], result: ScorerResult, *, threshol
             raise UserError(f"--sweep: the dev subset ({len(dev)} of {len(items)} solutions, chosen by a hash of "
                             f"their ids) gives no {sweep_metric} figure at any threshold, or leaves nothing held out; "
                             "evaluate a larger split, or give --threshold instead")
-        threshold = best
+        scoring = Scoring(LabelRule("threshold", best), scoring.protocol, scoring.bootstrap)
         sweep = {"metric": sweep_metric, "dev_fraction": DEV_FRACTION, "threshold": best, "dev_value": value,
-                 "dev": {"n_items": len(dev), **_figures(dev, result.scores, best)},
+                 "dev": {"n_items": len(dev), **_figures(dev, result, scoring)},
                  "held_out": {"n_items": len(held_out)}}
         scored = held_out
-    return {"threshold": threshold, "validity": result.validity, **_figures(scored, result.scores, threshold),
-            "sweep": sweep}
+    figures = _figures(scored, result, scoring, with_intervals=True)
+    bootstrap = figures.pop("bootstrap", None)
+    return {"threshold": scoring.rule.value if scoring.rule.kind == "threshold" else None,
+            "label_rule": scoring.rule.text, "protocol": scoring.protocol, "validity": result.validity, **figures,
+            "sweep": sweep, "bootstrap": bootstrap}
 
 
-def prediction_lines(items: Sequence[EvalItem], result: ScorerResult, threshold: float,
-                     with_dev: bool) -> list[dict[str, Any]]:
-    """One line per solution: its labels (1-based), its scores and what they predict at `threshold`."""
+def prediction_lines(items: Sequence[EvalItem], result: ScorerResult, rule: LabelRule | float,
+                     with_dev: bool, protocol: str = STRICT) -> list[dict[str, Any]]:
+    """One line per solution: its labels (1-based), its scores, what they predict under `rule`, and its
+    contribution to the figures (`vector`, what `--compare` resamples)."""
+    rule = rule if isinstance(rule, LabelRule) else LabelRule("threshold", rule)
     lines = []
     for item in items:
         scores = result.scores.get(item.id)
-        first = None if scores is None else predicted_first_error(scores, threshold)
+        flagged = None if scores is None else [k for k, ok in enumerate(rule.labels(scores), 1) if not ok]
+        first = next((k for k in flagged or () if k <= len(item.steps)), None)
         line: dict[str, Any] = {
             "id": item.id, "category": item.category, "kind": item.kind, "n_steps": len(item.steps),
             "error_steps": None if item.error_steps is None else sorted(item.error_steps),
             "first_error": item.first_error, "valid": scores is not None,
             "step_scores": None if scores is None else list(scores),
-            "predicted_error_steps": None if scores is None else [k for k, s in enumerate(scores, 1) if s <= threshold],
-            "predicted_first_error": first,
+            "predicted_error_steps": flagged, "predicted_first_error": first,
             "first_error_right": scores is not None and first == item.first_error,
+            "vector": item_vector(item, result.scores, rule, protocol, result.redundancy_scores),
         }
+        if item.id in result.redundancy_scores:
+            line["redundancy_scores"] = list(result.redundancy_scores[item.id] or ())
         if with_dev:
             line["dev"] = in_dev_subset(item.id)
         line.update(result.details.get(item.id, {}))
@@ -82,42 +117,79 @@ def _number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def markdown_table(report: dict[str, Any]) -> str:
-    """The report as Markdown: PRMBench's figures overall and per category, with counts, then ProcessBench's."""
-    name = scorer_name(report["scorer"])
-    lines = [f"# inject eval: {name}", "",
-             f"Split `{report['split']}`: {report['n_items']} solutions; threshold {report['threshold']:g}"
+def _cell(figures: dict[str, Any] | None, key: str) -> str:
+    """A figure and its interval: `0.712 [0.690, 0.733]`; a PRMBench -1 is marked."""
+    if figures is None or figures.get(key) is None:
+        return "—"
+    interval = (figures.get("ci") or {}).get(key)
+    text = _number(figures[key]) + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
+    return text + (" (no hit)" if key in figures.get("no_hit", ()) else "")
+
+
+def _header(report: dict[str, Any]) -> list[str]:
+    rule = report.get("label_rule") or f"threshold:{report['threshold']:g}"
+    bootstrap = report.get("bootstrap")
+    lines = [f"# inject eval: {scorer_name(report['scorer'])}", "",
+             f"Split `{report['split']}`: {report['n_items']} solutions; protocol {report.get('protocol', STRICT)}; "
+             f"label rule {rule}"
              + ("" if report["validity"] is None else f"; valid answers {report['validity']:.1%}")
              + ("" if report["sweep"] is None else
-                f" (swept on a {report['sweep']['dev_fraction']:.0%} dev subset of {report['sweep']['dev']['n_items']}"
-                f" solutions for {report['sweep']['metric']}; figures below are the held-out "
-                f"{report['sweep']['held_out']['n_items']})"), ""]
+                f" (threshold swept on a {report['sweep']['dev_fraction']:.0%} dev subset of "
+                f"{report['sweep']['dev']['n_items']} solutions for {report['sweep']['metric']}; figures below are "
+                f"the held-out {report['sweep']['held_out']['n_items']})"), ""]
+    if bootstrap:
+        lines += [f"Brackets: {bootstrap['level']:.0%} bootstrap intervals ({bootstrap['resamples']} resamples of "
+                  f"whole solutions within each category, seed {bootstrap['seed']}).", ""]
+    lines += [f"Warning: {warning}" for warning in report.get("warnings", ())]
+    return lines + ([""] if report.get("warnings") else [])
+
+
+def _prmbench_rows(prmbench: dict[str, Any], accuracy: dict[str, Any], protocol: str) -> list[str]:
+    lines = ["| category | solutions | invalid | steps | F1 | F1_neg | PRMScore | first-error accuracy |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def row(label: str, figures: dict[str, Any], category: str | None) -> str:
+        return (f"| {label} | {figures['n_items']} | {figures['n_invalid']} | {figures['n_steps']} | "
+                f"{_cell(figures, 'f1')} | {_cell(figures, 'f1_neg')} | {_cell(figures, 'prmscore')} | "
+                f"{_cell(accuracy.get(category) if category else None, 'accuracy')} |")
+
+    lines.append(row("**overall**", prmbench["overall"], None))
+    lines += [row(category, figures, category) for category, figures in prmbench["per_category"].items()]
+    if prmbench["correct"] is not None:
+        lines.append(row("correct originals (not pooled)", prmbench["correct"], CORRECT))
+    lines += ["", "Multi-solution and correct originals: F1 alone (every step is correct, so F1_neg is "
+                  "undefined). First-error accuracy: ProcessBench's per-solution accuracy in that category."]
+    if protocol == PRMBENCH:
+        lines += ["(no hit): a class with no true hit, whose F1 PRMBench writes as -1."]
+    return lines + [""]
+
+
+def _processbench_rows(processbench: dict[str, Any], subsets: bool) -> list[str]:
+    lines = ["| " + ("subset" if subsets else "category") + " | solutions | acc_error | acc_correct | F1 |",
+             "|---|---:|---:|---:|---:|"]
+    for category, figures in processbench["per_category"].items():
+        f1 = "undefined (both accuracies 0)" if figures.get("f1_undefined") else _cell(figures, "f1")
+        lines.append(f"| {category} | {figures['n']} | {_cell(figures, 'acc_error')} | "
+                     f"{_cell(figures, 'acc_correct')} | {f1} |")
+    if subsets:
+        lines.append(f"| **average over subsets** (the paper's figure) | | | | {_cell(processbench, 'average_f1')} |")
+    pooled = "undefined (both accuracies 0)" if processbench.get("f1_undefined") else _cell(processbench, "f1")
+    lines.append(f"| **pooled** over every solution | {processbench['n_error'] + processbench['n_correct']} | "
+                 f"{_cell(processbench, 'acc_error')} | {_cell(processbench, 'acc_correct')} | {pooled} |")
+    return lines
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """The report as Markdown: PRMBench's figures overall and per category, then ProcessBench's, each figure with
+    its interval."""
+    lines = _header(report)
     prmbench, processbench = report["prmbench"], report["processbench"]
-    accuracy = processbench["per_category"]
     if prmbench is not None:
-        lines += ["| category | solutions | invalid | steps | F1 | F1_neg | PRMScore | first-error accuracy |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
-
-        def row(label: str, figures: dict[str, Any], category: str | None) -> str:
-            first = accuracy.get(category, {}).get("accuracy") if category else None
-            return (f"| {label} | {figures['n_items']} | {figures['n_invalid']} | {figures['n_steps']} | "
-                    f"{_number(figures['f1'])} | {_number(figures['f1_neg'])} | {_number(figures['prmscore'])} | "
-                    f"{_number(first)} |")
-
-        lines.append(row("**overall**", prmbench["overall"], None))
-        lines += [row(category, figures, category) for category, figures in prmbench["per_category"].items()]
-        if prmbench["correct"] is not None:
-            lines.append(row("correct originals (not pooled)", prmbench["correct"], CORRECT))
-        lines += ["", "Multi-solution and correct originals: F1 alone (every step is correct, so F1_neg is "
-                      "undefined). First-error accuracy: ProcessBench's per-solution accuracy in that category.", ""]
+        lines += _prmbench_rows(prmbench, processbench["per_category"], report.get("protocol", STRICT))
     else:
-        lines += ["| category | solutions | first-error accuracy |", "|---|---:|---:|"]
-        lines += [f"| {category} | {figures['n']} | {_number(figures['accuracy'])} |"
-                  for category, figures in accuracy.items()]
-        lines += ["", "No step labels (a ProcessBench file): PRMScore is not defined.", ""]
-    lines += [f"ProcessBench: F1 {_number(processbench['f1'])}, accuracy on solutions with an error "
-              f"{_number(processbench['acc_error'])} (n = {processbench['n_error']}), on correct ones "
-              f"{_number(processbench['acc_correct'])} (n = {processbench['n_correct']})."]
+        lines += ["No step labels (a ProcessBench file): PRMScore is not defined.", ""]
+    lines += ["ProcessBench (first error step):", ""]
+    lines += _processbench_rows(processbench, "average_f1" in processbench)
     return "\n".join(lines) + "\n"
 
 
@@ -163,7 +235,7 @@ def write_plots(report: dict[str, Any], items: Sequence[EvalItem], scores: Score
     axes.bar(names, [value or 0.0 for value in per_category.values()], color="#4c72b0")
     axes.set_ylim(0, 1)
     axes.set_ylabel(what)
-    axes.set_title(f"{what} per category, threshold {report['threshold']:g}")
+    axes.set_title(f"{what} per category, {report.get('label_rule') or report['threshold']}")
     plt.setp(axes.get_xticklabels(), rotation=40, ha="right")
     figure.tight_layout()
     _write_atomically(out / PLOT_FILES[0], lambda target: figure.savefig(target, format="png", dpi=100))
@@ -235,8 +307,9 @@ def read_report(path: str | Path) -> tuple[str, dict[str, Any]]:
     return (path.name if path.is_dir() else path.parent.name) or str(path), report
 
 
-def compare(paths: Sequence[str | Path]) -> str:
-    """Several reports side by side, as a Markdown table: one column per report, one row per figure."""
+def compare(paths: Sequence[str | Path], settings: BootstrapSettings | None = BootstrapSettings()) -> str:
+    """Several reports side by side, as a Markdown table: one column per report, one row per figure; for two
+    reports of the same solutions (and `settings`), their paired bootstrap difference below."""
     reports = [read_report(path) for path in paths]
     names = [name for name, _ in reports]
     rows: list[tuple[str, list[Any]]] = [
@@ -270,4 +343,7 @@ def compare(paths: Sequence[str | Path]) -> str:
     if len(splits) > 1:
         lines += ["", "Note: these reports are of different splits (or different parts of one); their figures are "
                       "not directly comparable."]
+    elif settings is not None:
+        directories = [Path(path) if Path(path).is_dir() else Path(path).parent for path in paths]
+        lines += paired_section(names, [report for _, report in reports], directories, settings)
     return "\n".join(lines) + "\n"

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from injector.util.errors import InputError, UserError
-from injector.evaluate.metrics import EvalItem
+from injector.evaluate.metrics import CORRECT, EvalItem
+from injector.evaluate.protocols import PRMBENCH, STRICT
 
 SCORES_LINE = '{"id": "...", "step_scores": [0.93, 0.12, ...]}'
 
@@ -28,14 +29,21 @@ class ScorerResult:
     notes: list[str] = field(default_factory=list)
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per item id, what goes into its predictions line beyond the scores (a judge's attempts and problem)."""
+    redundancy_scores: dict[str, tuple[float, ...] | None] = field(default_factory=dict)
+    """Per item id, the scores that replace `scores` for the two redundancy categories (PRMBench's judges and
+    ReasonEval give them)."""
+    longer_lists: int = 0
+    """prmbench protocol: score lists one longer than the steps, consumed whole as PRMBench does."""
 
 
-def check_step_scores(value: Any, n_steps: int) -> str | None:
-    """Why `value` is not `n_steps` scores in 0..1, or None when it is."""
+def check_step_scores(value: Any, n_steps: int, *, key: str = "step_scores", one_more: bool = False) -> str | None:
+    """Why `value` is not `n_steps` scores in 0..1 (`one_more`: or one more, as PRMBench consumes them), or None
+    when it is."""
     if not isinstance(value, list):
-        return "`step_scores` must be a list of numbers"
-    if len(value) != n_steps:
-        return f"{len(value)} step scores for a solution of {n_steps} steps; give one score per step"
+        return f"`{key}` must be a list of numbers"
+    if len(value) != n_steps and not (one_more and len(value) == n_steps + 1):
+        return (f"{len(value)} {key.replace('_', ' ')} for a solution of {n_steps} steps; give one score per step"
+                + (" (the prmbench protocol also takes one more)" if one_more else ""))
     for k, score in enumerate(value, 1):
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             return f"step {k}: score {json.dumps(score)} is not a number"
@@ -46,14 +54,21 @@ def check_step_scores(value: Any, n_steps: int) -> str | None:
     return None
 
 
-def read_scores(path: str | Path, items: Sequence[EvalItem]) -> ScorerResult:
-    """Scores from a JSONL file of `{"id", "step_scores"}`: every item of the split must have one line with one
-    score in 0..1 per step; ids the split lacks are ignored (said in a note). Errors name FILE:LINE (exit 2)."""
-    path = Path(path)
-    by_id = {item.id: item for item in items}
-    scores: dict[str, tuple[float, ...] | None] = {}
-    lines: dict[str, int] = {}
-    unknown = 0
+def _score_line(record: dict, item: EvalItem, path: Path, number: int, result: ScorerResult, protocol: str) -> None:
+    """Check one line's `step_scores` (and `redundancy_scores`, when given) and put them into `result`."""
+    one_more = protocol == PRMBENCH
+    for key, into in (("step_scores", result.scores), ("redundancy_scores", result.redundancy_scores)):
+        if key == "redundancy_scores" and record.get(key) is None:
+            continue
+        problem = check_step_scores(record.get(key), len(item.steps), key=key, one_more=one_more)
+        if problem:
+            raise InputError(path, number, f"id {item.id!r}: {problem}")
+        into[item.id] = tuple(float(score) for score in record[key])
+    if len(record["step_scores"]) > len(item.steps):
+        result.longer_lists += 1
+
+
+def _records(path: Path) -> Any:
     try:
         handle = path.open(encoding="utf-8")
     except OSError as exc:
@@ -69,25 +84,54 @@ def read_scores(path: str | Path, items: Sequence[EvalItem]) -> ScorerResult:
                     raise InputError(path, number, f"not JSON ({exc.msg}); write one {SCORES_LINE} per line") from None
                 if not isinstance(record, dict) or not isinstance(record.get("id"), str):
                     raise InputError(path, number, f"expected an object with a string `id`: {SCORES_LINE}")
-                item_id = record["id"]
-                if item_id in lines:
-                    raise InputError(path, number, f"id {item_id!r} again (first on line {lines[item_id]})")
-                lines[item_id] = number
-                item = by_id.get(item_id)
-                if item is None:
-                    unknown += 1
-                    continue
-                problem = check_step_scores(record.get("step_scores"), len(item.steps))
-                if problem:
-                    raise InputError(path, number, f"id {item_id!r}: {problem}")
-                scores[item_id] = tuple(float(score) for score in record["step_scores"])
+                yield number, record
         except UnicodeDecodeError:
             raise UserError(f"{path}: not UTF-8 text") from None
-    missing = [item.id for item in items if item.id not in scores]
+
+
+def read_scores(path: str | Path, items: Sequence[EvalItem], protocol: str = STRICT) -> ScorerResult:
+    """Scores from a JSONL file of `{"id", "step_scores"}` (and optionally `redundancy_scores`): every item of the
+    split must have one line with one score in 0..1 per step; ids the split lacks are ignored (said in a note).
+    prmbench protocol: a repeated id keeps its first line (counted), lists may be one longer than the steps, and
+    the correct controls may be missing altogether (then left out, said in a note). Errors name FILE:LINE (exit 2)."""
+    path = Path(path)
+    by_id = {item.id: item for item in items}
+    result = ScorerResult(scores={}, scorer={"kind": "scores", "file": str(path)})
+    lines: dict[str, int] = {}
+    unknown = repeated = 0
+    for number, record in _records(path):
+        item_id = record["id"]
+        if item_id in lines:
+            if protocol != PRMBENCH:
+                raise InputError(path, number, f"id {item_id!r} again (first on line {lines[item_id]})")
+            repeated += 1
+            continue
+        lines[item_id] = number
+        item = by_id.get(item_id)
+        if item is None:
+            unknown += 1
+            continue
+        _score_line(record, item, path, number, result, protocol)
+    _check_missing(path, items, result, protocol)
+    if unknown:
+        result.notes.append(f"{path}: {unknown} lines for ids the split does not have, ignored")
+    if repeated:
+        result.notes.append(f"{path}: {repeated} lines repeat an earlier id; the first of each kept")
+    if result.longer_lists:
+        result.notes.append(f"{result.longer_lists} score lists one longer than their steps; the extra label is "
+                            "scored as a correct step, as PRMBench's code does")
+    return result
+
+
+def _check_missing(path: Path, items: Sequence[EvalItem], result: ScorerResult, protocol: str) -> None:
+    missing = [item for item in items if item.id not in result.scores]
+    controls = [item for item in items if item.kind == CORRECT]
+    if protocol == PRMBENCH and controls and all(item in missing for item in controls):
+        missing = [item for item in missing if item.kind != CORRECT]
+        result.notes.append(f"no scores for the {len(controls)} correct controls (ids correct_IDX::correct): left "
+                            "out, so the table has no correct column")
     if missing:
-        shown = ", ".join(repr(item_id) for item_id in missing[:3])
+        shown = ", ".join(repr(item.id) for item in missing[:3])
         raise InputError(path, None, f"no scores for {len(missing)} of the split's {len(items)} solutions ({shown}"
                                      f"{', ...' if len(missing) > 3 else ''}); give one line per solution: "
                                      f"{SCORES_LINE}")
-    notes = [f"{path}: {unknown} lines for ids the split does not have, ignored"] if unknown else []
-    return ScorerResult(scores=scores, scorer={"kind": "scores", "file": str(path)}, notes=notes)

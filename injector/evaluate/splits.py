@@ -15,6 +15,7 @@ from typing import Any, Iterator
 from injector.util.errors import InputError, UserError
 from injector.taxonomy import Taxonomy
 from injector.evaluate.metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
+from injector.evaluate.protocols import PRMBENCH, STRICT, check_protocol
 
 CONTROL_CATEGORY = "correct"  # the category `inject build --include-sources` gives the source solutions
 FORMATS = ("split", "prmbench", "processbench")
@@ -31,13 +32,37 @@ class LoadedSplit:
     """Error step numbers past the last step (PRMBench's files hold some), dropped."""
     excluded: list[str] = field(default_factory=list)
     """`FILE:LINE` of error items left with no error step once those were dropped (their label is unknown)."""
+    protocol: str | None = None
+    """strict or prmbench (docs/evaluation-protocols.md); None until the first record decides the default."""
+    repeated: list[str] = field(default_factory=list)
+    """prmbench: `FILE:LINE (id)` of records whose id came before, left out (PRMBench keeps the first)."""
+    out_of_range_items: int = 0
+    """prmbench: error solutions whose every error step is past the last step, scored as without error."""
+    controls: int = 0
+    """prmbench: `correct` controls built from the redundancy items' original solutions."""
+
+    def warnings(self) -> list[str]:
+        """What a reader of the figures must know about how the split was read."""
+        notes = []
+        if self.repeated:
+            shown = ", ".join(self.repeated[:5]) + (", ..." if len(self.repeated) > 5 else "")
+            notes.append(f"{len(self.repeated)} records repeat an earlier (classification, idx) and were left out, "
+                         f"the first kept as PRMBench does: {shown}")
+        if self.out_of_range_items:
+            notes.append(f"{self.out_of_range_items} error solutions have every error step past their last step; "
+                         "scored as solutions without error, as PRMBench's code does")
+        return notes
 
     def describe(self) -> str:
         kinds = {kind: sum(item.kind == kind for item in self.items) for kind in (ERROR, MULTI_SOLUTION, CORRECT)}
         text = (f"{self.path}: {len(self.items)} solutions ({kinds[ERROR]} with errors, {kinds[MULTI_SOLUTION]} "
                 f"multi-solution, {kinds[CORRECT]} correct controls; {', '.join(sorted(self.formats))})")
+        text += f"; protocol {self.protocol}"
+        if self.controls:
+            text += f"; {self.controls} correct controls built from the redundancy items' originals"
         if self.dropped_error_steps:
-            text += f"; {self.dropped_error_steps} error step numbers past the last step dropped"
+            text += f"; {self.dropped_error_steps} error step numbers past the last step " + (
+                "never match" if self.protocol == PRMBENCH else "dropped")
         if self.excluded:
             text += f"; {len(self.excluded)} solutions left out, no error step left (first: {self.excluded[0]})"
         return text
@@ -55,15 +80,37 @@ class _Reader:
     def add(self, record: Any, fmt: str, where: str, location: tuple[str, int | None]) -> None:
         if not isinstance(record, dict):
             raise InputError(*location, f"expected a JSON object, found {type(record).__name__}")
+        if self.loaded.protocol is None:
+            self.loaded.protocol = PRMBENCH if fmt == "prmbench" else STRICT
         item = {"split": self._split_row, "prmbench": self._prmbench, "processbench": self._processbench}[fmt](
             record, location, Path(location[0]).stem)
-        if item is None:
-            return
-        if item.id in self.seen:
-            raise InputError(*location, f"id {item.id!r} again (first at {self.seen[item.id]}); ids must be unique")
-        self.seen[item.id] = where
-        self.loaded.items.append(item)
         self.loaded.formats.add(fmt)
+        if item is None or not self._first(item.id, where, location):
+            return
+        self.loaded.items.append(item)
+        if fmt == "prmbench" and self.loaded.protocol == PRMBENCH and record.get("classification") == "redundency":
+            self._control(record, item, where, location)
+
+    def _first(self, item_id: str, where: str, location: tuple[str, int | None]) -> bool:
+        """Whether `item_id` is new; prmbench: a repeat is counted and left out, strict: refused."""
+        if item_id not in self.seen:
+            self.seen[item_id] = where
+            return True
+        if self.loaded.protocol == PRMBENCH:
+            self.loaded.repeated.append(f"{where} ({item_id})")
+            return False
+        raise InputError(*location, f"id {item_id!r} again (first at {self.seen[item_id]}); ids must be unique")
+
+    def _control(self, record: dict, item: EvalItem, where: str, location: tuple[str, int | None]) -> None:
+        """PRMBench's `correct_<idx>` sample: the redundancy item's original solution, every step correct."""
+        idx = item.id.split("::")[0]
+        control_id = f"correct_{idx}::{CONTROL_CATEGORY}"
+        steps = _steps(record, "original_process", location)
+        if self._first(control_id, where, location):
+            self.loaded.items.append(EvalItem(id=control_id, category=CONTROL_CATEGORY, kind=CORRECT, steps=steps,
+                                              question=item.question, error_steps=frozenset(), first_error=None,
+                                              given_error_steps=frozenset()))
+            self.loaded.controls += 1
 
     def _split_row(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem | None:
         item_id = _text(record, "id", location)
@@ -94,12 +141,15 @@ class _Reader:
                 raise InputError(*location, f"a {kind.replace('_', '-')} solution with error steps {sorted(kept)}; "
                                             "its steps are all correct, so give `error_steps: []`")
             kept = frozenset()
+        elif not kept and self.loaded.protocol == PRMBENCH:
+            self.loaded.out_of_range_items += 1
         elif not kept:
             self.loaded.excluded.append(f"{location[0]}:{location[1]}")
             return None
         question = record.get("modified_question") or record.get("question") or ""
         return EvalItem(id=item_id, category=category, kind=kind, steps=steps, question=str(question),
-                        error_steps=kept, first_error=min(kept) if kept else None)
+                        error_steps=kept, first_error=min(kept) if kept else None,
+                        given_error_steps=frozenset(numbers) if kind == ERROR else frozenset())
 
     def _processbench(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem:
         raw_id = record.get("id")
@@ -196,13 +246,15 @@ def _read_dataset(path: Path, split: str | None, reader: _Reader) -> None:
             reader.add(row, "split", f"{label} row {number}", (label, number))
 
 
-def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy | None = None) -> LoadedSplit:
+def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy | None = None,
+               protocol: str | None = None) -> LoadedSplit:
     """Every solution of `path`: an `inject build` directory (its DatasetDict; `split` picks one of its splits,
     default all), a JSONL file (one of the three formats, detected from its first record), or a directory of JSONL
-    files (PRMBench's data directory, a split's `prmbench/` or `processbench/` export)."""
+    files (PRMBench's data directory, a split's `prmbench/` or `processbench/` export). `protocol` (strict or
+    prmbench) defaults to prmbench for PRMBench's files and strict for everything else."""
     path = Path(path)
     taxonomy = taxonomy or Taxonomy.load()
-    loaded = LoadedSplit(path=str(path))
+    loaded = LoadedSplit(path=str(path), protocol=None if protocol is None else check_protocol(protocol))
     reader = _Reader(taxonomy, loaded)
     if path.is_dir() and any((path / name).is_file() for name in ("dataset_dict.json", "dataset_info.json")):
         _read_dataset(path, split, reader)
