@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from injector.util.errors import InputError, UserError
 from injector.evaluate.metrics import EvalItem
+from injector.util.json_bounds import JsonRefused, loads_bounded
 
 SCORES_LINE = '{"id": "...", "step_scores": [0.93, 0.12, ...]}'
 
@@ -64,9 +65,11 @@ def read_scores(path: str | Path, items: Sequence[EvalItem]) -> ScorerResult:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = loads_bounded(line)
                 except json.JSONDecodeError as exc:
                     raise InputError(path, number, f"not JSON ({exc.msg}); write one {SCORES_LINE} per line") from None
+                except JsonRefused as exc:
+                    raise InputError(path, number, f"the line {exc}; write one {SCORES_LINE} per line") from None
                 if not isinstance(record, dict) or not isinstance(record.get("id"), str):
                     raise InputError(path, number, f"expected an object with a string `id`: {SCORES_LINE}")
                 item_id = record["id"]
