@@ -149,3 +149,20 @@ def test_build_writes_nothing_outside_out_for_a_forged_classification(tmp_path, 
     assert "not a category of the run's taxonomy" in result.output
     assert not list(tmp_path.rglob("escaped*")) and not Path("/tmp/absolute_escape.jsonl").exists()
     assert {p for p in tmp_path.rglob("*")} - before <= {p for p in tmp_path.rglob("*") if out in p.parents}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("cooldown_seconds: .nan\ndeployments:\n  - model: openai/a\n", "cooldown_seconds must be a finite"),
+    ("deployments:\n  - model: openai/a\n    rpm: .inf\n", "`rpm` must be a finite"),
+    ("model: sk-abcdefghijklmnopqrstuvwxyz0123456789\ndeployments:\n  - model: openai/a\n", "looks like an API key"),
+])
+def test_a_deployments_file_with_nan_inf_or_a_key_is_refused_with_file_line(tmp_path, text, words):
+    from injector.engines.deployments import load_deployments
+    from injector.util.errors import InputError
+
+    path = tmp_path / "deployments.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_deployments(path)
+    assert words in str(caught.value) and f"{path}:" in str(caught.value)
+    assert "abcdefghijklmnop" not in str(caught.value)
