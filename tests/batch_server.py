@@ -26,8 +26,11 @@ Answer = Callable[[dict[str, Any]], str]
 
 class BatchServer(LoopbackServer):
     def __init__(self, answer: Answer, *, fails: Callable[[str, dict, int], bool] = lambda custom_id, body, n: False,
-                 expire: set[int] | None = None) -> None:
+                 expire: set[int] | None = None,
+                 rewrite: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row) -> None:
         self.answer, self.fails, self.expire = answer, fails, expire or set()
+        self.rewrite = rewrite
+        """Applied to every output line before it is stored (to script odd shapes of line)."""
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
@@ -149,9 +152,10 @@ class BatchServer(LoopbackServer):
                               "choices": [{"index": 0, "finish_reason": "stop",
                                            "message": {"role": "assistant", "content": self.answer(body)}}],
                               "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}}
-                output.append({"id": f"req_{n}", "custom_id": custom_id,
-                               "response": {"status_code": 200, "request_id": f"req_{n}", "body": completion},
-                               "error": None})
+                output.append(self.rewrite({"id": f"req_{n}", "custom_id": custom_id,
+                                            "response": {"status_code": 200, "request_id": f"req_{n}",
+                                                         "body": completion},
+                                            "error": None}))
         self.failed_lines.extend(line["custom_id"] for line in errors)
         batch["status"] = "expired" if expired else "completed"
         batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(errors)}

@@ -220,3 +220,48 @@ def test_the_batch_log_is_whole_lines_a_torn_one_is_skipped(tmp_path):
                                                      "status": "validating"}) + "\n" + '{"event": "sta')
     log = read_batch_log(tmp_path)
     assert log.holder == {"k": "b1"} and log.status("b1") == "validating"
+
+
+def _with_usage(usage):
+    def rewrite(row: dict) -> dict:
+        row["response"]["body"]["usage"] = usage
+        return row
+    return rewrite
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": "lots", "completion_tokens": 5}, [1, 2], "x",
+                                   {"prompt_tokens": float("nan")}])
+def test_a_line_with_a_usage_that_is_no_number_still_answers_its_unit(stub, tmp_path, usage):
+    # Was: _answer raised in int(...) after the entry left the waiting set, so its future never resolved (a hang).
+    server = stub(rewrite=_with_usage(usage))
+    out = tmp_path / "run"
+    result = run_cli(server, write_input(tmp_path, 3), out)
+    assert result.exit_code == 0, result.output
+    assert len(read_jsonl(out / "candidates.jsonl")) == 3
+
+
+def test_a_status_code_written_as_a_string_is_read_as_the_number(stub, tmp_path):
+    def rewrite(row: dict) -> dict:
+        row["response"]["status_code"] = "200"
+        return row
+
+    server = stub(rewrite=rewrite)
+    out = tmp_path / "run"
+    result = run_cli(server, write_input(tmp_path, 3), out)
+    assert result.exit_code == 0, result.output
+    assert server.creates == 1  # was: every line resubmitted as "status 200" until the attempts ran out
+    assert len(read_jsonl(out / "candidates.jsonl")) == 3
+
+
+@pytest.mark.parametrize("content", [{"a": 1}, ["x"], '{"edits": [' + "9" * 5000 + '], "reason": "x"}'])
+def test_odd_answer_content_in_a_batch_line_is_a_reject_not_a_crash(stub, tmp_path, content):
+    def rewrite(row: dict) -> dict:
+        row["response"]["body"]["choices"][0]["message"]["content"] = content
+        return row
+
+    server = stub(rewrite=rewrite)
+    out = tmp_path / "run"
+    result = run_cli(server, write_input(tmp_path, 2), out)
+    assert result.exit_code == 0, result.output
+    rejects = read_jsonl(out / "rejects.jsonl")
+    assert len(rejects) == 2 and not read_jsonl(out / "candidates.jsonl")

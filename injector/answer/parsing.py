@@ -14,7 +14,7 @@ import json_repair
 
 from injector.model.codes import ReasonCode
 from injector.util.errors import InjectorError
-from injector.util.json_bounds import MAX_ANSWER_BYTES, MAX_JSON_DEPTH, too_deep, too_long
+from injector.util.json_bounds import MAX_ANSWER_BYTES, MAX_JSON_DEPTH, NumberTooLong, bounded_decoder, too_deep, too_long
 
 
 class AnswerError(InjectorError):
@@ -120,7 +120,7 @@ def escape_latex_backslashes(text: str) -> str:
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 # strict=False lets raw newlines and tabs stand inside strings, a common and unambiguous slip.
-_DECODER = json.JSONDecoder(strict=False)
+_DECODER = bounded_decoder(strict=False)  # integers past MAX_INT_DIGITS raise NumberTooLong
 _ANSWER_WITH_ONE_OBJECT = "Answer with exactly one JSON object and nothing else."
 
 
@@ -180,6 +180,8 @@ def parse_json_object(text: str) -> dict:
     except RecursionError:
         # Backstop for nesting the scan cannot see (brackets inside a string that a fallback decodes from).
         raise _parse_error(f"The answer nests lists or objects more than {MAX_JSON_DEPTH} levels deep.") from None
+    except NumberTooLong as exc:
+        raise _parse_error(f"The answer {exc}; step numbers are small integers.") from None
 
 
 def _decode_object(text: str) -> dict:

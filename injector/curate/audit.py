@@ -9,7 +9,7 @@ from typing import Any
 
 from injector.answer.contract import AnswerError, parse_answer
 from injector.util.errors import InputError, UserError
-from injector.util.json_bounds import TooDeep, loads_bounded
+from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.taxonomy import Taxonomy
 from injector.model.trajectory import Trajectory
 from injector.inject.validation import validate_answer
@@ -44,7 +44,7 @@ def audit_prmbench(path: str | Path, taxonomy: Taxonomy | None = None) -> AuditR
                 record = loads_bounded(line)
                 question, steps = record["original_question"], record["original_process"]
                 classification = record["classification"]
-            except TooDeep as exc:
+            except JsonRefused as exc:
                 raise InputError(path, line_number, f"{exc}; a PRMBench record never is") from None
             except json.JSONDecodeError as exc:
                 raise InputError(path, line_number, f"not valid JSON ({exc.msg})") from None

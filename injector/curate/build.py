@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from injector.util.errors import UserError
+from injector.util.safe_files import is_file_safe_id
 from injector.curate.exports import EXPORT_DIRS, PRMBENCH_FIELDS, split_features, write_split
 from injector.records.directory import Candidate, RunDirectory
 from injector.triage.verdicts import VERDICTS, VERIFY_FILE, read_verdicts
@@ -146,6 +147,7 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
             if decision is not None:
                 candidate = apply_decision(candidate, decision)
             category = categories.get(candidate.category, {})
+            _check_classification(run_path, candidate, categories)
             rows.append(_row(candidate, run_path.name, category.get("domain", ""),
                              category.get("name", candidate.category),
                              reviewed=decision is not None, reviewer=decision.reviewer if decision else "",
@@ -161,6 +163,18 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
     _unique_ids(rows)
     _unique_idx(rows)
     return rows
+
+
+def _check_classification(run_path: Path, candidate: Candidate, categories: dict[str, dict[str, str]]) -> None:
+    """A classification names a file of the split (`prmbench/<classification>.jsonl`): only the run's own
+    category ids and classifications (as its manifest and `--taxonomy` name them) are accepted, never a raw string
+    from a received candidate line (`../../x` would write outside `--out`)."""
+    allowed = {CORRECT, *categories, *(str(c.get("classification")) for c in categories.values())}
+    known = candidate.classification in allowed or not categories  # a manifest naming none: the id rule alone
+    if not known or not is_file_safe_id(candidate.classification):
+        raise UserError(f"{run_path / 'candidates.jsonl'}: candidate {candidate.id!r} has classification "
+                        f"{candidate.classification[:80]!r}, which is not a category of the run's taxonomy; nothing "
+                        "was built (remove the line or pass the run's --taxonomy)")
 
 
 def _row(candidate: Candidate, run: str, domain: str, category_name: str, *, reviewed: bool,

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from injector.util.safe_files import is_file_safe_id
 from injector.answer.final import answers_equivalent, final_answer_of_steps
 
 # PRMBench's own fields, in its order: what `prmbench/<classification>.jsonl` holds and nothing else.
@@ -92,5 +93,7 @@ def write_split(out: Path, dataset: Any, splits: dict[str, list], rows: list[dic
     for row in sorted(rows, key=lambda r: (r["classification"], r["idx"])):
         by_classification[row["classification"]].append({key: row[key] for key in PRMBENCH_FIELDS})
     for classification, records in by_classification.items():
+        if not is_file_safe_id(classification):  # the build checked it; a file name is never a raw string
+            raise ValueError(f"not a category id: {classification[:80]!r}")
         _write_jsonl(out / "prmbench" / f"{classification}.jsonl", records)
     (out / "README.md").write_text(card, encoding="utf-8")

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from injector.curate.card import error_steps_inside, record_answer_changed, relative_error_position
 from injector.util.errors import InputError, UserError
-from injector.util.json_bounds import TooDeep, loads_bounded
+from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.records.directory import Candidate, Rejection, RunDirectory, read_jsonl_numbered, read_records
 
 log = logging.getLogger("injector")
@@ -95,7 +95,7 @@ def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator
                 continue
             try:
                 record = loads_bounded(raw.decode("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError, TooDeep) as exc:
+            except (json.JSONDecodeError, UnicodeDecodeError, JsonRefused) as exc:
                 raise InputError(path, number, f"not valid JSON ({getattr(exc, 'msg', exc)}); each line must be "
                                  "one PRMBench-format record") from None
             if not isinstance(record, dict) or not isinstance(record.get("classification"), str):

@@ -31,6 +31,7 @@ from injector.records.directory import RunDirectory, read_jsonl
 from injector.util.redaction import redact
 from injector.taxonomy import Category
 from injector.model.trajectory import Trajectory
+from injector.util.json_bounds import MAX_ANSWER_BYTES, loads_bounded
 from injector.engines.base import Proposal, ProviderError, TransientProviderError
 from injector.engines.llm import LLMEngine, classify_provider_error, import_litellm
 from injector.engines.batch_log import (BATCHES_FILE, NOT_ADOPTABLE, TERMINAL, BatchLog, batch_counts, batch_table,
@@ -122,13 +123,18 @@ class BatchEngine(LLMEngine):
         waiting, self._waiting = self._waiting, {}
         if not waiting:
             return
+        entries = list(waiting.values())  # _settle pops what it answers: a failure midway must still reach those
         try:
             await self._settle(waiting)
-        except Exception as exc:  # every waiting unit learns why (a refused key stops the run through them)
-            for entry in waiting.values():
+        except BaseException as exc:  # every waiting unit learns why (a refused key stops the run through them)
+            for entry in entries:
                 for future in entry.futures:
-                    if not future.done():
+                    if not future.done() and isinstance(exc, Exception):
                         future.set_exception(exc)
+                    elif not future.done():
+                        future.cancel()  # Ctrl-C or a cancelled task: the batches stay recorded for a resume
+            if not isinstance(exc, Exception):
+                raise
 
     def _log_now(self) -> BatchLog:
         if self._log is None:
@@ -179,16 +185,18 @@ class BatchEngine(LLMEngine):
             delay = min(self.max_poll_seconds, max(delay * 1.5, 0.0))
 
     def _answer(self, entry: _Waiting, key: str, body: dict[str, Any], batch_id: str) -> None:
-        usage = body.get("usage") or {}
-        usage_dict = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
-                      "completion_tokens": int(usage.get("completion_tokens") or 0)}
+        usage = body.get("usage")
+        usage_dict = {name: _token_count(usage.get(name) if isinstance(usage, dict) else None)
+                      for name in ("prompt_tokens", "completion_tokens")}
         prices = self.prices()
         cost = None if prices is None else usage_dict["prompt_tokens"] * prices[0] + \
             usage_dict["completion_tokens"] * prices[1]
         try:
             text = body["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
-            _fail(entry, ProviderError(f"batch {batch_id}: an answer without choices[0].message.content"))
+            text = None
+        if not isinstance(text, str):  # a list or an object is no answer text either
+            _fail(entry, ProviderError(f"batch {batch_id}: an answer without a text choices[0].message.content"))
             return
         if self.cache:
             self.cache.put(key, text, usage_dict, cost)
@@ -224,8 +232,8 @@ class BatchEngine(LLMEngine):
         lines = []
         for raw in content.content.splitlines():
             try:
-                line = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                line = loads_bounded(raw, max_bytes=MAX_ANSWER_BYTES * 2)
+            except ValueError:  # malformed, not UTF-8, too deep, too long, or a huge integer
                 continue  # an unreadable line answers nothing: its request is resubmitted
             if isinstance(line, dict):
                 lines.append(line)
@@ -310,6 +318,13 @@ class BatchEngine(LLMEngine):
                 self.retries += 1
                 await asyncio.sleep(self._retry_delay(error, attempt))
         raise AssertionError("unreachable")
+
+
+def _token_count(value: Any) -> int:
+    """A usage count as the provider wrote it; anything but a plain non-negative number counts as 0 (unknown)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e12:
+        return 0
+    return int(value)
 
 
 def _fail(entry: _Waiting, error: Exception) -> None:

@@ -61,7 +61,7 @@ def line_outcome(line: dict[str, Any]) -> tuple[str, Any]:
     """("ok", completion), ("retry", why) for a failed or expired line worth resubmitting, ("fail", why) for a
     request the provider refused for good (a 4xx other than 408/409/429)."""
     response = line.get("response") or {}
-    status = response.get("status_code") if isinstance(response, dict) else None
+    status = _status_code(response.get("status_code") if isinstance(response, dict) else None)
     if status == 200 and isinstance(response.get("body"), dict):
         return "ok", response["body"]
     body = response.get("body") if isinstance(response, dict) else None
@@ -70,6 +70,17 @@ def line_outcome(line: dict[str, Any]) -> tuple[str, Any]:
     if isinstance(status, int) and 400 <= status < 500 and status not in RETRYABLE_LINE_STATUS:
         return "fail", message
     return "retry", message
+
+
+def _status_code(value: Any) -> int | None:
+    """An HTTP status as the provider wrote it (200, or "200" from some gateways), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) == 3:
+        return int(value.strip())
+    return None
 
 
 def batch_table(run_dir: str | Path) -> str:

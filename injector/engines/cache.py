@@ -15,6 +15,7 @@ from typing import Any
 from platformdirs import user_cache_dir
 
 from injector.util.errors import WriteFailed
+from injector.util.json_bounds import loads_bounded, too_long
 
 
 def default_cache_path() -> Path:
@@ -50,7 +51,14 @@ class RequestCache:
         row = self._db.execute("SELECT text, usage, cost FROM answers WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        return {"text": row[0], "usage": json.loads(row[1]), "cost": row[2]}
+        try:  # a cache file is a file like any other: an entry that is not what `put` writes is dropped, not replayed
+            usage = loads_bounded(row[1], max_bytes=64 * 1024)
+        except (ValueError, TypeError):
+            usage = None
+        if not isinstance(row[0], str) or not isinstance(usage, dict) or too_long(row[0]):
+            self._db.execute("DELETE FROM answers WHERE key = ?", (key,))
+            return None
+        return {"text": row[0], "usage": usage, "cost": row[2]}
 
     def put(self, key: str, text: str, usage: dict[str, int], cost: float | None) -> None:
         try:

@@ -19,6 +19,7 @@ deployments, and the file travels with it. A key found in the file is refused (e
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,9 +118,13 @@ def load_deployments(path: str | Path) -> DeploymentSet:
             if isinstance(value, bool) or not isinstance(value, TOP_KEYS[name]):
                 kind = {"model": "a string", "allowed_fails": "a whole number"}.get(name, "a number")
                 raise InputError(path, top[name][1], f"`{name}` must be {kind}, not {value!r}")
+            if isinstance(value, str) and KEY_LIKE.search(value):
+                raise InputError(path, top[name][1], f"`{name}` holds what looks like an API key; keys never go "
+                                 "in this file: export it in an environment variable and name it with "
+                                 "`api_key_env: NAME`")
     for name in ("cooldown_seconds", "allowed_fails"):
-        if name in settings and settings[name] < 0:
-            raise InputError(path, top[name][1], f"{name} must be 0 or more")
+        if name in settings and not 0 <= settings[name] < math.inf:  # also false for .nan
+            raise InputError(path, top[name][1], f"{name} must be a finite number, 0 or more")
     return DeploymentSet(deployments, model=settings.get("model"),
                          cooldown_seconds=float(settings.get("cooldown_seconds", DEFAULT_COOLDOWN_SECONDS)),
                          allowed_fails=int(settings.get("allowed_fails", DEFAULT_ALLOWED_FAILS)))
@@ -169,8 +174,9 @@ def _deployment(path: Path, node: Any) -> Deployment:
     if "model" not in values:
         raise InputError(path, line, "a deployment needs `model` (a litellm model string, e.g. openai/qwen)")
     for name in ("rpm", "tpm"):
-        if name in values and not values[name] > 0:
-            raise InputError(path, values[f"{name}_line"], f"`{name}` must be more than 0 (or left out: no limit)")
+        if name in values and not 0 < values[name] < math.inf:  # .nan and .inf too
+            raise InputError(path, values[f"{name}_line"], f"`{name}` must be a finite number more than 0 (or "
+                             "left out: no limit)")
     api_base = values.get("api_base")
     if api_base is not None:
         parts = urlsplit(api_base)

@@ -27,6 +27,7 @@ from injector.util.errors import BudgetExceeded, ProviderUnreachable, UserError,
 from injector.util.resources import bundled_prompts_dir
 from injector.evaluate.metrics import EvalItem
 from injector.evaluate.scorers import ScorerResult
+from injector.util.json_bounds import loads_bounded
 
 JOURNAL_FILE = "judge_answers.jsonl"
 TEMPLATE_NAME = "judge_steps.j2"
@@ -224,9 +225,9 @@ def _read_journal(path: Path, digest: str) -> dict[str, dict[str, Any]]:
         raise UserError(f"{path}: cannot read the saved judge answers ({exc}); remove it to judge again") from None
     for line in lines:
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line torn by a kill: that solution is judged again
+            record = loads_bounded(line)
+        except ValueError:
+            continue  # a line torn by a kill (or past the JSON limits): that solution is judged again
         if not isinstance(record, dict) or not isinstance(record.get("id"), str):
             continue
         if record.get("config") != digest:

@@ -19,6 +19,7 @@ from injector.evaluate.metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, 
 from injector.evaluate.metrics import sweep_threshold
 from injector.evaluate.protocols import PRMBENCH, STRICT, LabelRule
 from injector.evaluate.scorers import ScorerResult
+from injector.util.json_bounds import loads_bounded
 
 METRICS_FILE, TABLE_FILE, PREDICTIONS_FILE = "metrics.json", "metrics.md", "predictions.jsonl"
 PLOT_FILES = ("per_category.png", "error_detection_pr.png")
@@ -298,8 +299,8 @@ def read_report(path: str | Path) -> tuple[str, dict[str, Any]]:
     path = Path(path)
     file = path / METRICS_FILE if path.is_dir() else path
     try:
-        report = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        report = loads_bounded(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # malformed, not UTF-8, or past the JSON limits
         raise UserError(f"{file}: not a readable `inject eval` report ({exc}); pass a directory `inject eval "
                         "--out` wrote") from None
     if not isinstance(report, dict) or "processbench" not in report or "prmbench" not in report:

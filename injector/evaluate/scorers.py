@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from injector.util.errors import InputError, UserError
 from injector.evaluate.metrics import CORRECT, EvalItem
 from injector.evaluate.protocols import PRMBENCH, STRICT
+from injector.util.json_bounds import JsonRefused, loads_bounded
 
 SCORES_LINE = '{"id": "...", "step_scores": [0.93, 0.12, ...]}'
 
@@ -79,9 +80,11 @@ def _records(path: Path) -> Any:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = loads_bounded(line)
                 except json.JSONDecodeError as exc:
                     raise InputError(path, number, f"not JSON ({exc.msg}); write one {SCORES_LINE} per line") from None
+                except JsonRefused as exc:
+                    raise InputError(path, number, f"the line {exc}; write one {SCORES_LINE} per line") from None
                 if not isinstance(record, dict) or not isinstance(record.get("id"), str):
                     raise InputError(path, number, f"expected an object with a string `id`: {SCORES_LINE}")
                 yield number, record

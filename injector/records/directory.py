@@ -29,7 +29,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from injector.model.codes import ReasonCode
 from injector.answer.contract import FullAnswer, MultiSolutionAnswer
 from injector.util.errors import InputError, UserError, WriteFailed
-from injector.util.json_bounds import TooDeep, loads_bounded
+from injector.util.json_bounds import JsonRefused, loads_bounded
+from injector.util.safe_files import (
+    MAX_MANIFEST_BYTES,
+    MAX_SIDE_FILE_BYTES,
+    create_temporary,
+    open_fd,
+    open_read,
+    read_text,
+    write_replacing,
+)
 from injector.model.trajectory import Trajectory
 
 CANDIDATES_FILE = "candidates.jsonl"
@@ -173,8 +182,8 @@ def _scan(path: Path) -> Iterator[tuple[int, int, Any]]:
     """(line number, byte offset, decoded value) of every line of `path` that is JSON; see `read_jsonl_numbered`."""
     if not path.exists():
         return
-    try:
-        handle = path.open("rb")
+    try:  # never through a symlink, never a FIFO or a device; side files within a size cap
+        handle = open_read(path, None if path.name == CANDIDATES_FILE else MAX_SIDE_FILE_BYTES)
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
     offset = 0
@@ -188,7 +197,7 @@ def _scan(path: Path) -> Iterator[tuple[int, int, Any]]:
                 yield number, start, loads_bounded(line.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
-            except TooDeep as exc:  # never written by `inject run`: a received directory may hold anything
+            except JsonRefused as exc:  # never written by `inject run`: a received directory may hold anything
                 log.warning("%s:%d: ignoring a line that is not a record (%s)", path, number, exc)
 
 
@@ -286,8 +295,8 @@ class RunDirectory:
         if not self.manifest_path.exists():
             return None
         try:
-            manifest = loads_bounded(self.manifest_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError, TooDeep) as exc:
+            manifest = loads_bounded(read_text(self.manifest_path, MAX_MANIFEST_BYTES))
+        except (json.JSONDecodeError, UnicodeDecodeError, JsonRefused) as exc:
             raise UserError(f"{self.manifest_path}: not valid JSON ({exc}); remove the run directory or fix it") from None
         except OSError as exc:
             raise UserError(f"{self.manifest_path}: cannot read it ({exc.strerror})") from None
@@ -308,7 +317,7 @@ class RunDirectory:
             raise UserError(f"{self.path} exists and is not a run directory; choose another --out")
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._lock = (self.path / ".lock").open("w")
+            self._lock = os.fdopen(open_fd(self.path / ".lock", os.O_WRONLY | os.O_CREAT), "w")  # no link followed
         except OSError as exc:
             raise WriteFailed(exc.filename or self.path, exc, "choose another --out, or fix its permissions") from None
         try:
@@ -428,7 +437,7 @@ class RunDirectory:
         while True:
             fd = self._appenders.get(path)
             if fd is None:  # opened for reading too: the torn-tail check reads the last byte
-                fd = self._appenders[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+                fd = self._appenders[path] = open_fd(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode=0o666)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 current = os.stat(path).st_ino == os.fstat(fd).st_ino
@@ -470,7 +479,7 @@ class RunDirectory:
             return
         temporary = self.rejects_path.with_suffix(".jsonl.tmp")
         try:
-            with self.rejects_path.open("rb") as source, temporary.open("wb") as out:
+            with open_read(self.rejects_path) as source, create_temporary(temporary) as out:
                 for number, line in enumerate(source, 1):
                     if number not in drop and line.endswith(b"\n"):
                         out.write(line)
@@ -512,8 +521,7 @@ class RunDirectory:
     def write_manifest(self, manifest: RunManifest) -> None:
         temporary = self.manifest_path.with_suffix(".json.tmp")
         try:
-            temporary.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            os.replace(temporary, self.manifest_path)
+            write_replacing(self.manifest_path, (manifest.model_dump_json(indent=2) + "\n").encode("utf-8"))
         except OSError as exc:
             temporary.unlink(missing_ok=True)  # a leftover would make the directory look like no run directory
             raise WriteFailed(self.manifest_path, exc) from None

@@ -18,7 +18,7 @@ from typing import Any, Callable, Generator, Iterable, Iterator, Protocol, Sized
 
 from injector.model.choices import DUPLICATE_ID_POLICIES  # defined there for --help
 from injector.util.errors import InputError, UserError
-from injector.util.json_bounds import TooDeep, loads_bounded
+from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.sources.reading import BadRecord
 from injector.sources.registry import ReadOptions, RecordFormat, detect_format, format_names, formats, get_format
 from injector.util.resources import bundled_data_path
@@ -311,7 +311,7 @@ def _jsonl_records(path: Path) -> Generator[RawRecord, None, None]:
                 continue
             try:
                 record = loads_bounded(text)
-            except TooDeep as exc:
+            except JsonRefused as exc:
                 yield where, stem, line_no, None, f"{exc}; no record format needs that, so this line is not usable"
                 continue
             except json.JSONDecodeError as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from injector.util.errors import InputError, UserError
+from injector.util.json_bounds import JsonRefused, loads_bounded
 
 SHINGLE_WORDS = 5
 NUM_PERM = 128
@@ -153,10 +154,12 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
     for number, raw in enumerate(text.splitlines(), 1):
         if raw.strip():
             try:
-                yield number, json.loads(raw)
+                yield number, loads_bounded(raw)
             except json.JSONDecodeError as exc:
                 raise InputError(path, number, f"not valid JSON ({exc.msg}); each line of a JSONL file is one "
                                  "JSON object, or give a JSON array") from None
+            except JsonRefused as exc:
+                raise InputError(path, number, f"the line {exc}; fix the file") from None
 
 
 def _skip(text: str, index: int) -> int:

@@ -22,6 +22,7 @@ from injector.answer.final import answers_equivalent, extract_final_answer, fina
 from injector.triage.critique import (JUDGE_SCHEMA, critique_kind, critique_messages, majority, parse_judgement, reask_message,
                        rollout_messages, UnreadableJudgement, verdict_of)
 from injector.engines.base import Engine, Proposal, ProviderError, TransientProviderError
+from injector.util.safe_files import write_replacing
 from injector.util.errors import BudgetExceeded, UserError, WriteFailed
 from injector.records.directory import Candidate, RunDirectory
 from injector.taxonomy import Taxonomy, run_taxonomy
@@ -389,12 +390,9 @@ def _finish_summary(directory: RunDirectory, summary: VerifySummary) -> None:
     summary.verdicts = {category: {v: counts[category][v] for v in VERDICTS if counts[category][v]}
                         for category in sorted(counts)}
     target = directory.path / VERIFY_SUMMARY_FILE
-    temporary = target.with_suffix(".json.tmp")
-    try:
-        temporary.write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, target)
+    try:  # a fresh .tmp, never through a link planted in a received directory
+        write_replacing(target, (json.dumps(summary.as_dict(), indent=2) + "\n").encode("utf-8"))
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise WriteFailed(target, exc) from None
 
 

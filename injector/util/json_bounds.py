@@ -21,11 +21,50 @@ MAX_REVIEW_BODY_BYTES = 4 * 1024 * 1024
 """Largest review decision request (bytes); larger gets HTTP 400."""
 
 
-class TooDeep(InjectorError, ValueError):
-    """JSON nested deeper than the limit; `str()` says so in words fit for a user."""
+MAX_INT_DIGITS = 640
+"""Longest integer (digits) accepted in any JSON we read; Python refuses to print ints past 4,300 digits, and no
+step number, count or score needs more than a few."""
+
+
+class JsonRefused(InjectorError, ValueError):
+    """JSON that is well-formed but past one of the limits above; `str()` says which, in words fit for a user."""
+
+
+class TooDeep(JsonRefused):
+    """JSON nested deeper than the limit."""
 
     def __init__(self, limit: int = MAX_JSON_DEPTH):
         super().__init__(f"nested more than {limit} levels deep (lists or objects inside each other)")
+
+
+class NumberTooLong(JsonRefused):
+    """An integer with more digits than `MAX_INT_DIGITS` (would crash printing, and means nothing as a count)."""
+
+    def __init__(self, digits: int, limit: int = MAX_INT_DIGITS):
+        super().__init__(f"holds an integer of {digits} digits (more than {limit})")
+
+
+class TooLarge(JsonRefused):
+    """A JSON text longer than the caller's byte limit."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"is {size:,} bytes, more than the {limit:,} accepted")
+
+
+def bounded_int(text: str) -> int:
+    """The `parse_int` hook of every decoder here: refuses integers longer than `MAX_INT_DIGITS` digits."""
+    digits = len(text) - (text[:1] == "-")
+    if digits > MAX_INT_DIGITS:
+        raise NumberTooLong(digits)
+    return int(text)
+
+
+def bounded_decoder(strict: bool = True) -> json.JSONDecoder:
+    """A `json.JSONDecoder` whose integers are bounded (nesting is measured by the callers, see below)."""
+    return json.JSONDecoder(strict=strict, parse_int=bounded_int)
+
+
+_BOUNDED = bounded_decoder()
 
 
 # A closed JSON string (unrolled loop: fast on long strings), whose brackets are text, not structure. A quote that
@@ -75,14 +114,20 @@ def nests_deeper(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
-def loads_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> Any:
-    """`json.loads`, but nesting deeper than `limit` raises `TooDeep` instead of decoding (or RecursionError).
+def loads_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH, max_bytes: int | None = None) -> Any:
+    """`json.loads`, but past a limit raises a `JsonRefused` (`TooDeep`, `NumberTooLong`, `TooLarge`).
 
     Decodes first and measures the decoded value: for valid input that is far cheaper than scanning the text,
     and a 50 MB line stays fast. The C decoder stops with RecursionError near 1000 levels; that is `TooDeep` too.
+    Malformed JSON still raises `json.JSONDecodeError`, and bytes that are not UTF-8 `UnicodeDecodeError`
+    (both ValueErrors, like every error here). A leading BOM is dropped, as the input readers do.
     """
+    if max_bytes is not None and len(text) > max_bytes:
+        raise TooLarge(len(text), max_bytes)
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode("utf-8")
     try:
-        value = json.loads(text)
+        value = _BOUNDED.decode(text.removeprefix("\ufeff"))
     except RecursionError:
         raise TooDeep(limit) from None
     if nests_deeper(value, limit):

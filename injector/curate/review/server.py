@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from injector.util.errors import UserError
 from injector.util.images import ImageRefused, is_data_url, read_image
-from injector.util.json_bounds import MAX_REVIEW_BODY_BYTES, TooDeep, loads_bounded
+from injector.util.json_bounds import MAX_REVIEW_BODY_BYTES, JsonRefused, loads_bounded
 from injector.curate.review.assets import KATEX_ERROR_STYLE_HASH, static_file
 from injector.curate.review.render import page_url, render_page
 from injector.curate.review.session import Refused, ReviewSession, View
@@ -201,7 +201,7 @@ class ReviewHandler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.BAD_REQUEST, {"error": "empty or oversized request"})
         try:
             payload = loads_bounded(self.rfile.read(length))
-        except TooDeep as exc:
+        except JsonRefused as exc:
             return self._json(HTTPStatus.BAD_REQUEST, {"error": f"the request is {exc}"})
         except (ValueError, UnicodeDecodeError):
             return self._json(HTTPStatus.BAD_REQUEST, {"error": "the request is not JSON"})

@@ -18,8 +18,9 @@ from typing import Any, Iterable
 
 from injector.answer.align import align_steps
 from injector.util.errors import UserError
-from injector.util.json_bounds import loads_bounded
+from injector.util.safe_files import require_regular_or_missing
 from injector.records.directory import Candidate
+from injector.util.json_bounds import JsonRefused, loads_bounded
 
 log = logging.getLogger("injector")
 
@@ -122,6 +123,7 @@ class ReviewStore:
                             "move it aside (the decisions in it are then not used)")
 
     def _connect(self) -> sqlite3.Connection:
+        require_regular_or_missing(self.path)  # a received review.sqlite -> some other database: refused
         return sqlite3.connect(self.path, timeout=30)
 
     def record(self, decision: Decision) -> None:
@@ -332,11 +334,11 @@ def _decision_of(record: dict[str, Any] | str) -> Decision:
 def _json_record(line: str) -> dict[str, Any] | str:
     """A JSONL row's fields, or what is wrong with it."""
     try:
-        record = json.loads(line)
+        record = loads_bounded(line)
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg})"
-    except RecursionError:
-        return "not valid JSON (nested too deeply)"
+    except JsonRefused as exc:
+        return f"not usable JSON (it {exc})"
     if not isinstance(record, dict):
         return f"expected a JSON object with the fields {', '.join(FIELDS)}"
     return record
@@ -350,8 +352,8 @@ def _csv_record(row: dict[str, Any]) -> dict[str, Any] | str:
     for name in ("corrected_error_steps", "edited_steps"):
         text = record.get(name, "")
         try:
-            record[name] = json.loads(text) if text.strip() else None
-        except (json.JSONDecodeError, RecursionError):
+            record[name] = loads_bounded(text) if text.strip() else None
+        except ValueError:  # malformed, or past the JSON limits
             example = '[2, 5]' if name == "corrected_error_steps" else '{"3": "new text"}'
             return f"{name}: not JSON (expected e.g. {example})"
     return record
