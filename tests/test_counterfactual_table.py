@@ -28,7 +28,6 @@ USES = {
     "root_of_sum": "The hypotenuse is $\\sqrt{5^2 + 12^2} = \\sqrt{169} = 13$.",
     "power_as_product": "There are $2^5 = 32$ subsets.",
     "triangle_area_without_half": "The area of the triangle is $\\frac{1}{2} \\cdot 6 \\cdot 4 = 12$.",
-    "factorial_as_sum": "They can line up in $5! = 120$ ways.",
     "polygon_angle_sum": "The interior angles of a hexagon add up to $(6-2) \\cdot 180 = 720$ degrees.",
     "polygon_diagonals": "An octagon has $\\frac{8(8-3)}{2} = 20$ diagonals.",
     "gauss_sum": "The sum is $\\frac{10 \\cdot 11}{2} = 55$.",
