@@ -193,6 +193,7 @@ def print_rows(rows: list[dict[str, Any]], part: str, reference: str | None) -> 
             mine = [x for x in theirs if x["category"] == r["category"]]
             if not r["records"] or not mine:
                 continue
+            sys.stdout.flush()  # the probe's workers must not inherit (and print again) buffered output
             m = matched_comparison(r["records"], mine)
             print(f"- {r['category']} (n = {m['size']} solutions each): " + "; ".join(
                 f"{w} {_auc(m['ours'][w]['auc'])}±{m['ours'][w]['sd'] or 0:.3f} vs "
