@@ -33,8 +33,7 @@ class Knowledge:
 
 
 TABLE: tuple[Knowledge, ...] = (
-    Knowledge("triangle_angle_sum", "the angles of a triangle add up to 180 degrees",
-              "the angles of a triangle add up to 360 degrees", "constant", "180", "360", (r"triangle", r"angle")),
+    # No "a triangle's angles add up to 360" row: the angle it leaves is always over 180 degrees (implausible).
     Knowledge("minutes_per_hour", "an hour has 60 minutes", "an hour has 100 minutes", "constant", "60", "100",
               (r"\bminutes?\b", r"\bhours?\b")),
     Knowledge("seconds_per_minute", "a minute has 60 seconds", "a minute has 100 seconds", "constant", "60", "100",
