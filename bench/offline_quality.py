@@ -20,7 +20,7 @@ Every data set is cut into its dev part and its test part by `injector.triage.ho
 normalised question): tune on the dev part's figures; quote only the test part's.
 
     python bench/offline_quality.py [--category all] [--samples 3] [--data bundled,prmbench] [--part dev,test]
-        [--reference ../shared/fixtures/prmbench/train-p1] [--json FILE]
+        [--reference PRMBENCH_TRAIN_P1_DIR] [--json FILE]
 """
 from __future__ import annotations
 
