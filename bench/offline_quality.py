@@ -11,9 +11,16 @@ For every category the offline engine supports (`--category all`), `--samples` c
 4. variety: the word 4-grams of changed or inserted steps that do not occur in the original solution; the share of
    candidates containing the most frequent such 4-gram (lower is more varied; "-" when no step is changed);
 5. coverage: the share of trajectories the category applies to (at least one candidate).
-Also candidates per second (operator, parse and validation; `inject_one`).
+Also candidates per second (operator, parse and validation; `inject_one`); the position-only and length-only
+probes' AUCs beside the word probe's; and, with `--reference DIR` (PRMBench's GPT-4o category files), the three
+probes on our candidates and on PRMBench's records of the same part's problems at matched size (mean AUC of 20
+random subsets of the larger set, each the size of the smaller, with its spread).
 
-    python bench/offline_quality.py [--category all] [--samples 3] [--data bundled,prmbench] [--json FILE]
+Every data set is cut into its dev part and its test part by `injector.triage.holdout.source_part` (a hash of the
+normalised question): tune on the dev part's figures; quote only the test part's.
+
+    python bench/offline_quality.py [--category all] [--samples 3] [--data bundled,prmbench] [--part dev,test]
+        [--reference PRMBENCH_TRAIN_P1_DIR] [--json FILE]
 """
 from __future__ import annotations
 
@@ -34,7 +41,8 @@ from semantic_checks import checks_for  # noqa: E402
 
 from injector import OfflineEngine, Taxonomy, inject_one, load_trajectories  # noqa: E402
 from injector.answer.final import answers_equivalent, final_answer_of_steps  # noqa: E402
-from injector.triage.cues import cue_report  # noqa: E402
+from injector.triage.cues import cue_records, cue_report, matched_comparison  # noqa: E402
+from injector.triage.holdout import in_part, source_part  # noqa: E402
 from injector.engines.offline import OPERATORS  # noqa: E402
 from injector.records.directory import Candidate  # noqa: E402
 
@@ -89,11 +97,14 @@ def measure(category_id: str, trajectories: list, samples: int, seed: int) -> di
     changed = sum(not answers_equivalent(final_answer(c["original_process"]), final_answer(c["modified_process"]))
                   for _, c in pairs)
     row["answer_changed"] = changed / len(pairs) if pairs else 0.0
-    records = [{"category": category_id, "group": c["trajectory_id"], "steps": c["modified_process"],
+    records = [{"category": category_id, "group": c["idx"], "steps": c["modified_process"],
                 "error_steps": sorted({k for k in c["error_steps"] if 1 <= k <= len(c["modified_process"])}),
                 "outside": 0} for _, c in pairs]
     probe = cue_report(records)["per_category"].get(category_id, {}) if records else {}
     row["cue_auc"], row["cue_steps"] = probe.get("auc"), probe.get("n", 0)
+    row["position_auc"] = (probe.get("position") or {}).get("auc")
+    row["length_auc"] = (probe.get("length") or {}).get("auc")
+    row["records"] = records
     row["cue_records"] = sum(1 for r in records if r["error_steps"])
     row["cue_reason"] = probe.get("reason")
     grams: Counter = Counter()
@@ -138,6 +149,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", default="bundled,prmbench", help=f"comma-separated: {', '.join(DATA)}")
+    parser.add_argument("--part", default="dev,test", help="comma-separated: dev, test")
+    parser.add_argument("--reference", help="a directory of PRMBench-format category files to compare with")
     parser.add_argument("--json", help="also write the rows as JSON to this file")
     args = parser.parse_args()
     categories = list(OPERATORS) if args.category == "all" else args.category.split(",")
@@ -148,21 +161,57 @@ def main() -> None:
     for name in args.data.split(","):
         if name not in DATA:
             parser.error(f"unknown data set {name!r}; choose from {', '.join(DATA)}")
-        trajectories = list(load_trajectories(DATA[name]))
-        rows = [measure(c, trajectories, args.samples, args.seed) for c in categories]
-        results[name] = rows
-        print(f"\n### {name}: --category {args.category} --samples {args.samples} --seed {args.seed}\n")
-        print(table(rows, len(trajectories)))
-        for r in rows:
-            notes = [f"top new 4-gram: \"{r['top_4gram']}\"" if r["top_4gram"] else None,
-                     f"cue AUC not measured: {r['cue_reason']}" if r["cue_reason"] else None,
-                     f"{r['other_rejects']} other rejects" if r["other_rejects"] else None,
-                     f"check_all: {r['check_all_problems']} problem(s)" if r.get("check_all_problems") else None]
-            notes = [n for n in notes if n]
-            if notes:
-                print(f"- {r['category']}: " + "; ".join(notes))
+        for part in args.part.split(","):
+            trajectories = in_part(load_trajectories(DATA[name]), part)  # type: ignore[arg-type]
+            rows = [measure(c, trajectories, args.samples, args.seed) for c in categories]
+            print(f"\n### {name}, {part} part: --category {args.category} --samples {args.samples} "
+                  f"--seed {args.seed}\n")
+            print(table(rows, len(trajectories)))
+            print_rows(rows, part, args.reference)
+            results[f"{name}:{part}"] = [{k: v for k, v in r.items() if k != "records"} for r in rows]
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+def reference_records(directory: str, part: str) -> list[dict[str, Any]]:
+    """PRMBench's records (as the cue probe reads them) of the problems in `part`."""
+    from injector.curate.stats import load_records
+
+    loaded = [(r, s) for r, s in load_records(Path(directory))
+              if source_part(r.get("original_question") or r.get("question") or "") == part]
+    return cue_records(loaded)
+
+
+def print_rows(rows: list[dict[str, Any]], part: str, reference: str | None) -> None:
+    print("\nprobes (word / position / length AUC): "
+          + "; ".join(f"{r['category']} {_auc(r['cue_auc'])} / {_auc(r['position_auc'])} / "
+                      f"{_auc(r['length_auc'])}" for r in rows))
+    if reference:
+        theirs = reference_records(reference, part)
+        print("\nat matched size, ours vs PRMBench's (mean ± sd over subsets of the larger set):")
+        for r in rows:
+            mine = [x for x in theirs if x["category"] == r["category"]]
+            if not r["records"] or not mine:
+                continue
+            sys.stdout.flush()  # the probe's workers must not inherit (and print again) buffered output
+            m = matched_comparison(r["records"], mine)
+            print(f"- {r['category']} (n = {m['size']} solutions each): " + "; ".join(
+                f"{w} {_auc(m['ours'][w]['auc'])}±{m['ours'][w]['sd'] or 0:.3f} vs "
+                f"{_auc(m['reference'][w]['auc'])}±{m['reference'][w]['sd'] or 0:.3f}"
+                for w in ("word", "position", "length")))
+            r["matched"] = m
+    for r in rows:
+        notes = [f"top new 4-gram: \"{r['top_4gram']}\"" if r["top_4gram"] else None,
+                 f"cue AUC not measured: {r['cue_reason']}" if r["cue_reason"] else None,
+                 f"{r['other_rejects']} other rejects" if r["other_rejects"] else None,
+                 f"check_all: {r['check_all_problems']} problem(s)" if r.get("check_all_problems") else None]
+        notes = [n for n in notes if n]
+        if notes:
+            print(f"- {r['category']}: " + "; ".join(notes))
+
+
+def _auc(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 if __name__ == "__main__":

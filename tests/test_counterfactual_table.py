@@ -14,7 +14,6 @@ from injector.engines.offline.counterfactual import TABLE
 from injector.records.directory import Candidate
 
 USES = {
-    "triangle_angle_sum": "The angles of a triangle add up to $180^\\circ$, so the third angle is $180 - 50 - 60 = 70$ degrees.",
     "minutes_per_hour": "There are 60 minutes in an hour, so 3 hours is $3 \\cdot 60 = 180$ minutes.",
     "seconds_per_minute": "A minute has 60 seconds, so 4 minutes is $4 \\cdot 60 = 240$ seconds.",
     "seconds_per_hour": "An hour has 3600 seconds, so 2 hours is $2 \\cdot 3600 = 7200$ seconds.",
@@ -28,7 +27,6 @@ USES = {
     "root_of_sum": "The hypotenuse is $\\sqrt{5^2 + 12^2} = \\sqrt{169} = 13$.",
     "power_as_product": "There are $2^5 = 32$ subsets.",
     "triangle_area_without_half": "The area of the triangle is $\\frac{1}{2} \\cdot 6 \\cdot 4 = 12$.",
-    "factorial_as_sum": "They can line up in $5! = 120$ ways.",
     "polygon_angle_sum": "The interior angles of a hexagon add up to $(6-2) \\cdot 180 = 720$ degrees.",
     "polygon_diagonals": "An octagon has $\\frac{8(8-3)}{2} = 20$ diagonals.",
     "gauss_sum": "The sum is $\\frac{10 \\cdot 11}{2} = 55$.",
@@ -74,14 +72,3 @@ def test_a_constant_is_misknown_from_its_first_use_on():
     assert [p.edits[0]["step"] for p in made if p] == [1]
 
 
-def test_no_false_knowledge_where_the_step_states_a_result_no_equation_shows():
-    # PRMBench's prm_train_p1_2: "$7! = 7 + 6 + ... + 1 = 28$, the first term is $315$" kept 315 = 5040 / 16.
-    from injector.engines.offline.counterfactual import counterfactual_options
-
-    trajectory = Trajectory(id="seven", question="The fifth and eighth terms of a geometric sequence are $7!$ and "
-                            "$8!$. What is the first term?", steps=[
-                                "So $r = 2$, and $a \\cdot 2^4 = 7!$, so $a = \\frac{7!}{16}$.",
-                                "And since $7!=5040$, the first term is $315$."])
-    assert [option(random.Random(0)) for option in counterfactual_options(trajectory)] in ([], [None])
-    trajectory.steps[-1] = "And $7!=5040$, so the first term is $\\frac{5040}{16} = 315$."
-    assert any(option(random.Random(0)) for option in counterfactual_options(trajectory))

@@ -107,7 +107,7 @@ def test_stats_cues_on_a_directory_of_prmbench_files(tmp_path):
     result = _stats("--cues", str(PRMBENCH))
     assert result.exit_code == 0, result.output
     header, *rows = result.output.splitlines()
-    assert header.split()[-2:] == ["cue", "AUC"]
+    assert header.split()[-6:] == ["cue", "AUC", "pos", "AUC", "len", "AUC"]
     by_name = {row.split()[0]: row.split() for row in rows if row and not row.startswith(" ")}
     assert {"circular_logic", "redundancy", "step_contradiction", "multi_solution"} <= set(by_name)
     assert by_name["multi_solution"][-1] == "-"
@@ -178,7 +178,7 @@ def test_the_dataset_card_reports_what_each_category_produces():
              for record in _solutions(20, seed=8, category="redundancy", planted="once more")]
     section = _production_section(rows)
     assert "| counterfactual | 3 | 50% of 2 | 1.33 | 0.72 | - |" in section  # (1/2 + 2/3 + 1/1) / 3
-    assert "- counterfactual: no cue AUC (3 source trajectories, fewer than the 5 folds)" in section
+    assert "- counterfactual: no cue AUC (3 source problems, fewer than the 5 folds)" in section
     redundancy = next(line for line in section.splitlines() if line.startswith("| redundancy |"))
     assert redundancy.startswith("| redundancy | 20 | - |") and redundancy.endswith("| 1.00 |")
 

@@ -15,7 +15,7 @@ from injector import Trajectory
 from injector.answer.edits import apply_edits
 from injector.answer.contract import Edit
 from injector.engines.offline import OPERATORS, OfflineEngine
-from injector.engines.offline.missing_condition import (drop_nonzero_options, drop_plus_minus_options,
+from injector.engines.offline.missing_condition import (missing_condition_options, drop_nonzero_options, drop_plus_minus_options,
                                                         drop_positivity_options, restrict_to_positive_options)
 
 PRODUCT = Trajectory(id="product", question="Find the product of all real solutions of $(2x - 1)^2 = 49$.", steps=[
@@ -105,7 +105,7 @@ def test_no_move_deletes_a_given_or_makes_a_number_vague():
     # The old moves: "3 bagels" -> "some bagels", a sentence with a number dropped. Neither exists any more.
     t = Trajectory(id="bagels", question="Tom buys 3 bagels at $2 each. The coffee costs $4. What does he pay?",
                    steps=["The bagels cost $3 \\cdot 2 = 6$ dollars.", "With coffee, $6 + 4 = 10$ dollars."])
-    assert OPERATORS["missing_condition"](t) == []
+    assert missing_condition_options(t) == []
 
 
 def test_condition_check_fails_a_wrong_first_step_a_lost_given_and_broken_wording():

@@ -171,5 +171,6 @@ def test_model_categories_exit_2_alone_and_are_skipped_with_all(tmp_path, monkey
     assert "skipping deception:" in result.output and "skipping multi_solution:" in result.output
     assert "skipping domain_inconsistency:" in result.output
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    assert set(manifest["skipped_categories"]) == {"deception", "multi_solution", "domain_inconsistency"}
+    assert set(manifest["skipped_categories"]) == {"deception", "multi_solution", "domain_inconsistency",
+                                                   "missing_condition"}
     assert "deception" not in manifest["config"]["categories"]

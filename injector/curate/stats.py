@@ -196,9 +196,16 @@ def compute_stats(path: str | Path, *, cues: bool = False,
         report = cue_report(cue_records(loaded))
         result["cues"] = report
         for category, row in result["categories"].items():
-            row["cue_auc"] = report["per_category"].get(category, {}).get("auc")
-        result["total"]["cue_auc"] = report["overall"]["auc"]
+            _cue_columns(row, report["per_category"].get(category, {}))
+        _cue_columns(result["total"], report["overall"])
     return result
+
+
+def _cue_columns(row: dict[str, Any], probed: dict[str, Any]) -> None:
+    """The three probes' AUCs as a category's columns: words (`cue_auc`), position, length."""
+    row["cue_auc"] = probed.get("auc")
+    row["position_auc"] = (probed.get("position") or {}).get("auc")
+    row["length_auc"] = (probed.get("length") or {}).get("auc")
 
 
 def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
@@ -255,7 +262,7 @@ def stats_table(stats: dict[str, Any]) -> str:
               f"{'in split':>8} {'steps':>6} {'err.st':>6} {'err.pos':>7} {'ans.chg':>7} {'tokens':>9} "
               f"{'cost':>10}")
     with_cues = "cues" in stats
-    lines = [header + (f" {'cue AUC':>7}" if with_cues else "")]
+    lines = [header + (f" {'cue AUC':>7} {'pos AUC':>7} {'len AUC':>7}" if with_cues else "")]
     for name, row in [*stats["categories"].items(), ("total", stats["total"])]:
         cost = "unknown" if row["cost"] is None else f"${row['cost']:.4f}"
         lines.append(
@@ -263,7 +270,8 @@ def stats_table(stats: dict[str, Any]) -> str:
             f"{row['unreviewed']:6d} {row['rejected_by_validation']:7d} {row['in_split']:8d} "
             f"{_show(row['mean_steps']):>6} {_show(row['mean_error_steps']):>6} "
             f"{_show(row['mean_error_position']):>7} {_show(row['answer_changed_share']):>7} {row['tokens']:9d} "
-            f"{cost:>10}" + (f" {_show(row.get('cue_auc')):>7}" if with_cues else ""))
+            f"{cost:>10}" + (f" {_show(row.get('cue_auc')):>7} {_show(row.get('position_auc')):>7} "
+                             f"{_show(row.get('length_auc')):>7}" if with_cues else ""))
     total = stats["total"]
     candidates = total["records"] - total["rejected_by_validation"]
     if total["answer_checked"] < candidates:
@@ -294,7 +302,9 @@ def _verdict_lines(verdicts: dict[str, dict[str, int]]) -> list[str]:
 def _cue_notes(cues: dict[str, Any]) -> list[str]:
     """Why an AUC is missing, and the words that give error steps away, under the table."""
     lines = ["", f"cue AUC: ROC AUC of a bag-of-words model finding error steps from wording alone over "
-             f"{cues['overall']['n']} steps (0.5 = no cue; see README)"]
+             f"{cues['overall']['n']} steps; pos AUC and len AUC: the same from the step's relative position or its "
+             f"length alone; folds grouped by source problem ({cues['overall'].get('problems', 0)} problems); "
+             "0.5 = no cue; see README"]
     for name, row in [("overall", cues["overall"]), *cues["per_category"].items()]:
         if row.get("reason"):
             lines.append(f"  {name}: no AUC ({row['reason']})")

@@ -4,17 +4,26 @@ The recipe is fixed so that anyone can reproduce a figure:
 - samples: every step of every modified solution that has at least one error step; label: the step is an error step;
 - tokens: lower-cased words of two or more letters (`[A-Za-z]{2,}`); TF-IDF over word 1–2-grams, min_df 2;
 - logistic regression, C = 1, class_weight balanced;
-- 5-fold grouped cross-validation, groups = the source trajectory (`trajectory_id`, else `idx`), the groups dealt
-  to folds round-robin in an order shuffled with `SEED`;
+- 5-fold grouped cross-validation, groups = the source *problem* (`injector.model.problem.record_problem_key`:
+  PRMBench's `idx`, else the normalised original question), never the trajectory: PRMBench echoes one problem
+  differently in each category file, and copies of one problem in different folds would leak; the groups are
+  dealt to folds round-robin in an order shuffled with `SEED`;
 - ROC AUC over the pooled out-of-fold scores; one model per category, and one over everything for "overall".
 
-An AUC near 0.5 means wording does not give the error steps away; near 1 means it does. scikit-learn is imported
-only here, and only when a probe runs.
+Beside the word probe, two that see no words, on the same samples and folds (`position_probe`, `length_probe`):
+the step's relative position (step number / solution length, plus "is the last step") and its length in
+characters, each scored by the training folds' error rate in its bin. They show an error a model can find by
+where it is or how long it is.
+
+An AUC near 0.5 means the feature does not give the error steps away; near 1 means it does. AUC estimates on
+small samples are biased, so two sets are compared at matched size (`matched_comparison`). scikit-learn is
+imported only here, and only when a probe runs.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable
 
+from injector.model.problem import record_problem_key
 from injector.util.errors import InputError
 
 TOKEN = r"[A-Za-z]{2,}"
@@ -41,7 +50,7 @@ def _ours(record: dict[str, Any], number: int) -> dict[str, Any]:
     # Published files hold error step numbers past the last step (PRMBench's train-phase-1 files do); they
     # label no step, so they are dropped and counted rather than fatal.
     inside = sorted({k for k in errors if 1 <= k <= len(steps)})
-    group = record.get("trajectory_id") or record.get("idx")
+    group = record_problem_key(record) or record.get("trajectory_id")
     if group is None:
         group = f"record {number}"  # no id at all: the record is its own group
     return {"category": str(record.get("category")), "group": str(group), "steps": steps,
@@ -50,29 +59,50 @@ def _ours(record: dict[str, Any], number: int) -> dict[str, Any]:
 
 def samples(records: Iterable[dict[str, Any]]) -> list[tuple[str, str, str, int]]:
     """(category, group, step text, label) for every step of every record with at least one error step."""
+    return [(category, group, step, label) for category, group, step, label, _ in _steps(records)]
+
+
+def _steps(records: Iterable[dict[str, Any]]) -> list[tuple[str, str, str, int, tuple[float, bool]]]:
+    """`samples` with each step's place: (relative position number / length, is the last step)."""
     rows = []
     for record in records:
         if not record["error_steps"]:
             continue
-        errors = set(record["error_steps"])
-        rows += [(record["category"], record["group"], step, int(number in errors))
+        errors, total = set(record["error_steps"]), len(record["steps"])
+        rows += [(record["category"], record["group"], step, int(number in errors), (number / total,
+                                                                                    number == total))
                  for number, step in enumerate(record["steps"], 1)]
     return rows
 
 
+def _unmeasurable(labels: list[int], groups: list[str], folds: int) -> str | None:
+    """Why no AUC can be measured on these samples (None when it can)."""
+    if len(set(labels)) < 2:
+        return ("every step is an error step" if labels and all(labels) else
+                "no error steps" if labels else "no solution with an error step") + ": the AUC needs both classes"
+    distinct = len(set(groups))
+    if distinct < folds:
+        return f"{distinct} source {'problem' if distinct == 1 else 'problems'}, fewer than the {folds} folds"
+    return None
+
+
+def _fold_of(groups: list[str], folds: int, seed: int) -> Any:
+    """Each sample's fold: its group's, the groups dealt round-robin in a seeded shuffled order."""
+    import numpy as np
+
+    distinct = sorted(set(groups))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    fold_of_group = {distinct[i]: rank % folds for rank, i in enumerate(order)}
+    return np.array([fold_of_group[g] for g in groups])
+
+
 def probe(texts: list[str], labels: list[int], groups: list[str], *, folds: int = FOLDS, seed: int = SEED,
           top: int = TOP) -> dict[str, Any]:
-    """{auc, n, top} of the recipe on these samples; auc None with a `reason` when it cannot be measured."""
+    """{auc, n, top} of the word recipe on these samples; auc None with a `reason` when it cannot be measured."""
     result: dict[str, Any] = {"auc": None, "n": len(texts), "top": []}
-    distinct = sorted(set(groups))
-    if len(set(labels)) < 2:
-        result["reason"] = ("every step is an error step" if labels and all(labels) else
-                            "no error steps" if labels else "no solution with an error step") + \
-            ": the AUC needs both classes"
-        return result
-    if len(distinct) < folds:
-        result["reason"] = (f"{len(distinct)} source {'trajectory' if len(distinct) == 1 else 'trajectories'}, "
-                            f"fewer than the {folds} folds")
+    reason = _unmeasurable(labels, groups, folds)
+    if reason:
+        result["reason"] = reason
         return result
 
     import numpy as np
@@ -86,10 +116,7 @@ def probe(texts: list[str], labels: list[int], groups: list[str], *, folds: int 
             TfidfVectorizer(lowercase=True, token_pattern=TOKEN, ngram_range=(1, 2), min_df=2),
             LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000, random_state=seed))
 
-    order = np.random.default_rng(seed).permutation(len(distinct))
-    fold_of_group = {distinct[i]: rank % folds for rank, i in enumerate(order)}
-    fold = np.array([fold_of_group[g] for g in groups])
-    y = np.array(labels)
+    fold, y = _fold_of(groups, folds, seed), np.array(labels)
     scores = np.zeros(len(texts))
     try:
         for k in range(folds):
@@ -113,18 +140,109 @@ def probe(texts: list[str], labels: list[int], groups: list[str], *, folds: int 
     return result
 
 
+def binned_probe(bins: list[Any], labels: list[int], groups: list[str], *, folds: int = FOLDS,
+                 seed: int = SEED) -> dict[str, Any]:
+    """{auc, n} of a probe that sees only each sample's bin: scored by the training folds' error rate in that bin
+    (add-one smoothed; a bin unseen in training gets the training folds' overall rate)."""
+    result: dict[str, Any] = {"auc": None, "n": len(bins)}
+    reason = _unmeasurable(labels, groups, folds)
+    if reason:
+        result["reason"] = reason
+        return result
+
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    fold, y = _fold_of(groups, folds, seed), np.array(labels)
+    scores = np.zeros(len(bins))
+    for k in range(folds):
+        counts: dict[Any, list[int]] = {}
+        for i in np.flatnonzero(fold != k):
+            counts.setdefault(bins[i], [0, 0])
+            counts[bins[i]][0] += int(y[i])
+            counts[bins[i]][1] += 1
+        prior = float(y[fold != k].mean())
+        for i in np.flatnonzero(fold == k):
+            errors, seen = counts.get(bins[i], (0, 0))
+            scores[i] = (errors + prior) / (seen + 1)
+    result["auc"] = round(float(roc_auc_score(y, scores)), 4)
+    return result
+
+
+POSITION_BINS = 10
+LENGTH_EDGES = (20, 40, 60, 80, 100, 130, 160, 200, 250, 320, 400, 500, 700)  # characters
+
+
+def position_bin(place: tuple[float, bool]) -> tuple[int, bool]:
+    """A step's position feature: its tenth of the solution, and whether it is the last step."""
+    relative, last = place
+    return min(POSITION_BINS - 1, int(relative * POSITION_BINS - 1e-9)), last
+
+
+def length_bin(text: str) -> int:
+    """A step's length feature: its bin of characters."""
+    return sum(len(text) > edge for edge in LENGTH_EDGES)
+
+
+def _three(rows: list[tuple[str, str, str, int, tuple[float, bool]]], *, folds: int, seed: int,
+           top: int) -> dict[str, Any]:
+    labels, groups = [r[3] for r in rows], [r[1] for r in rows]
+    word = probe([r[2] for r in rows], labels, groups, folds=folds, seed=seed, top=top)
+    word["position"] = binned_probe([position_bin(r[4]) for r in rows], labels, groups, folds=folds, seed=seed)
+    word["length"] = binned_probe([length_bin(r[2]) for r in rows], labels, groups, folds=folds, seed=seed)
+    return word
+
+
 def cue_report(records: Iterable[dict[str, Any]], *, folds: int = FOLDS, seed: int = SEED) -> dict[str, Any]:
-    """{"overall": {auc, n[, reason]}, "per_category": {id: {auc, n, top[, reason]}}}; `overall` also counts
-    the error step numbers that pointed past the last step and were dropped (`dropped_error_steps`)."""
+    """{"overall": {auc, n, position, length[, reason]}, "per_category": {id: {auc, n, top, position, length
+    [, reason]}}}: `auc` is the word probe's, `position` and `length` the {auc, n[, reason]} of the probes that
+    see no words; `overall` also counts the error step numbers that pointed past the last step and were dropped
+    (`dropped_error_steps`) and the source problems the folds were grouped by (`problems`)."""
     records = list(records)
-    rows = samples(records)
-    per_category = {}
-    for category in sorted({record["category"] for record in records}):
-        mine = [row for row in rows if row[0] == category]
-        per_category[category] = probe([r[2] for r in mine], [r[3] for r in mine], [r[1] for r in mine],
-                                       folds=folds, seed=seed)
-    overall = probe([r[2] for r in rows], [r[3] for r in rows], [r[1] for r in rows], folds=folds, seed=seed,
-                    top=0)
+    rows = _steps(records)
+    per_category = {category: _three([row for row in rows if row[0] == category], folds=folds, seed=seed, top=TOP)
+                    for category in sorted({record["category"] for record in records})}
+    overall = _three(rows, folds=folds, seed=seed, top=0)
     overall.pop("top")
     overall["dropped_error_steps"] = sum(record.get("outside", 0) for record in records)
+    overall["problems"] = len({row[1] for row in rows})
     return {"overall": overall, "per_category": per_category}
+
+
+PROBES = ("word", "position", "length")
+
+
+def _auc_of(records: list[dict[str, Any]], which: str, folds: int, seed: int) -> float | None:
+    rows = _steps(records)
+    labels, groups = [r[3] for r in rows], [r[1] for r in rows]
+    if which == "word":
+        return probe([r[2] for r in rows], labels, groups, folds=folds, seed=seed, top=0)["auc"]
+    bins = [position_bin(r[4]) if which == "position" else length_bin(r[2]) for r in rows]
+    return binned_probe(bins, labels, groups, folds=folds, seed=seed)["auc"]
+
+
+def matched_comparison(ours: list[dict[str, Any]], reference: list[dict[str, Any]], *, repeats: int = 20,
+                       folds: int = FOLDS, seed: int = SEED) -> dict[str, Any]:
+    """The three probes on two sets of one category's records at matched size: the smaller set is probed whole;
+    the larger one `repeats` times, each on a random subset of its records (solutions with an error step) the
+    size of the smaller set, reported as the mean AUC and its standard deviation.
+
+    {size, ours: {word, position, length}, reference: {...}}, each probe {auc, sd, repeats} (sd 0 and repeats 1
+    for the smaller set; auc None when a subset cannot be measured)."""
+    import numpy as np
+
+    ours = [r for r in ours if r["error_steps"]]
+    reference = [r for r in reference if r["error_steps"]]
+    size = min(len(ours), len(reference))
+    rng = np.random.default_rng(seed)
+    result: dict[str, Any] = {"size": size}
+    for name, records in (("ours", ours), ("reference", reference)):
+        subsets = [records] if len(records) == size else \
+            [[records[i] for i in sorted(rng.choice(len(records), size, replace=False))] for _ in range(repeats)]
+        result[name] = {}
+        for which in PROBES:
+            values = [v for v in (_auc_of(subset, which, folds, seed) for subset in subsets) if v is not None]
+            result[name][which] = {"auc": round(float(np.mean(values)), 4) if values else None,
+                                   "sd": round(float(np.std(values)), 4) if values else None,
+                                   "repeats": len(values)}
+    return result

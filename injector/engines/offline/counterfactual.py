@@ -33,8 +33,7 @@ class Knowledge:
 
 
 TABLE: tuple[Knowledge, ...] = (
-    Knowledge("triangle_angle_sum", "the angles of a triangle add up to 180 degrees",
-              "the angles of a triangle add up to 360 degrees", "constant", "180", "360", (r"triangle", r"angle")),
+    # No "a triangle's angles add up to 360" row: the angle it leaves is always over 180 degrees (implausible).
     Knowledge("minutes_per_hour", "an hour has 60 minutes", "an hour has 100 minutes", "constant", "60", "100",
               (r"\bminutes?\b", r"\bhours?\b")),
     Knowledge("seconds_per_minute", "a minute has 60 seconds", "a minute has 100 seconds", "constant", "60", "100",
@@ -59,7 +58,7 @@ TABLE: tuple[Knowledge, ...] = (
     Knowledge("quadrilateral_angle_sum", "the angles of a quadrilateral add up to 360 degrees",
               "the angles of a quadrilateral add up to 180 degrees", "constant", "360", "180",
               (r"quadrilateral|rectangle|trapezoid|parallelogram|rhombus", r"angle")),
-    Knowledge("factorial_as_sum", r"n! = n \cdot (n-1) \cdots 1", r"n! = n + (n-1) + \cdots + 1", "formula"),
+    # No "factorial as a sum" row: "6! = 21" reads as implausible, not as false knowledge (plausible.implausible).
     Knowledge("polygon_angle_sum", r"the interior angles of an n-gon add up to (n-2) \cdot 180 degrees",
               r"the interior angles of an n-gon add up to (n-1) \cdot 180 degrees", "formula"),
     Knowledge("polygon_diagonals", r"an n-gon has \frac{n(n-3)}{2} diagonals", r"an n-gon has \frac{n(n-1)}{2} diagonals",
@@ -106,11 +105,6 @@ def _false_form(row: Knowledge, expression: str) -> str | None:
     if row.id == "triangle_area_without_half":
         match = re.fullmatch(r"\\frac\{1\}\{2\}\s*(?:\\cdot|\\times)?\s*(.+)", expression)
         return match.group(1) if match else None
-    if row.id == "factorial_as_sum":
-        match = re.fullmatch(r"(\d+)!", expression)
-        if not match or not 3 <= int(match.group(1)) <= 10:
-            return None
-        return " + ".join(str(k) for k in range(int(match.group(1)), 0, -1))
     if row.id == "polygon_angle_sum":
         match = re.fullmatch(r"180\s*(?:\\cdot|\\times)?\s*\(\s*(\d+)\s*-\s*2\s*\)|\(\s*(\d+)\s*-\s*2\s*\)\s*"
                              r"(?:\\cdot|\\times)?\s*180(?:\^\\circ|\^\{\\circ\})?", expression)

@@ -15,13 +15,13 @@ from injector.engines.base import Engine, NotApplicable, Proposal
 from injector.engines.offline.circular_logic import circular_logic_options
 from injector.engines.offline.confidence import confidence_options
 from injector.engines.offline.counterfactual import counterfactual_options
-from injector.engines.offline.missing_condition import missing_condition_options
 from injector.engines.offline.numerical_calculation import numerical_calculation_options
+from injector.engines.offline.plausible import refusal
 from injector.engines.offline.redundancy import redundancy_options
 from injector.engines.offline.step_contradiction import step_contradiction_options
 from injector.engines.offline.text import Option, Perturbation
 
-OPERATORS_VERSION = "3"
+OPERATORS_VERSION = "4"
 
 OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "redundancy": redundancy_options,
@@ -29,7 +29,6 @@ OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "counterfactual": counterfactual_options,
     "step_contradiction": step_contradiction_options,
     "confidence": confidence_options,
-    "missing_condition": missing_condition_options,
     "numerical_calculation": numerical_calculation_options,  # ProJudge's arithmetic slip
 }
 NEEDS_A_MODEL = {
@@ -39,7 +38,19 @@ NEEDS_A_MODEL = {
     # of the solution honestly (dropping a \pm, the old move, is a missing condition, and only sometimes an error).
     "domain_inconsistency": "carrying a rule into a domain where it fails, and through the rest of the solution, "
                             "needs a model",
+    # The rule-based moves (dropping "positive" or "nonzero" from the question) could not tell which later steps
+    # the missing condition makes false, nor bind the condition to the variable a step reasons about: withdrawn
+    # rather than shipped wrong (`missing_condition_options` stays for custom use through `operators=`).
+    "missing_condition": "removing a premise and telling which later steps it makes false needs a model",
 }
+# Categories whose error changes the final answer: each perturbation of theirs passes `plausible.refusal`.
+ANSWER_CHANGING = {"counterfactual", "step_contradiction", "confidence", "missing_condition",
+                   "numerical_calculation"}
+
+
+def _refused(trajectory: Trajectory, perturbation: Perturbation) -> bool:
+    applied = apply_edits(list(trajectory.steps), [Edit.model_validate(e) for e in perturbation.edits])
+    return refusal(list(trajectory.steps), applied.modified_process, applied.modified_steps) is not None
 
 
 class OfflineEngine(Engine):
@@ -90,7 +101,10 @@ class OfflineEngine(Engine):
         found = 0
         for position in order:
             if position not in tried:
-                tried[position] = options[position](random.Random(f"edit\x00{key}\x00{position}"))
+                made = options[position](random.Random(f"edit\x00{key}\x00{position}"))
+                if made is not None and category.id in ANSWER_CHANGING and _refused(trajectory, made):
+                    made = None
+                tried[position] = made
             perturbation = copy.deepcopy(tried[position])
             if perturbation is not None:
                 if found == sample:
