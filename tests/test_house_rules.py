@@ -19,6 +19,7 @@ BEING_SPLIT = (
     "triage/verify.py",
     "curate/build.py",
     "curate/card.py",
+    "evaluate/__init__.py",  # evaluate(): 11 parameters since the protocol options; an EvalRequest is due
 )
 """Paths relative to `injector/` (a trailing `/`: a whole package)."""
 
