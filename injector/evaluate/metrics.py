@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -156,6 +157,15 @@ def _accuracy(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
+def _harmonic_mean(acc_error: float | None, acc_correct: float | None) -> float | None:
+    """ProcessBench's F1: null when either group is empty, 0 when both accuracies are."""
+    if acc_error is None or acc_correct is None:
+        return None
+    if acc_error + acc_correct == 0:
+        return 0.0
+    return 2 * acc_error * acc_correct / (acc_error + acc_correct)
+
+
 def processbench_metrics(items: Sequence[EvalItem], scores: Scores, threshold: float) -> dict[str, Any]:
     """acc_error, acc_correct, their harmonic mean F1 (null when a group is empty), and the accuracy per category."""
     hits = {True: 0, False: 0}  # has an error -> right predictions
@@ -171,12 +181,7 @@ def processbench_metrics(items: Sequence[EvalItem], scores: Scores, threshold: f
         tally[0] += right
         tally[1] += 1
     acc_error, acc_correct = _accuracy(hits[True], totals[True]), _accuracy(hits[False], totals[False])
-    if acc_error is None or acc_correct is None:
-        f1 = None
-    elif acc_error + acc_correct == 0:
-        f1 = 0.0
-    else:
-        f1 = 2 * acc_error * acc_correct / (acc_error + acc_correct)
+    f1 = _harmonic_mean(acc_error, acc_correct)
     return {"f1": f1, "acc_error": acc_error, "acc_correct": acc_correct, "n_error": totals[True],
             "n_correct": totals[False],
             "per_category": {category: {"accuracy": right / n, "n": n}
@@ -209,13 +214,92 @@ def candidate_thresholds(items: Iterable[EvalItem], scores: Scores) -> list[floa
 
 def sweep_threshold(items: Sequence[EvalItem], scores: Scores, metric: str) -> tuple[float | None, float | None]:
     """The threshold among `candidate_thresholds` that maximises `metric` on `items` (ties: the smallest), and its
-    value; (None, None) when the metric is undefined at every threshold."""
+    value; (None, None) when the metric is undefined at every threshold.
+
+    Sorts once and sweeps the thresholds in order with running counts (O(n log n) in the steps), giving the very
+    figures `metric_value` gives at each threshold: the same integer counts go through the same formulas."""
+    thresholds = candidate_thresholds(items, scores)
+    curve = _prmscore_curve if metric == "prmscore" else _processbench_curve
     best: tuple[float | None, float | None] = (None, None)
-    for threshold in candidate_thresholds(items, scores):
-        value = metric_value(metric, items, scores, threshold)
+    for threshold, value in zip(thresholds, curve(items, scores, thresholds), strict=True):
         if value is not None and (best[1] is None or value > best[1]):
             best = (threshold, value)
     return best
+
+
+def _prmscore_curve(items: Sequence[EvalItem], scores: Scores, thresholds: Sequence[float]) -> list[float | None]:
+    """Overall PRMScore at each of the ascending `thresholds`: a step turns from predicted positive to negative
+    once the threshold reaches its score, so one pass over the steps sorted by score moves them across."""
+    if not items or any(item.error_steps is None for item in items):
+        return [None] * len(thresholds)
+    counts = StepCounts()  # below every threshold: every step predicted positive
+    steps: list[tuple[float, bool]] = []
+    for item in items:
+        item_scores = scores.get(item.id)
+        if item.kind == CORRECT or item_scores is None:
+            continue
+        labels = item.step_labels or []
+        if len(labels) != len(item_scores):
+            raise ValueError(f"{item.id}: {len(item_scores)} scores for {len(labels)} steps")
+        steps.extend(zip(item_scores, labels))
+        counts.tp += sum(labels)
+        counts.fp += len(labels) - sum(labels)
+    steps.sort(key=lambda step: step[0])
+    values: list[float | None] = []
+    moved = 0
+    for threshold in thresholds:
+        while moved < len(steps) and steps[moved][0] <= threshold:
+            if steps[moved][1]:
+                counts.tp, counts.fn = counts.tp - 1, counts.fn + 1
+            else:
+                counts.fp, counts.tn = counts.fp - 1, counts.tn + 1
+            moved += 1
+        f1, f1_neg = f1_score(counts.tp, counts.fp, counts.fn), f1_score(counts.tn, counts.fn, counts.fp)
+        values.append(None if f1 is None or f1_neg is None else 0.5 * f1 + 0.5 * f1_neg)  # as `figures()`
+    return values
+
+
+def _right_interval(item_scores: Sequence[float], first_error: int | None) -> tuple[float, float] | None:
+    """The thresholds t, as [low, high), at which ProcessBench's prediction for these scores is `first_error`:
+    no error needs every score above t; error step f needs its score at or below t and every earlier one above."""
+    if first_error is None:
+        return -math.inf, min(item_scores, default=math.inf)
+    if not 1 <= first_error <= len(item_scores):
+        return None
+    low, high = item_scores[first_error - 1], min(item_scores[:first_error - 1], default=math.inf)
+    return (low, high) if low < high else None
+
+
+def _processbench_curve(items: Sequence[EvalItem], scores: Scores,
+                        thresholds: Sequence[float]) -> list[float | None]:
+    """ProcessBench's F1 at each of the ascending `thresholds`: each solution is predicted right on one interval
+    of thresholds, so the hits at t are the intervals begun by t minus those ended by t (two sorted lists)."""
+    totals = {True: 0, False: 0}
+    starts: dict[bool, list[float]] = {True: [], False: []}
+    ends: dict[bool, list[float]] = {True: [], False: []}
+    for item in items:
+        has_error = item.first_error is not None
+        totals[has_error] += 1
+        item_scores = scores.get(item.id)
+        interval = None if item_scores is None else _right_interval(item_scores, item.first_error)
+        if interval is not None:
+            starts[has_error].append(interval[0])
+            ends[has_error].append(interval[1])
+    for group in (True, False):
+        starts[group].sort()
+        ends[group].sort()
+    begun = {True: 0, False: 0}
+    ended = {True: 0, False: 0}
+    values: list[float | None] = []
+    for threshold in thresholds:
+        for group in (True, False):
+            while begun[group] < len(starts[group]) and starts[group][begun[group]] <= threshold:
+                begun[group] += 1
+            while ended[group] < len(ends[group]) and ends[group][ended[group]] <= threshold:
+                ended[group] += 1
+        hits = {group: begun[group] - ended[group] for group in (True, False)}
+        values.append(_harmonic_mean(_accuracy(hits[True], totals[True]), _accuracy(hits[False], totals[False])))
+    return values
 
 
 def error_detection_curve(items: Sequence[EvalItem], scores: Scores,
