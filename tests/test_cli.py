@@ -261,7 +261,7 @@ def test_an_unwritable_crash_directory_still_gives_one_line(monkeypatch, tmp_pat
         raise RuntimeError("kaboom")
 
     (tmp_path / "not-a-dir").write_text("")
-    monkeypatch.setattr("injector.cli.commands.crash_dir", lambda: tmp_path / "not-a-dir" / "crashes")
+    monkeypatch.setattr("injector.cli.base.crash_dir", lambda: tmp_path / "not-a-dir" / "crashes")
     monkeypatch.setattr(injector.taxonomy.Taxonomy, "load", classmethod(boom))
     result = invoke("categories")
     assert result.exit_code == 1

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from injector.engines.cache import request_key
+from injector.engines.limits import RateLimiter
 from injector.util.errors import AuthenticationRefused, BatchesPending, UserError
 from injector.records.directory import RunDirectory, read_jsonl
 from injector.util.redaction import redact
@@ -32,69 +33,19 @@ from injector.taxonomy import Category
 from injector.model.trajectory import Trajectory
 from injector.engines.base import Proposal, ProviderError, TransientProviderError
 from injector.engines.llm import LLMEngine, classify_provider_error, import_litellm
+from injector.engines.batch_log import (BATCHES_FILE, NOT_ADOPTABLE, TERMINAL, BatchLog, batch_counts, batch_table,
+                                        line_outcome, read_batch_log)
+from injector.engines.model_info import listed_prices, per_token
+from injector.engines.settings import (DEFAULT_MAX_BYTES, DEFAULT_MAX_REQUESTS, DEFAULT_POLL_SECONDS, BatchSettings,
+                                       EngineSettings)
 
-BATCHES_FILE = "batches.jsonl"
-DEFAULT_MAX_REQUESTS = 50_000
-"""OpenAI's documented limit of requests in one batch file."""
-DEFAULT_MAX_BYTES = 200 * 1024 * 1024
-"""OpenAI's documented limit of a batch input file (200 MB)."""
-DEFAULT_POLL_SECONDS = 30.0
 MAX_POLL_SECONDS = 600.0
-TERMINAL = ("completed", "expired", "failed", "cancelled")
-NOT_ADOPTABLE = ("failed", "cancelled", "cancelling")
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
 BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm")
 """Providers litellm 1.110's `acreate_batch` takes."""
 LIST_PAGE, LIST_PAGES = 100, 100
-RETRYABLE_LINE_STATUS = (408, 409, 429, 500, 502, 503, 504)
 
-
-@dataclass
-class BatchLog:
-    """`RUN/batches.jsonl` read back: what was submitted, each batch's last recorded state, and for each request
-    the batch that holds it now."""
-
-    submitted: dict[str, dict[str, Any]] = field(default_factory=dict)
-    states: dict[str, dict[str, Any]] = field(default_factory=dict)
-    holder: dict[str, str] = field(default_factory=dict)
-    """request key -> id of the latest batch it was submitted in."""
-    submissions: Counter = field(default_factory=Counter)
-    """request key -> batches it was submitted in."""
-
-    def add(self, record: dict[str, Any]) -> None:
-        if record.get("event") == "submitted":
-            self.submitted[record["batch_id"]] = record
-            for key in record.get("keys", []):
-                self.holder[key] = record["batch_id"]
-                self.submissions[key] += 1
-        elif record.get("event") == "state":
-            self.states[record["batch_id"]] = record
-
-    def status(self, batch_id: str) -> str:
-        return str((self.states.get(batch_id) or self.submitted.get(batch_id) or {}).get("status", "unknown"))
-
-
-def read_batch_log(run_dir: str | Path) -> BatchLog:
-    """The batch log of a run directory (empty when it has none); torn lines are skipped with a warning."""
-    log = BatchLog()
-    path = Path(run_dir) / BATCHES_FILE
-    if path.exists():
-        for record in read_jsonl(path):
-            if isinstance(record, dict) and isinstance(record.get("batch_id"), str):
-                log.add(record)
-    return log
-
-
-@dataclass(frozen=True)
-class BatchSettings:
-    """How `inject run --batch` sends: where it records batches, the provider's limits, polling, waiting."""
-
-    run_dir: Path
-    max_requests: int = DEFAULT_MAX_REQUESTS
-    max_bytes: int = DEFAULT_MAX_BYTES
-    poll_seconds: float = DEFAULT_POLL_SECONDS
-    wait: bool = True
 
 
 @dataclass
@@ -152,14 +103,7 @@ class BatchEngine(LLMEngine):
 
     def prices(self) -> tuple[float, float] | None:
         """`--price-in/--price-out` when given, else litellm's batch prices for the model, else unknown."""
-        if self.price_in is not None and self.price_out is not None:
-            return self.price_in / 1e6, self.price_out / 1e6
-        try:
-            info = import_litellm().get_model_info(self.model)
-        except Exception:  # litellm raises for models it does not know
-            return None
-        price_in, price_out = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
-        return (price_in, price_out) if price_in is not None and price_out is not None else None
+        return per_token(self.price_in, self.price_out) or listed_prices(self.model, batches=True)
 
     async def propose(self, messages: list[dict[str, Any]], *, trajectory: Trajectory, category: Category,
                       seed: int, sample: int, response_schema: dict[str, Any] | None, output_mode: str = "edits",
@@ -261,17 +205,17 @@ class BatchEngine(LLMEngine):
         status = str(batch.status)
         if self._log_now().status(batch_id) != status:
             self._record({"event": "state", "batch_id": batch_id, "status": status,
-                          "counts": _counts(batch), "output_file_id": batch.output_file_id,
+                          "counts": batch_counts(batch), "output_file_id": batch.output_file_id,
                           "error_file_id": batch.error_file_id})
         if status not in TERMINAL:
             return None
         results: dict[str, tuple[str, Any]] = {}
         if batch.error_file_id:
             for line in await self._lines(batch.error_file_id):
-                results[str(line.get("custom_id"))] = _line_outcome(line)
+                results[str(line.get("custom_id"))] = line_outcome(line)
         if batch.output_file_id:
             for line in await self._lines(batch.output_file_id):
-                results[str(line.get("custom_id"))] = _line_outcome(line)
+                results[str(line.get("custom_id"))] = line_outcome(line)
         self._results[batch_id] = results
         return results
 
@@ -374,26 +318,6 @@ def _fail(entry: _Waiting, error: Exception) -> None:
             future.set_exception(error)
 
 
-def _counts(batch: Any) -> dict[str, int]:
-    counts = getattr(batch, "request_counts", None)
-    return {name: int(getattr(counts, name, 0) or 0) for name in ("total", "completed", "failed")}
-
-
-def _line_outcome(line: dict[str, Any]) -> tuple[str, Any]:
-    """("ok", completion), ("retry", why) for a failed or expired line worth resubmitting, ("fail", why) for a
-    request the provider refused for good (a 4xx other than 408/409/429)."""
-    response = line.get("response") or {}
-    status = response.get("status_code") if isinstance(response, dict) else None
-    if status == 200 and isinstance(response.get("body"), dict):
-        return "ok", response["body"]
-    body = response.get("body") if isinstance(response, dict) else None
-    error = line.get("error") or (body.get("error") if isinstance(body, dict) else None)
-    message = redact(str(error.get("message") if isinstance(error, dict) else error or f"status {status}"))
-    if isinstance(status, int) and 400 <= status < 500 and status not in RETRYABLE_LINE_STATUS:
-        return "fail", message
-    return "retry", message
-
-
 async def cancel_batches(engine: BatchEngine) -> list[tuple[str, str]]:
     """Cancel every batch of the engine's run directory that is not finished; (batch id, new status) each."""
     log = read_batch_log(engine.run_dir.path)
@@ -404,24 +328,15 @@ async def cancel_batches(engine: BatchEngine) -> list[tuple[str, str]]:
             continue
         batch = await engine._call(litellm.acancel_batch, batch_id=batch_id)
         engine._record({"event": "state", "batch_id": batch_id, "status": str(batch.status),
-                        "counts": _counts(batch)})
+                        "counts": batch_counts(batch)})
         cancelled.append((batch_id, str(batch.status)))
     return cancelled
 
 
-def batch_table(run_dir: str | Path) -> str:
-    """The batches of a run directory as last recorded: id, submission, requests, state and line counts."""
-    log = read_batch_log(run_dir)
-    if not log.submitted:
-        return f"{run_dir}: no batches"
-    rows = [f"{'batch':28} {'round':>5} {'requests':>8} {'state':12} {'completed':>9} {'failed':>6}"]
-    states: Counter = Counter()
-    for batch_id, record in log.submitted.items():
-        state = log.states.get(batch_id, {})
-        status = log.status(batch_id)
-        states[status] += 1
-        counts = state.get("counts") or {}
-        rows.append(f"{batch_id:28} {record.get('submission', 1):>5} {record.get('requests', 0):>8} {status:12} "
-                    f"{counts.get('completed', ''):>9} {counts.get('failed', ''):>6}")
-    rows.append(f"{len(log.submitted)} batches: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
-    return "\n".join(rows)
+def from_settings(settings: EngineSettings) -> BatchEngine:
+    """The `batch` kind's factory (`registry.py`)."""
+    assert settings.model is not None and settings.batch is not None  # the settings' validation sees to both
+    batch = settings.batch
+    return BatchEngine(settings.model, api_base=settings.api_base, limiter=RateLimiter(settings.rpm, settings.tpm),
+                       run_dir=batch.run_dir, max_requests=batch.max_requests, max_bytes=batch.max_bytes,
+                       poll_seconds=batch.poll_seconds, wait=batch.wait, **settings.llm_options())

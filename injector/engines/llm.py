@@ -10,7 +10,7 @@ import functools
 import logging
 import os
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
@@ -23,11 +23,32 @@ from injector.model.trajectory import Trajectory
 from injector.engines.base import Engine, Proposal, ProviderError, TransientProviderError
 from injector.engines.openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
                             response_usage)
+from injector.engines.model_info import SCHEMA_PREFIXES, listed_prices, per_token, takes_schema
 from injector.engines.provider_faults import rate_limit_wait, retry_after
 
-# Providers that take a JSON-schema response_format although litellm's price list does not say so
-# (its support check only knows listed models; forwarding works for local servers).
-SCHEMA_PREFIXES = ("openai/", "hosted_vllm/", "ollama_chat/")
+if TYPE_CHECKING:
+    from injector.engines.settings import EngineSettings
+
+
+
+class LLMOptions(TypedDict, total=False):
+    """`LLMEngine`'s keyword settings beside its model, server, limiter, cache and client (defaults below)."""
+
+    temperature: float
+    max_tokens: int | None
+    use_schema: bool
+    timeout: float
+    transient_attempts: int
+    transient_seconds: float
+    backoff_seconds: float
+    price_in: float | None
+    price_out: float | None
+
+
+DEFAULT_OPTIONS: LLMOptions = {"temperature": 1.0, "max_tokens": 4096, "use_schema": True, "timeout": 300.0,
+                               "transient_attempts": 6, "transient_seconds": 600.0, "backoff_seconds": 1.0,
+                               "price_in": None, "price_out": None}
+log = logging.getLogger(__name__)
 
 
 def set_offline_environment() -> None:
@@ -64,24 +85,13 @@ class LLMEngine(Engine):
     takes_feedback = True
     judges = True
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_base: str | None = None,
-        temperature: float = 1.0,
-        max_tokens: int | None = 4096,
-        use_schema: bool = True,
-        timeout: float = 300.0,
-        transient_attempts: int = 6,
-        transient_seconds: float = 600.0,
-        backoff_seconds: float = 1.0,
-        limiter: RateLimiter | None = None,
-        cache: RequestCache | None = None,
-        price_in: float | None = None,
-        price_out: float | None = None,
-        client: str | None = None,
-    ):
+    def __init__(self, model: str, *, api_base: str | None = None, limiter: RateLimiter | None = None,
+                 cache: RequestCache | None = None, client: str | None = None, **options: Unpack[LLMOptions]):
+        sampling: LLMOptions = {**DEFAULT_OPTIONS, **options}  # type: ignore[typeddict-item]
+        temperature, max_tokens = sampling["temperature"], sampling["max_tokens"]
+        use_schema, timeout = sampling["use_schema"], sampling["timeout"]
+        transient_attempts, transient_seconds = sampling["transient_attempts"], sampling["transient_seconds"]
+        backoff_seconds, price_in, price_out = sampling["backoff_seconds"], sampling["price_in"], sampling["price_out"]
         self.model = model
         self.api_base = api_base
         """Used as given for requests; only `api_base_host` (no userinfo, no query) is ever recorded."""
@@ -138,16 +148,11 @@ class LLMEngine(Engine):
 
     def prices(self) -> tuple[float, float] | None:
         """Dollars per prompt token and per completion token, or None when unknown."""
-        if self.price_in is not None and self.price_out is not None:
-            return self.price_in / 1e6, self.price_out / 1e6
+        if given := per_token(self.price_in, self.price_out):
+            return given
         if self._openai is not None:
             return self._openai.prices()
-        try:
-            info = import_litellm().get_model_info(self.model)
-        except Exception:  # litellm raises for models it does not know
-            return None
-        price_in, price_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-        return (price_in, price_out) if price_in is not None and price_out is not None else None
+        return listed_prices(self.model)
 
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         return int(import_litellm().token_counter(model=self.model, messages=messages))
@@ -159,14 +164,9 @@ class LLMEngine(Engine):
     def sends_schema(self) -> bool:
         if not self.use_schema:
             return False
-        if self.model.startswith(SCHEMA_PREFIXES):
-            return True
-        if self._openai is not None:
+        if self._openai is not None and not self.model.startswith(SCHEMA_PREFIXES):
             return self._openai.sends_schema()
-        try:
-            return bool(import_litellm().supports_response_schema(model=self.model))
-        except Exception:
-            return False
+        return takes_schema(self.model)
 
     def request(self, messages: list[dict[str, Any]], seed: int, schema: dict | None, name: str) -> dict[str, Any]:
         """The litellm arguments that decide the answer (what the cache key covers): no key, no transport."""
@@ -316,8 +316,16 @@ class LLMEngine(Engine):
             return None if hidden["response_cost"] is None else float(hidden["response_cost"])
         try:
             return float(litellm.completion_cost(completion_response=response))
-        except Exception:  # unknown models have no price: the cost is unknown, not 0
+        except Exception as exc:  # unknown models have no price: the cost is unknown, not 0
+            log.debug("no cost for a response of %s (%s: %s)", self.model, type(exc).__name__, exc)
             return None
+
+
+def from_settings(settings: EngineSettings) -> LLMEngine:
+    """The `llm` kind's factory (`registry.py`): one server, or the provider's default one."""
+    assert settings.model is not None  # the registry picks this kind only for a model string
+    return LLMEngine(settings.model, api_base=settings.api_base, limiter=RateLimiter(settings.rpm, settings.tpm),
+                     client=settings.client, **settings.llm_options())
 
 
 def _text_tokens_estimate(messages: list[dict[str, Any]]) -> int:

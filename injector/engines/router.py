@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from injector.util.errors import UserError
 from injector.engines.limits import RateLimiter
 from injector.util.redaction import public_host, register_secret
 from injector.engines.base import Proposal
 from injector.engines.deployments import Deployment, DeploymentSet
+from injector.engines.deployments import from_api_bases, load_deployments
+from injector.engines.model_info import listed_prices, per_token, takes_schema
 from injector.engines.llm import (
     PLACEHOLDER_KEY,
-    SCHEMA_PREFIXES,
     LLMEngine,
     _text_tokens_estimate,
     classify_provider_error,
     import_litellm,
 )
+
+if TYPE_CHECKING:
+    from injector.engines.settings import EngineSettings
 
 ROUTING_STRATEGY = "usage-based-routing-v2"
 """litellm's routing that keeps each deployment under its own rpm/tpm (checked against litellm 1.110's router)."""
@@ -123,18 +127,14 @@ class RouterEngine(LLMEngine):
     def prices(self) -> tuple[float, float] | None:
         """The dearest deployment's prices (a budget must hold whichever server answers), or None if one is
         unknown; `--price-in/--price-out` win."""
-        if self.price_in is not None and self.price_out is not None:
-            return self.price_in / 1e6, self.price_out / 1e6
-        litellm = import_litellm()
+        if given := per_token(self.price_in, self.price_out):
+            return given
         found = []
         for model in self.deployments.models:
-            try:
-                info = litellm.get_model_info(model)
-            except Exception:  # litellm raises for models it does not know
+            prices = listed_prices(model)
+            if prices is None:
                 return None
-            if info.get("input_cost_per_token") is None or info.get("output_cost_per_token") is None:
-                return None
-            found.append((info["input_cost_per_token"], info["output_cost_per_token"]))
+            found.append(prices)
         return max(p for p, _ in found), max(c for _, c in found)
 
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
@@ -145,7 +145,7 @@ class RouterEngine(LLMEngine):
 
     def sends_schema(self) -> bool:
         """Only when every deployment's model takes a JSON-schema response_format."""
-        return self.use_schema and all(_takes_schema(model) for model in self.deployments.models)
+        return self.use_schema and all(takes_schema(model) for model in self.deployments.models)
 
     def request(self, messages: list[dict[str, Any]], seed: int, schema: dict | None, name: str) -> dict[str, Any]:
         """`LLMEngine.request` plus the set of the deployments' models (in the cache key; not sent)."""
@@ -168,13 +168,16 @@ def _host(api_base: Any) -> str | None:
     return public_host(str(api_base)) if api_base else None
 
 
-def _takes_schema(model: str) -> bool:
-    if model.startswith(SCHEMA_PREFIXES):
-        return True
-    try:
-        return bool(import_litellm().supports_response_schema(model=model))
-    except Exception:
-        return False
+def from_settings(settings: EngineSettings) -> RouterEngine:
+    """The `router` kind's factory (`registry.py`): the deployments file's servers, or one per `api_base`."""
+    if settings.deployments is not None:
+        servers = load_deployments(settings.deployments)
+    else:
+        assert settings.model is not None  # the settings' validation asks several api bases for a model
+        servers = from_api_bases(settings.model, list(settings.api_bases))
+    return RouterEngine(servers, model=settings.model,
+                        limiter=RouterEngine.limiter_for(servers, settings.rpm, settings.tpm),
+                        **settings.llm_options())
 
 
 def _single_model(deployments: DeploymentSet) -> str:

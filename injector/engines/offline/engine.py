@@ -126,3 +126,8 @@ class OfflineEngine(Engine):
             }
         return Proposal(text=json.dumps(answer, ensure_ascii=False), cost=0.0,
                         details={"operator": perturbation.operator})
+
+
+def from_settings(settings: Any) -> OfflineEngine:
+    """The `offline` kind's factory (`engines/registry.py`): it has no settings of its own."""
+    return OfflineEngine()

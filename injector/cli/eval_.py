@@ -1,0 +1,113 @@
+"""`inject eval`: score a PRM or an LLM judge on a split, or compare reports."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from injector.cli.base import examples, main
+from injector.cli.options import request_options
+
+def _every_ten_seconds(line):
+    """A progress callback that prints `line(*args)` to stderr at most every 10 s, and at the end."""
+    import time
+
+    last = [time.monotonic()]
+
+    def show(done: int, total: int) -> None:
+        if done == total or time.monotonic() - last[0] >= 10:
+            last[0] = time.monotonic()
+            click.echo(line(done, total), err=True)
+
+    return show
+
+
+@main.command("eval", epilog=examples(
+    "inject eval splits/demo --scores data/demo_scores.jsonl --out reports/demo",
+    "inject eval splits/v1 --split test --judge gpt-4o --max-cost 5 --out reports/gpt4o",
+    "inject eval PRMBench/data/ --prm-server http://127.0.0.1:8000 --prm-model Qwen/Qwen2.5-Math-PRM-7B --out r/qwen",
+    "inject eval ProcessBench/math.jsonl --scores my_prm.jsonl --sweep --sweep-metric processbench --out r/mine",
+    "inject eval --compare reports/gpt4o r/qwen"))
+@click.argument("paths", nargs=-1, required=True, metavar="SPLIT | --compare REPORT...")
+@click.option("--out", type=click.Path(file_okay=False), help="The report directory to write (required to "
+              "evaluate; with --compare, also write comparison.md there).")
+@click.option("--scores", "scores_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help='A PRM\'s scores: JSONL of {"id", "step_scores": [0..1 per step]}.')
+@click.option("--judge", metavar="MODEL", help="An LLM judge: any litellm model string (gpt-4o, openai/NAME, ...).")
+@click.option("--prm-server", metavar="URL", help="A PRM served by vLLM (its pooling endpoint), e.g. "
+              "http://127.0.0.1:8000.")
+@click.option("--prm-model", metavar="NAME", help="The model name the vLLM server serves (with --prm-server).")
+@click.option("--step-separator", default="<extra_0>", show_default=True,
+              help="The token the PRM scores, put after each step (with --prm-server).")
+@click.option("--split", "split_name", help="Of an `inject build` directory: evaluate this split only (default all).")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Maps PRMBench classifications to category ids (default: the bundled prmbench taxonomy).")
+@click.option("--threshold", type=click.FloatRange(0, 1),
+              help="A step is predicted correct when its score is above this  [default: 0.5]")
+@click.option("--sweep", is_flag=True, help="Choose the threshold on a 20%% dev subset (by a hash of the ids) and "
+              "report the rest.")
+@click.option("--sweep-metric", type=click.Choice(["prmscore", "processbench"]), default="prmscore",
+              show_default=True, help="What --sweep maximises.")
+@click.option("--compare", is_flag=True, help="Put the reports given as arguments side by side.")
+@click.option("--no-plots", is_flag=True, help="Do not write the PNG plots.")
+@click.option("--api-base", help="Judge: base URL of an OpenAI-compatible (or other) server.")
+@click.option("--temperature", type=float, default=0.0, show_default=True, help="Judge: sampling temperature.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Judge: most completion tokens per answer.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Judge: the seed sent.")
+@click.option("--no-schema", is_flag=True, help="Judge: do not send a JSON-schema response_format.")
+@request_options("Judge: ")
+def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator, split_name, taxonomy_path,
+          threshold, sweep, sweep_metric, compare, no_plots, api_base, temperature, max_tokens, seed, no_schema,
+          concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost) -> None:
+    """Score a PRM or an LLM judge on a split (PRMBench's PRMScore, ProcessBench's F1); or --compare reports."""
+    from injector.evaluate import DEFAULT_THRESHOLD, ScoresFile, compare as compare_reports, evaluate, write_comparison
+
+    if compare:
+        table = compare_reports(paths)
+        click.echo(table, nl=False)
+        if out:
+            click.echo(f"wrote {write_comparison(out, table)}", err=True)
+        return
+    if len(paths) != 1:
+        raise click.UsageError("give one SPLIT to evaluate (or --compare REPORT...)")
+    if not out:
+        raise click.UsageError("give --out DIR, the report directory")
+    if sum(option is not None for option in (scores_path, judge, prm_server)) != 1:
+        raise click.UsageError("give exactly one of --scores FILE, --judge MODEL and --prm-server URL")
+    if (prm_server is None) != (prm_model is None):
+        raise click.UsageError("--prm-server and --prm-model go together")
+    if (price_in is None) != (price_out is None):
+        raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
+    if judge and (threshold is not None or sweep):
+        raise click.UsageError("a judge answers correct or incorrect per step: --threshold and --sweep do not apply")
+    scorer: Any
+    if scores_path:
+        scorer = ScoresFile(scores_path)
+    elif judge:
+        from injector.engines import LLMEngine, from_model
+        from injector.evaluate.judge import LLMJudge
+
+        engine = from_model(judge, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
+                            use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm, use_cache=not no_cache,
+                            cache_path=cache_path, price_in=price_in, price_out=price_out)
+        if not isinstance(engine, LLMEngine):
+            raise click.UsageError("--judge needs an LLM (a litellm model string), not the offline engine")
+        scorer = LLMJudge(engine, concurrency=concurrency, max_cost=max_cost, seed=seed,
+                          on_progress=_every_ten_seconds(lambda done, total: f"judged {done} of {total} solutions"))
+    else:
+        from injector.engines.cache import RequestCache
+        from injector.evaluate.prm_server import PRMServer
+
+        scorer = PRMServer(prm_server, prm_model, separator=step_separator, concurrency=concurrency, timeout=timeout,
+                           cache=None if no_cache else RequestCache(cache_path),
+                           on_progress=_every_ten_seconds(lambda done, total: f"scored {done} of {total} solutions"))
+    result = evaluate(paths[0], scorer, out=out, split_name=split_name, taxonomy=taxonomy_path,
+                      threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+                      sweep_metric=sweep_metric if sweep else None, plots=not no_plots)
+    click.echo(result.split.describe(), err=True)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo((Path(out) / "metrics.md").read_text(encoding="utf-8"), nl=False)
+    click.echo(f"wrote {', '.join(str(Path(out) / name) for name in result.files)}", err=True)

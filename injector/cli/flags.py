@@ -1,0 +1,28 @@
+"""The one table from setting names (as the library's messages name them, in backticks) to `inject`'s flags."""
+from __future__ import annotations
+
+import re
+
+FLAGS = {
+    "model": "--model", "api_base": "--api-base", "api_bases": "--api-base", "deployments": "--deployments",
+    "batch": "--batch", "client": "--client", "price_in": "--price-in", "price_out": "--price-out",
+    "temperature": "--temperature", "max_tokens": "--max-tokens", "timeout": "--timeout", "rpm": "--rpm",
+    "tpm": "--tpm", "cache_path": "--cache", "use_cache": "--no-cache", "use_schema": "--no-schema",
+    "concurrency": "--concurrency", "workers": "--workers", "executor": "--executor", "out": "--out",
+    "wait=false": "--no-wait", "ray_workers": "--ray-workers", "max_cost": "--max-cost",
+}
+_SETTING = re.compile(r"`([a-z_]+)(?:=([^`]*))?`")
+
+
+def flag_message(message: str) -> str:
+    """`message` with each `` `setting` `` / `` `setting=value` `` it names written as the flag (`--client openai`);
+    names with no flag stay as they are."""
+    def flag(match: re.Match[str]) -> str:
+        name, value = match.group(1), match.group(2)
+        if f"{name}={value}" in FLAGS:
+            return FLAGS[f"{name}={value}"]
+        if name not in FLAGS:
+            return match.group(0)
+        return FLAGS[name] if value is None else f"{FLAGS[name]} {value}"
+
+    return _SETTING.sub(flag, message)

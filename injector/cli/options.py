@@ -1,0 +1,129 @@
+"""Options several commands share, declared once: the trajectory inputs (`input_options`), the request loop's
+(`request_options`: run, verify and eval) and `--output-mode`."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from injector.model.choices import DEFAULT_OUTPUT_MODE, DUPLICATE_ID_POLICIES, OUTPUT_MODES, RECORD_FORMATS
+
+
+def _parse_fields(values: tuple[str, ...]) -> dict[str, str] | None:
+    fields = {}
+    for value in values:
+        target, sep, source = value.partition("=")
+        if not sep or not target or not source:
+            raise click.UsageError(f"--field {value!r}: expected TARGET=SOURCE, e.g. --field question=problem")
+        fields[target.strip()] = source.strip()
+    return fields or None
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """The options of the commands that read trajectories (`input_options`), as one value."""
+
+    input_path: str | None
+    input_format: str | None
+    fields: tuple[str, ...]
+    split: str | None
+    strict: bool
+    skip_invalid: bool
+    duplicate_ids: str
+    limit: int | None
+    categories: tuple[str, ...]
+    taxonomy_path: str | None
+    images_from: str | None
+
+    def load(self) -> tuple[Any, list[Any], Any]:
+        """The taxonomy, the selected categories and the trajectory source these options name."""
+        from injector import Taxonomy, load_trajectories
+
+        taxonomy = Taxonomy.load(self.taxonomy_path)
+        selected = taxonomy.select(list(self.categories))
+        source = load_trajectories(
+            self.input_path, self.input_format, strict=self.strict, skip_invalid=self.skip_invalid,
+            fields=_parse_fields(self.fields), split=self.split, images_from=self.images_from,
+            duplicate_ids=self.duplicate_ids,
+        )
+        return taxonomy, selected, source
+
+
+def input_options(function):
+    """Options shared by the commands that read trajectories, passed to the command as one `InputOptions`."""
+    options = [
+        click.option("--input", "input_path", metavar="PATH|hf:NAME",
+                     help="Trajectories: a JSONL file, a save_to_disk directory or hf:NAME. Default: bundled sample."),
+        click.option("--input-format", type=click.Choice(RECORD_FORMATS),
+                     help="Record format; detected from the first record when omitted."),
+        click.option("--field", "fields", multiple=True, metavar="TARGET=SOURCE",
+                     help="Map a record field onto a Trajectory field (repeatable; dotted SOURCE paths allowed)."),
+        click.option("--split", help="Split of a Hugging Face dataset with several splits."),
+        click.option("--strict", is_flag=True, help="PRM800K: also require every chosen step to be rated 1."),
+        click.option("--skip-invalid", is_flag=True, help="Count and skip malformed records instead of stopping."),
+        click.option("--duplicate-ids", type=click.Choice(DUPLICATE_ID_POLICIES), default=DUPLICATE_ID_POLICIES[0],
+                     show_default=True,
+                     help="Two different records with the same id: stop (error), or keep the first and skip the "
+                          "rest (first)."),
+        click.option("--limit", type=click.IntRange(min=1), help="Use at most N trajectories."),
+        click.option("--category", "categories", multiple=True, required=True, metavar="ID",
+                     help="Category id (repeatable), or `all`."),
+        click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+                     help="A bundled taxonomy (prmbench, the default) or a taxonomy YAML file."),
+        click.option("--images-from", "images_from", metavar="DIR", type=click.Path(file_okay=False),
+                     help="Local images must lie under DIR. Default: the input file's directory (a Hugging Face "
+                          "dataset has none)."),
+    ]
+    names = list(InputOptions.__dataclass_fields__)
+
+    @functools.wraps(function)
+    def command(**values):
+        inputs = InputOptions(**{name: values.pop(name) for name in names})
+        return function(inputs, **values)
+
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def request_options(who: str):
+    """The request loop's options that `verify` and `eval` share (concurrency, limits, cache, prices, budget);
+    `who` prefixes their help ("Judge: ")."""
+    def lead(text: str) -> str:
+        text = who + text
+        return text[:1].upper() + text[1:]
+
+    options = [
+        click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
+                     help=lead("requests in flight.")),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300, show_default=True,
+                     help="Seconds to wait for one answer before it counts as a transient fault."),
+        click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help=lead("requests per minute, at most.")),
+        click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help=lead("tokens per minute, at most.")),
+        click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+                     help="Request cache file (SQLite). Default: the user cache directory."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the request cache."),
+        click.option("--price-in", type=click.FloatRange(min=0),
+                     help=lead("dollars per million prompt tokens (models litellm has no price for).")),
+        click.option("--price-out", type=click.FloatRange(min=0), help=lead("dollars per million completion tokens.")),
+        click.option("--max-cost", type=click.FloatRange(min=0),
+                     help=lead("stop cleanly (exit 3, resumable) once this invocation has spent this many dollars.")),
+    ]
+
+    def decorate(function):
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
+
+
+
+output_mode_option = click.option(
+    "--output-mode", type=click.Choice(OUTPUT_MODES), default=DEFAULT_OUTPUT_MODE, show_default=True,
+    help="edits: the model lists only its edits, applied by the toolkit; full: it writes back the whole solution "
+         "(multi_solution always writes a whole new solution).")
+
+

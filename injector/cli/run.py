@@ -1,0 +1,160 @@
+"""`inject run`: options into a `RunRequest`, then `api.run` (or `api.dry_run`)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from injector.cli.base import EXIT_INTERRUPTED, examples, invocation, main
+from injector.cli.options import InputOptions, input_options, output_mode_option, request_options
+from injector.model.choices import CLIENTS, OFFLINE_MODEL
+from injector.util.errors import BatchesPending
+
+class EngineModelOption(click.Option):
+    """`--model`, whose help lists the registered engine names, read from the registry only when help is shown."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from injector.engines.registry import named_kinds
+
+        record = super().get_help_record(ctx)
+        return None if record is None else (record[0], record[1].replace("{engines}", ", ".join(named_kinds())))
+
+
+@main.command(epilog=examples(
+    "inject run --category circular_logic                  # offline engine, bundled sample, no key",
+    "inject run --category all --model gpt-4o --dry-run    # units, tokens, estimated cost; sends nothing",
+    "inject run --category all --model gpt-4o --max-cost 20 --rpm 450 --out runs/gpt4o",
+    "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1",
+    "inject run --category all --model gpt-4o --rpm 450 --out runs/big --executor ray   # Ray workers"))
+@input_options
+@output_mode_option
+@click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
+@click.option("--model", envvar="INJECT_MODEL", show_envvar=True, cls=EngineModelOption,
+              help="An engine's name ({engines}; `offline`, rule-based with no LLM, is the default) or any litellm "
+                   "model string: gpt-4o, anthropic/..., "
+                   "hosted_vllm/..., ollama_chat/..., openai/NAME.")
+@click.option("--api-base", multiple=True,
+              help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1. Repeat it to "
+                   "spread the run over several servers of the model (a litellm Router).")
+@click.option("--deployments", "deployments_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="YAML list of servers (model, api_base, rpm, tpm, api_key_env) to spread the run over through "
+                   "a litellm Router; see README, \"Beyond one machine\".")
+@click.option("--temperature", type=float, default=1.0, show_default=True,
+              help="Sampling temperature sent to the model (0: most repeatable; higher: more varied injections). "
+                   "Part of the run's configuration and the cache key; the offline engine ignores it.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Most completion tokens per answer (max_tokens sent to the model).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sample k of a unit is sent seed+k.")
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Candidates to ask for per (trajectory, category).")
+@click.option("--no-schema", is_flag=True, help="Do not send a JSON-schema response_format (for servers that reject it).")
+@click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Attempts per unit; a failed answer is sent back with the validator's messages.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300, show_default=True,
+              help="Seconds to wait for one answer before it counts as a transient fault.")
+@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, at most.")
+@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, at most.")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+              help="Request cache file (SQLite). Default: the user cache directory.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the request cache.")
+@click.option("--price-in", type=click.FloatRange(min=0), help="Dollars per million prompt tokens (unknown models).")
+@click.option("--price-out", type=click.FloatRange(min=0), help="Dollars per million completion tokens.")
+@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly (exit 3, resumable) once this run has "
+              "spent this many dollars.")
+@click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
+              show_envvar=True, default="auto", show_default=True,
+              help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "
+                   "hosted_vllm/... with --api-base, OpenAI's chat models; faster start-up and less CPU) and "
+                   "litellm for the rest; the same requests either way.")
+@click.option("--dry-run", is_flag=True, help="Print the requests, prompt tokens and estimated cost; send nothing.")
+@click.option("--retry-rejects", is_flag=True, help="Also redo units an earlier run of this directory rejected "
+              "(transient failures are always redone).")
+@click.option("--batch", is_flag=True, help="Send the requests through the provider's batch API (cheaper, slower; "
+              "needs --out). --concurrency is then the most requests one round holds (default with --batch: 5000).")
+@click.option("--batch-max-requests", type=click.IntRange(min=1), default=50_000, show_default=True,
+              help="Most requests in one batch file (OpenAI's limit).")
+@click.option("--batch-max-bytes", type=click.IntRange(min=1), default=200 * 1024 * 1024, show_default=True,
+              help="Most bytes in one batch file (OpenAI's limit: 200 MB).")
+@click.option("--batch-poll-seconds", type=click.FloatRange(min=0), default=30, show_default=True,
+              help="First wait between polls of running batches (then longer, up to 10 minutes).")
+@click.option("--no-wait", is_flag=True, help="With --batch: submit and exit; the same command again collects.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where units run: this process, or Ray workers (RAY_ADDRESS, else a local Ray; needs "
+                   "prm-injector[ray]). --concurrency, --rpm, --tpm and --max-cost are divided among the workers.")
+@click.option("--ray-workers", type=click.IntRange(min=1), metavar="N",
+              help="With --executor ray: workers (Ray actors). Default: one per CPU of the Ray cluster; never more "
+                   "than --concurrency.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Worker processes, each over its own shard of the units (use every core: validation is CPU-bound). "
+                   "--concurrency, --rpm, --tpm and --max-cost are divided among them.")
+@click.pass_context
+def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_base, deployments_file, temperature,
+        max_tokens, seed, samples, no_schema,
+        max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, client,
+        dry_run, retry_rejects, batch, batch_max_requests, batch_max_bytes, batch_poll_seconds, no_wait, executor,
+        ray_workers, workers) -> None:
+    """Inject errors into trajectories and write candidates and rejects to a run directory."""
+    from injector import RunSpec, split_by_support
+    from injector import dry_run as plan_run
+    from injector import run as run_injection
+    from injector import api
+    from injector.engines.settings import settings_from
+    from injector.runner.loop import default_run_dir
+    from injector.runner.progress import ProgressDisplay, dry_run_table, summary_table
+
+    default = ctx.get_parameter_source("concurrency") is click.core.ParameterSource.DEFAULT
+    engine_settings = settings_from(
+        model=model, api_bases=api_base, deployments=deployments_file, temperature=temperature,
+        max_tokens=max_tokens, use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm, use_cache=not no_cache,
+        cache_path=cache_path, price_in=price_in, price_out=price_out, client=client)
+    request = api.RunRequest(
+        engine=engine_settings, out=out, concurrency=None if default else concurrency, workers=workers,
+        executor=executor, ray_workers=ray_workers, dry_run=dry_run, batch=batch,
+        batch_max_requests=batch_max_requests, batch_max_bytes=batch_max_bytes,
+        batch_poll_seconds=batch_poll_seconds, wait=not no_wait)
+    taxonomy, selected, source = inputs.load()
+    if not model and not deployments_file:
+        click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
+                   "--model, e.g. --model gpt-4o, or set INJECT_MODEL", err=True)
+    engine = api.build_engine(request)
+    units_executor = ray_executor = api.units_executor(request)
+    if executor != "ray":
+        ray_executor = None
+    concurrency = request.requests_in_flight
+    spec = RunSpec(taxonomy=taxonomy, categories=selected, samples=samples, seed=seed, output_mode=output_mode,
+                   limit=inputs.limit, max_attempts=max_attempts, retry_rejects=retry_rejects,
+                   out=Path(out) if out else None if dry_run else default_run_dir(), concurrency=concurrency,
+                   max_cost=max_cost)
+    if dry_run:
+        click.echo(dry_run_table(plan_run(source, spec, engine)))
+        return
+    command = invocation()
+    try:
+        with ProgressDisplay() as display:
+            result = run_injection(source, spec, engine, on_progress=display.update, command=command,
+                                   executor=units_executor)
+    except KeyboardInterrupt:
+        from injector.util.redaction import redact_command
+
+        resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {spec.out}")
+        click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+    except BatchesPending as pending:
+        click.echo(f"{spec.out}: {pending}", err=True)
+        return
+    counts = result.manifest.counts
+    click.echo(source.describe(), err=True)
+    click.echo(summary_table(result.progress), err=True)
+    if ray_executor is not None:
+        click.echo(ray_executor.last_run.describe(), err=True)
+    click.echo(
+        f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
+        f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
+    )
+    if result.progress.provider_unreachable():
+        from injector.util.errors import ProviderUnreachable
+
+        raise ProviderUnreachable("no unit produced a candidate and some failed transiently (provider unreachable; "
+                                  "see the summary); exit 5, run the same command again to retry them")

@@ -1,0 +1,82 @@
+"""`inject verify`: a blind judge's verdict on every candidate of a run."""
+from __future__ import annotations
+
+import click
+
+from injector.cli.base import EXIT_INTERRUPTED, examples, main
+from injector.cli.options import request_options
+
+@main.command(epilog=examples(
+    "inject verify runs/gpt4o --model gpt-4o --dry-run          # critiques, tokens, estimated cost; sends nothing",
+    "inject verify runs/gpt4o --model gpt-4o --max-cost 5 --votes 3",
+    "inject verify runs/qwen --model openai/qwen --api-base http://127.0.0.1:8000/v1 --rollouts 8"))
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--model", envvar="INJECT_VERIFY_MODEL", show_envvar=True, required=True,
+              help="The judge: any litellm model string (gpt-4o, anthropic/..., openai/NAME with --api-base).")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--votes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Critiques per solution for candidates whose first verdict is not `confirmed`; the majority's "
+                   "verdict wins, a tie is `disputed`.")
+@click.option("--votes-all", is_flag=True, help="Take --votes critiques of every candidate, confirmed ones included.")
+@click.option("--rollouts", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Continuations per prefix (before and through the first error step) for candidates whose final "
+                   "answer changed and whose question did not; 0: none.")
+@click.option("--rollout-model", help="The model that continues solutions (default: --model; same --api-base).")
+@click.option("--temperature", type=float, default=1.0, show_default=True,
+              help="Sampling temperature of the judge and the rollouts (votes need it above 0).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Most completion tokens per answer.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sample k of a critique is sent seed+k.")
+@click.option("--no-schema", is_flag=True, help="Do not send the JSON-schema response_format.")
+@request_options("")
+@click.option("--dry-run", is_flag=True, help="Print the critiques, prompt tokens and estimated cost; send nothing.")
+@click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
+              help="Take the categories' critique kinds from this taxonomy (default: the one the run recorded).")
+def verify(run_dir, model, api_base, votes, votes_all, rollouts, rollout_model, temperature, max_tokens, seed,
+           no_schema, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
+           taxonomy_path) -> None:
+    """Triage a run: a blind judge finds the first error of every candidate (and of its original) and gives a
+    verdict (RUN/verify.jsonl, RUN/verify-summary.json)."""
+    from injector.engines import LLMEngine
+    from injector.engines.cache import RequestCache
+    from injector.engines.limits import RateLimiter
+    import time
+
+    from injector.triage.verify import VerifySpec, plan_table, plan_verify, status_line, summary_table
+    from injector.triage.verify import verify as verify_run
+
+    if (price_in is None) != (price_out is None):
+        raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
+    cache = None if no_cache or dry_run else RequestCache(cache_path)
+    limiter = RateLimiter(rpm, tpm)  # one budget for the judge and the rollouts
+
+    def engine(name: str) -> LLMEngine:
+        return LLMEngine(name, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
+                         use_schema=not no_schema, timeout=timeout, limiter=limiter, cache=cache,
+                         price_in=price_in, price_out=price_out)
+
+    judge = engine(model)
+    rollout_engine = engine(rollout_model) if rollout_model and rollout_model != model else judge
+    spec = VerifySpec(votes=votes, votes_all=votes_all, rollouts=rollouts, seed=seed, concurrency=concurrency,
+                      max_cost=max_cost, taxonomy=taxonomy_path)
+    if dry_run:
+        click.echo(plan_table(plan_verify(run_dir, judge, spec, rollout_engine=rollout_engine)))
+        return
+    shown = [time.monotonic()]
+
+    def progress(summary) -> None:  # a plain line every 10 s: a long pass is not silent
+        if time.monotonic() - shown[0] >= 10:
+            shown[0] = time.monotonic()
+            click.echo(status_line(summary), err=True)
+
+    try:
+        summary = verify_run(run_dir, judge, spec, rollout_engine=rollout_engine, on_progress=progress)
+    except KeyboardInterrupt:
+        click.echo("interrupted; nothing written is lost. Run the same command again to continue", err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+    click.echo(summary_table(summary))
+    if summary.failed and not summary.verified:
+        from injector.util.errors import ProviderUnreachable
+
+        raise ProviderUnreachable(f"no candidate was verified and {summary.failed} failed ({summary.failure}); "
+                                  "exit 5, run the same command again to retry them")
