@@ -62,7 +62,11 @@ def stages(work: Path, units: int, categories: int) -> dict[str, dict[str, float
     run_dir, split_dir = work / f"run-{units}", work / f"split-{units}"
     run = ["run", "--category", "all", "--input", str(input_path), "--input-format", "trajectories",
            "--out", str(run_dir), "--workers", "2"]
-    return {"run": measure(run, work), "resume": measure(run, work),
+    figures = {"run": measure(run, work)}
+    written = sum(sum(1 for _ in (run_dir / name).open("rb")) for name in ("candidates.jsonl", "rejects.jsonl")
+                  if (run_dir / name).exists())
+    print(f"{units:,} units asked, {written:,} written (candidates + rejects)", flush=True)
+    return {**figures, "resume": measure(run, work),
             "stats": measure(["stats", str(run_dir)], work),
             "build": measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed",
                               "--overwrite"], work)}
@@ -75,7 +79,7 @@ def exponent(small: float, large: float, n_small: int, n_large: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", default="10000,30000", help="comma-separated unit counts")
-    parser.add_argument("--categories", type=int, default=9, help="categories of `--category all`")
+    parser.add_argument("--categories", type=int, default=6, help="categories `--category all` gives on the offline engine")
     parser.add_argument("--keep", type=Path, help="work here and keep the runs (default: a temporary directory)")
     args = parser.parse_args()
     sizes = [int(size) for size in args.units.split(",")]
