@@ -1,142 +1,100 @@
-"""Beyond one machine: per-server rate under the litellm Router, and a batch round trip on the stub.
+"""Every stage at growing sizes: wall, CPU and peak RSS per stage, and the growth exponent between sizes.
 
-  router  two fake providers (bench/fake_provider.py, each its own process) that enforce a sliding-window rpm
-          (429 beyond it) of 120 and 60; `inject run --deployments` with those limits in the file. Per server:
-          answers per minute over the run, the most answers in any 60 s window, and 429s (a breach of the limit).
-          Goal: each server's rate within 10 % of its limit, and no window over it.
-  batch   `inject run --batch` on 2,000 units against tests/batch_server.py (OpenAI's files and batches API, one
-          state step per poll, --batch-poll-seconds 0, --batch-max-requests 400, 3 % of lines fail on their first
-          submission and the second batch expires): wall time, batches, requests submitted, units accounted for.
+Inputs are made from the 401 real PRMBench/PRM800K source solutions (bench/data/train-p1-originals.jsonl): copy k
+of a solution adds k to every integer of its question and steps (and gets its own id), so no two units are
+alike. Units = trajectories x categories (`--category all`). Stages, each its own `inject` process, on the
+offline engine: run (--workers 2), resume of the finished run, stats, build (--include-unreviewed).
+CPU and peak RSS are the stage process's and its workers' (os.wait4).
 
-    python bench/scale.py                    # both (~3 min)
-    python bench/scale.py --only batch --units 2000
+    python bench/scale.py                         # 10k and 30k units (this shared 2-core machine)
+    python bench/scale.py --units 10000,100000,300000 --keep /tmp/scale
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from fake_provider import ProviderProcess, as_edits, parse_prompt, valid_answer  # noqa: E402
-from run_loop import make_input  # noqa: E402
-
-CATEGORY = "counterfactual"
+INJECT = Path(sys.executable).parent / "inject"
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true", "HF_HUB_OFFLINE": "1",
        "HF_DATASETS_OFFLINE": "1"}
+INTEGER = re.compile(r"\d+")
 
 
-def inject(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    binary = Path(sys.executable).parent / "inject"
-    return subprocess.run([str(binary), *args], cwd=cwd, env=ENV, capture_output=True, text=True)
+def make_input(path: Path, trajectories: int) -> Path:
+    """`trajectories` distinct solutions: the real ones, then copies with every integer shifted by the copy number."""
+    sources = [json.loads(line) for line in (HERE / "data/train-p1-originals.jsonl").read_text().splitlines()]
+    with path.open("w", encoding="utf-8") as out:
+        for n in range(trajectories):
+            record, copy = sources[n % len(sources)], n // len(sources)
+
+            def shift(text: str) -> str:
+                return INTEGER.sub(lambda match: str(int(match.group()) + copy), text) if copy else text
+            out.write(json.dumps({"id": f"{record['id']}-v{copy}", "question": shift(record["question"]),
+                                  "steps": [shift(step) for step in record["steps"]]}) + "\n")
+    return path
 
 
-def lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+def measure(args: list[str], cwd: Path) -> dict[str, float]:
+    """Wall s, CPU s (user + system, the process and its waited-for workers) and peak RSS MB of one command."""
+    start = time.perf_counter()
+    process = subprocess.Popen([str(INJECT), *args], cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    errors = process.stderr.read() if process.stderr else ""
+    if process.returncode not in (0,):
+        print(f"  {' '.join(args[:2])}: exit {process.returncode}: {errors.strip()[-300:]}", file=sys.stderr)
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
-def bench_router(work: Path, limits: tuple[int, int], minutes: float) -> dict:
-    units = int(sum(limits) * minutes)
-    input_path = make_input(work / "router.jsonl", units)
-    providers = [ProviderProcess(rpm=limit) for limit in limits]
-    for provider in providers:
-        provider.__enter__()
-    try:
-        deployments = work / "deployments.yaml"
-        deployments.write_text("model: fake\ndeployments:\n" + "".join(
-            f"  - model: openai/fake\n    api_base: {p.api_base}\n    rpm: {limit}\n"
-            for p, limit in zip(providers, limits)))
-        started = time.monotonic()
-        result = inject("run", "--category", CATEGORY, "--input", str(input_path), "--deployments", str(deployments),
-                        "--out", str(work / "router-run"), "--cache", str(work / "cache.sqlite"),
-                        "--concurrency", "16", "--timeout", "30", cwd=work)
-        wall = time.monotonic() - started
-        stats = [p.stats() for p in providers]
-    finally:
-        for provider in providers:
-            provider.__exit__(None, None, None)
-    if result.returncode != 0:
-        raise SystemExit(f"inject run failed ({result.returncode}): {result.stderr[-2000:]}")
-    first = min(min(s["ok_times"]) for s in stats if s["ok_times"])
-    last = max(max(s["ok_times"]) for s in stats if s["ok_times"])
-    rows = []
-    for limit, s in zip(limits, stats):
-        times = sorted(s["ok_times"])
-        busiest = max(sum(1 for t in times if start <= t < start + 60) for start in times) if times else 0
-        rate = len(times) / ((last - first) / 60) if last > first else 0.0
-        rows.append({"limit_rpm": limit, "answers": len(times), "rpm": round(rate, 1),
-                     "ratio": round(rate / limit, 3), "busiest_60s": busiest,
-                     "http_429": s["counts"].get("429_rpm", 0)})
-    candidates = lines(work / "router-run" / "candidates.jsonl")
-    rejects = lines(work / "router-run" / "rejects.jsonl")
-    return {"units": units, "wall_s": round(wall, 1), "measured_s": round(last - first, 1), "servers": rows,
-            "candidates": len(candidates), "rejects": len(rejects)}
+def stages(work: Path, units: int, categories: int) -> dict[str, dict[str, float]]:
+    input_path = make_input(work / f"input-{units}.jsonl", math.ceil(units / categories))
+    run_dir, split_dir = work / f"run-{units}", work / f"split-{units}"
+    run = ["run", "--category", "all", "--input", str(input_path), "--input-format", "trajectories",
+           "--out", str(run_dir), "--workers", "2"]
+    figures = {"run": measure(run, work)}
+    written = sum(sum(1 for _ in (run_dir / name).open("rb")) for name in ("candidates.jsonl", "rejects.jsonl")
+                  if (run_dir / name).exists())
+    print(f"{units:,} units asked, {written:,} written (candidates + rejects)", flush=True)
+    return {**figures, "resume": measure(run, work),
+            "stats": measure(["stats", str(run_dir)], work),
+            "build": measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed",
+                              "--overwrite"], work)}
 
 
-def bench_batch(work: Path, units: int, max_requests: int) -> dict:
-    from batch_server import BatchServer
-
-    def answer(body: dict) -> str:
-        question, steps, edits = parse_prompt(body)
-        full = valid_answer(question, steps)
-        return json.dumps(as_edits(full, steps) if edits else full)
-
-    def fails(custom_id: str, body: dict, submissions: int) -> bool:
-        return submissions == 1 and int(custom_id[:8], 16) % 100 < 3
-
-    server = BatchServer(answer, fails=fails, expire={1}).start()
-    input_path = make_input(work / "batch.jsonl", units)
-    try:
-        started = time.monotonic()
-        result = inject("run", "--category", CATEGORY, "--input", str(input_path), "--model", "openai/fake",
-                        "--api-base", server.api_base, "--out", str(work / "batch-run"), "--batch",
-                        "--batch-max-requests", str(max_requests), "--batch-poll-seconds", "0",
-                        "--concurrency", str(units), "--cache", str(work / "batch-cache.sqlite"),
-                        "--price-in", "1.25", "--price-out", "5", cwd=work)
-        wall = time.monotonic() - started
-    finally:
-        server.stop()
-    if result.returncode != 0:
-        raise SystemExit(f"inject run --batch failed ({result.returncode}): {result.stderr[-2000:]}")
-    candidates = lines(work / "batch-run" / "candidates.jsonl")
-    rejects = lines(work / "batch-run" / "rejects.jsonl")
-    times = Counter(custom_id for _, custom_id in server.submitted)
-    resubmitted = {c for c, n in times.items() if n > 1}
-    return {"units": units, "wall_s": round(wall, 1), "batches": len(server.batches),
-            "lines_submitted": len(server.submitted), "distinct_requests": len(times),
-            "failed_or_expired_lines": len(server.failed_lines),
-            "resubmitted_equals_failed": resubmitted == set(server.failed_lines),
-            "accounted": len({c["id"] for c in candidates} | {r["id"] for r in rejects}),
-            "candidates": len(candidates), "rejects": len(rejects)}
+def exponent(small: float, large: float, n_small: int, n_large: int) -> float:
+    return math.log(max(large, 1e-9) / max(small, 1e-9)) / math.log(n_large / n_small)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["router", "batch"])
-    parser.add_argument("--minutes", type=float, default=2.5, help="Router: units = (sum of limits) x minutes.")
-    parser.add_argument("--units", type=int, default=2000, help="Batch: units.")
-    parser.add_argument("--json", type=Path)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", default="10000,30000", help="comma-separated unit counts")
+    parser.add_argument("--categories", type=int, default=6, help="categories `--category all` gives on the offline engine")
+    parser.add_argument("--keep", type=Path, help="work here and keep the runs (default: a temporary directory)")
     args = parser.parse_args()
-    results = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        if args.only in (None, "router"):
-            results["router"] = bench_router(work, (120, 60), args.minutes)
-            print(json.dumps(results["router"], indent=2), flush=True)
-        if args.only in (None, "batch"):
-            results["batch"] = bench_batch(work, args.units, 400)
-            print(json.dumps(results["batch"], indent=2), flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    sizes = [int(size) for size in args.units.split(",")]
+    work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results = {size: stages(work, size, args.categories) for size in sizes}
+    print(f"{'stage':<8} " + " ".join(f"{f'{size:,} wall/CPU s/RSS MB':>28}" for size in sizes)
+          + f" {'CPU exp':>8} {'RSS exp':>8}")
+    for stage in results[sizes[0]]:
+        cells = " ".join(f"{'{wall:.1f}/{cpu:.1f}/{rss:.0f}'.format(**results[size][stage]):>28}" for size in sizes)
+        first, last = results[sizes[0]][stage], results[sizes[-1]][stage]
+        growth = "" if len(sizes) < 2 else (f" {exponent(first['cpu'], last['cpu'], sizes[0], sizes[-1]):>8.2f}"
+                                            f" {exponent(first['rss'], last['rss'], sizes[0], sizes[-1]):>8.2f}")
+        print(f"{stage:<8} {cells}{growth}")
+    print(f"work directory: {work}")
 
 
 if __name__ == "__main__":

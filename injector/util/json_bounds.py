@@ -72,6 +72,8 @@ _BOUNDED = bounded_decoder()
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _ONE_KIND = str.maketrans("{}", "[]")
+# Outside its strings, valid JSON holds brackets and only these (json.loads also reads NaN and Infinity).
+_STRUCTURE_ONLY = str.maketrans("{}", "[]", " \t\r\n:,0123456789+-.eE" + "truefalsnullNaNInfinity")
 
 
 def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -84,7 +86,11 @@ def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     """
     if text.count("[") + text.count("{") <= limit:
         return False  # cannot nest deeper than the number of openers: a short answer costs two counts
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_ONE_KIND)
+    return _brackets_too_deep(_NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_ONE_KIND), limit)
+
+
+def _brackets_too_deep(brackets: str, limit: int) -> bool:
+    """`too_deep` of a string of `[` and `]` alone."""
     for _ in range(limit):
         shorter = brackets.replace("[]", "")
         if len(shorter) == len(brackets):
@@ -117,19 +123,37 @@ def nests_deeper(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
 def loads_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH, max_bytes: int | None = None) -> Any:
     """`json.loads`, but past a limit raises a `JsonRefused` (`TooDeep`, `NumberTooLong`, `TooLarge`).
 
-    Decodes first and measures the decoded value: for valid input that is far cheaper than scanning the text,
-    and a 50 MB line stays fast. The C decoder stops with RecursionError near 1000 levels; that is `TooDeep` too.
-    Malformed JSON still raises `json.JSONDecodeError`, and bytes that are not UTF-8 `UnicodeDecodeError`
-    (both ValueErrors, like every error here). A leading BOM is dropped, as the input readers do.
+    Decodes first, then measures the text it decoded without a Python walk of the value (a walk cost as much as
+    the decoding): bracket counts, and the bracket pass of `too_deep` only when the line could be too deep. The C
+    decoder stops with RecursionError near 1000 levels; that is `TooDeep` too. Malformed JSON still raises
+    `json.JSONDecodeError`, and bytes that are not UTF-8 `UnicodeDecodeError` (both ValueErrors, like every error
+    here). A leading BOM is dropped, as the input readers do.
     """
     if max_bytes is not None and len(text) > max_bytes:
         raise TooLarge(len(text), max_bytes)
-    if isinstance(text, (bytes, bytearray)):
-        text = text.decode("utf-8")
+    if isinstance(text, (bytes, bytearray)):  # as json.loads decodes them (UTF-8, -16 or -32)
+        text = bytes(text).decode(json.detect_encoding(text))
     try:
         value = _BOUNDED.decode(text.removeprefix("\ufeff"))
     except RecursionError:
         raise TooDeep(limit) from None
-    if nests_deeper(value, limit):
+    if _valid_json_too_deep(text, limit):
         raise TooDeep(limit)
     return value
+
+
+def _valid_json_too_deep(text: str, limit: int) -> bool:
+    """`too_deep` for text that decoded as JSON, in C but for the bracket pass: its depth is at most the count of
+    `[` / `{` outside its strings, and its strings are every other piece between quotes once escaped quotes are
+    gone (escaped backslashes first: a run of backslashes in valid JSON pairs up from its start)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    if '\\"' in text:
+        text = text.replace("\\\\", "").replace('\\"', "")
+    outside = "".join(text.split('"')[::2])
+    if outside.count("[") + outside.count("{") <= limit:
+        return False  # the usual case of a long line: its brackets are LaTeX inside strings
+    brackets = outside.translate(_STRUCTURE_ONLY)
+    if brackets.count("[") + brackets.count("]") < len(brackets):  # cannot happen in valid JSON; be sure anyway
+        return too_deep(outside, limit)
+    return _brackets_too_deep(brackets, limit)
