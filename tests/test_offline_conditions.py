@@ -162,7 +162,8 @@ def test_domain_check_fails_a_rule_outside_its_domain_an_unchanged_step_and_no_r
     unchanged = {**c, "error_steps": [1, 5]}
     assert any("unchanged step" in p for p in domain_check.check(original, unchanged))
     plain = copy.deepcopy(c)
-    plain["modified_process"][2] = "The denominator is easy to compute."
+    first = min(c["error_steps"])  # the step that carries the rule (step 5 of the worked example)
+    plain["modified_process"][first - 1] = "So, let's first do the denominator: it is $-5$."
     assert any("no rule" in p for p in domain_check.check(original, plain))
 
 

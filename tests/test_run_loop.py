@@ -287,17 +287,19 @@ def test_when_the_manifest_cannot_be_written_either_the_first_failure_is_reporte
                                                                                    tmp_path, monkeypatch):
     scripted_server.script = lambda request: json.dumps(GOOD)
     out = tmp_path / "run"
-    real_open = io.open
+    from injector.util import safe_files
 
-    def open_on_a_full_disk(file, mode="r", *args, **kwargs):
-        if str(file).endswith("manifest.json.tmp") and (out / "manifest.json").exists():
-            with real_open(file, "w") as handle:
-                handle.write('{"command": ')  # half a manifest lands, then the disk is full
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
-        return real_open(file, mode, *args, **kwargs)
+    real_create = safe_files.create_temporary
+
+    def create_on_a_full_disk(path):
+        if str(path).endswith("manifest.json.tmp") and (out / "manifest.json").exists():
+            with real_create(path) as handle:
+                handle.write(b'{"command": ')  # half a manifest lands, then the disk is full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_create(path)
 
     monkeypatch.setattr(records, "os", DiskFillsUp(full_at=2))
-    monkeypatch.setattr(io, "open", open_on_a_full_disk)
+    monkeypatch.setattr(safe_files, "create_temporary", create_on_a_full_disk)
     result = run_cli_guarded(scripted_server, input_file, out, "--concurrency", "1")
     assert result.exit_code == 2, result.output
     assert_one_error_line(result.output, f"error: cannot write {out / 'candidates.jsonl'}: No space left on device; "

@@ -123,6 +123,8 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     if executor != "ray":
         ray_executor = None
     concurrency = request.requests_in_flight
+    for category_id, reason in split_by_support(engine, selected)[1].items():
+        click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
     spec = RunSpec(taxonomy=taxonomy, categories=selected, samples=samples, seed=seed, output_mode=output_mode,
                    limit=inputs.limit, max_attempts=max_attempts, retry_rejects=retry_rejects,
                    out=Path(out) if out else None if dry_run else default_run_dir(), concurrency=concurrency,

@@ -25,7 +25,8 @@ RULES: list[tuple[str, str, re.Pattern]] = [
     ("complex", "a number times its conjugate is its square",
      re.compile(r"conjugate[^.]*\bsquared?\b|times its conjugate is[^.]*square|"
                 r"\(([^()]*[+-]\s*\d*i)\)\s*\(([^()]*[+-]\s*\d*i)\)\s*=\s*\(\1\)\^2")),
-    ("complex", "|z|^2 = z^2", re.compile(r"\|\s*([a-z])\s*\|\^2\s*=\s*\1\^2")),
+    ("complex", "|z|^2 = z^2", re.compile(r"\|\s*([a-z])\s*\|\^2\s*=\s*\1\^2|\b([a-z])\^2\s*=\s*\|\s*\2\s*\|\^2|"
+                                         r"a square is never negative")),
     ("complex", "sqrt(z^2) = z", re.compile(r"\\sqrt\{\s*([a-z])\^2\s*\}\s*=\s*\1(?![\w^])")),
     ("negative_radicand", "sqrt(a) sqrt(b) = sqrt(ab) for negatives",
      re.compile(r"\\sqrt\{-\s*\d+\}\s*(?:\\cdot|\\times)?\s*\\sqrt\{-\s*\d+\}\s*=\s*\\sqrt\{\s*(?:\(-?\d+\)\s*){2}|"

@@ -12,6 +12,8 @@ import math
 import re
 from fractions import Fraction
 
+from injector.util.errors import InjectorError
+
 Value = Fraction
 
 _MAX_EXPONENT = 4096
@@ -28,11 +30,11 @@ _UNIT = re.compile(r"\\(?:text|mathrm|textrm|mbox|operatorname)\s*\{\s*([^{}]*)\
 _COMMAND = re.compile(r"\\([a-zA-Z]+|.)")
 
 
-class NotClosed(ValueError):
+class NotClosed(InjectorError, ValueError):
     """The side has free variables or notation the audit does not read: the link is skipped."""
 
 
-class NeedsSympy(ValueError):
+class NeedsSympy(InjectorError, ValueError):
     """The side is closed but beyond the fast path (roots, trigonometry, logs, binomials)."""
 
 
