@@ -142,3 +142,16 @@ def test_routing_puts_disagreements_first_and_rollouts_never_mark_alone():
     assert (fast.route, first.route, first.disagreeing) == ("fast_track", "review_first", ["algebra"])
     assert rollouts_only.route == "review" and rollouts_only.disagreeing == ["rollouts"]
     assert [r.id for r in sorted([fast, rollouts_only, first], key=route_rank)] == ["b", "c", "a"]
+
+
+@pytest.mark.parametrize("line", ['{"modified_process": ["1 = 1"], "error_steps": [' + "9" * 5000 + ']}',
+                                  "[" * 5000 + "]" * 5000, b'{"id": "\xff"}'.decode("latin-1")])
+def test_a_hostile_line_in_an_audited_file_is_file_line_not_a_crash(tmp_path, line):
+    """The file reader of `estimate_label_noise` reads through the bounded reader (a 5,000-digit integer used to
+    escape as Python's int-to-str ValueError, a deep array as RecursionError)."""
+    from injector.util.errors import InputError
+
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes(b'{"modified_process": ["2 + 2 = 4"], "error_steps": []}\n' + line.encode("latin-1") + b"\n")
+    with pytest.raises(InputError, match=r"hostile\.jsonl:2: "):
+        estimate_label_noise([path])

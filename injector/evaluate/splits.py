@@ -16,7 +16,7 @@ from injector.util.errors import InputError, UserError
 from injector.taxonomy import Taxonomy
 from injector.evaluate.metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
 from injector.evaluate.protocols import PRMBENCH, STRICT, check_protocol
-from injector.util.json_bounds import JsonRefused, loads_bounded
+from injector.util.json_bounds import jsonl_lines
 
 CONTROL_CATEGORY = "correct"  # the category `inject build --include-sources` gives the source solutions
 FORMATS = ("split", "prmbench", "processbench")
@@ -194,29 +194,9 @@ def detect_split_format(record: Any) -> str | None:
     return None
 
 
-def _jsonl_records(path: Path) -> Iterator[tuple[int, Any]]:
-    try:
-        handle = path.open("rb")  # decoded line by line: a byte that is not UTF-8 is that line's error
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                value = loads_bounded(line.decode("utf-8"))
-            except json.JSONDecodeError as exc:
-                raise InputError(path, number, f"not JSON ({exc.msg}); one JSON object per line") from None
-            except UnicodeDecodeError:
-                raise InputError(path, number, "not UTF-8 text; save the file as UTF-8") from None
-            except JsonRefused as exc:
-                raise InputError(path, number, f"the line {exc}; one JSON object per line") from None
-            yield number, value
-
-
 def _read_jsonl(path: Path, reader: _Reader) -> None:
     fmt = None
-    for number, record in _jsonl_records(path):
+    for number, record in jsonl_lines(path):
         if fmt is None:
             fmt = detect_split_format(record)
             if fmt is None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from injector.util.errors import InjectorError
+from injector.util.errors import InjectorError, InputError, UserError
 
 MAX_JSON_DEPTH = 64
 """Deepest nesting of `[` / `{` accepted in an answer, an input line or a review request (real ones use < 10)."""
@@ -157,3 +159,28 @@ def _valid_json_too_deep(text: str, limit: int) -> bool:
     if brackets.count("[") + brackets.count("]") < len(brackets):  # cannot happen in valid JSON; be sure anyway
         return too_deep(outside, limit)
     return _brackets_too_deep(brackets, limit)
+
+
+def jsonl_lines(path: Path, expected: str = "one JSON object per line") -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each non-blank line of a JSONL file someone gave us, read through `loads_bounded`.
+
+    A line that is not JSON, not UTF-8 (decoded line by line, so the bad byte is reported with its line) or past a
+    bound is an `InputError` naming FILE:LINE and `expected`; a file that cannot be opened, a `UserError`.
+    """
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                value = loads_bounded(line.decode("utf-8"))
+            except json.JSONDecodeError as exc:
+                raise InputError(path, number, f"not valid JSON ({exc.msg}); {expected}") from None
+            except UnicodeDecodeError:
+                raise InputError(path, number, "not valid JSON (not UTF-8 text); save the file as UTF-8") from None
+            except JsonRefused as exc:
+                raise InputError(path, number, f"the line {exc}; {expected}") from None
+            yield number, value

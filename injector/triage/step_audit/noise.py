@@ -2,7 +2,6 @@
 audit's coverage (the share of steps it could check), on PRMBench-, ProcessBench- or split files."""
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterator
@@ -13,7 +12,8 @@ from pydantic import BaseModel
 
 from injector.triage.step_audit.audit import RecordAudit, audit_candidate
 from injector.triage.step_audit.worker import SympyWorker
-from injector.util.errors import InputError, UserError
+from injector.util.errors import InputError
+from injector.util.json_bounds import jsonl_lines
 
 
 def wilson_interval(flagged: int, total: int, z: float = 1.959964) -> tuple[float, float]:
@@ -65,21 +65,10 @@ def _normalised(value: dict[str, Any], location: str) -> tuple[dict[str, Any], s
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise InputError(path, number, "not JSON; one JSON object per line") from None
-            if not isinstance(value, dict):
-                raise InputError(path, number, "a JSON object expected")
-            yield number, value
+    for number, value in jsonl_lines(path):
+        if not isinstance(value, dict):
+            raise InputError(path, number, "a JSON object expected")
+        yield number, value
 
 
 def _summary(category: str, audits: list[RecordAudit]) -> CategoryNoise:
