@@ -17,6 +17,7 @@ from injector.curate.exports import EXPORT_DIRS, split_features, write_split
 from injector.curate.rows import CORRECT, collect_rows
 from injector.curate.staging import move_into_place, staging_dir
 from injector.engines.settings import SettingsConflict
+from injector.model.split_row import SplitRow
 from injector.triage.verdicts import VERDICTS
 from injector.util.errors import UserError
 
@@ -86,7 +87,7 @@ class BuildReport:
 
     out_dir: Path
     splits: dict[str, int] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[SplitRow] = field(default_factory=list)
     candidates_seen: int = 0
     rejected_by_reviewer: int = 0
     unreviewed_left_out: int = 0
@@ -112,15 +113,15 @@ def _stable_unit(seed: int, key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def assign_splits(rows: list[dict[str, Any]], *, by: str, test_size: float | None, seed: int) -> dict[str, list]:
+def assign_splits(rows: list[SplitRow], *, by: str, test_size: float | None, seed: int
+                  ) -> dict[str, list[SplitRow]]:
     """Rows per split: one split per category, or train/test by source trajectory (no source in both)."""
-    splits: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    ordered = sorted(rows, key=lambda r: (r["category"], r["trajectory_id"], r["sample"], r["run"], r["id"]))
-    for row in ordered:
+    splits: dict[str, list[SplitRow]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (r.category, r.trajectory_id, r.sample, r.run, r.id)):
         if by == "category":
-            splits[row["category"]].append(row)
+            splits[row.category].append(row)
         else:
-            test = _stable_unit(seed, row["trajectory_id"]) < (test_size or 0.0)
+            test = _stable_unit(seed, row.trajectory_id) < (test_size or 0.0)
             splits["test" if test else "train"].append(row)
     clash = set(splits) & set(EXPORT_DIRS)
     if clash:
@@ -128,13 +129,12 @@ def assign_splits(rows: list[dict[str, Any]], *, by: str, test_size: float | Non
     return dict(sorted(splits.items()))
 
 
-def _without(rows: list[dict[str, Any]], dropped: list[Any], report: BuildReport | None = None
-             ) -> list[dict[str, Any]]:
+def _without(rows: list[SplitRow], dropped: list[Any], report: BuildReport | None = None) -> list[SplitRow]:
     """`rows` less the dropped ones (by id: split ids are unique); with `report`, the drops are recorded there."""
     if report is not None:
         report.dropped.extend(dropped)
     gone = {d.id for d in dropped}
-    return [row for row in rows if row["id"] not in gone]
+    return [row for row in rows if row.id not in gone]
 
 
 def _read_benchmarks(request: BuildRequest, report: BuildReport) -> Any:
@@ -149,19 +149,19 @@ def _read_benchmarks(request: BuildRequest, report: BuildReport) -> Any:
     return benchmark
 
 
-def _split_rows(request: BuildRequest, report: BuildReport, rows: list[dict[str, Any]],
-                benchmark: Any) -> tuple[list[dict[str, Any]], dict[str, list]]:
+def _split_rows(request: BuildRequest, report: BuildReport, rows: list[SplitRow],
+                benchmark: Any) -> tuple[list[SplitRow], dict[str, list[SplitRow]]]:
     """The rows left once `decontaminate` and `dedup` have dropped theirs, and those rows per split."""
     if benchmark is not None:
         from injector.triage.dedup import contaminated
 
-        rows = _without(rows, contaminated(rows, benchmark), report)
+        rows = _without(rows, contaminated([row.record() for row in rows], benchmark), report)
     splits = assign_splits(rows, by=request.by, test_size=request.test_size, seed=request.seed)
     if request.dedup:
         from injector.triage.dedup import near_duplicates
 
         dropped = [d for split_rows in splits.values()
-                   for d in near_duplicates(split_rows, request.dedup_threshold)]
+                   for d in near_duplicates([row.record() for row in split_rows], request.dedup_threshold)]
         rows = _without(rows, dropped, report)
         splits = {name: kept for name, split_rows in splits.items() if (kept := _without(split_rows, dropped))}
     if not rows:
@@ -170,14 +170,14 @@ def _split_rows(request: BuildRequest, report: BuildReport, rows: list[dict[str,
     return rows, splits
 
 
-def _count_verdicts(report: BuildReport, rows: list[dict[str, Any]]) -> None:
-    """The verdicts of the rows into the report (those of verified runs only); each row's `_verdict` removed."""
+def _count_verdicts(report: BuildReport, rows: list[SplitRow]) -> None:
+    """The verdicts of the rows into the report (those of verified runs only)."""
     for row in rows:
-        report.verdicts[(row["category"], row.pop("_verdict"))] += 1
+        report.verdicts[(row.category, row._verdict)] += 1
     report.verdicts = Counter({key: n for key, n in report.verdicts.items() if key[1] is not None})
 
 
-def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list], dataset: Any) -> None:
+def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list[dict[str, Any]]], dataset: Any) -> None:
     """The split's files, written into a directory beside `out` and renamed into place at the end: a failure
     leaves no half split."""
     from injector.curate.card import dataset_card
@@ -186,7 +186,7 @@ def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list], 
     staging = staging_dir(target)
     try:
         card = dataset_card(report, license=request.license, command=list(request.command))
-        write_split(staging, dataset, splits, report.rows, card)
+        write_split(staging, dataset, splits, [row.record() for row in report.rows], card)
         move_into_place(staging, target)
     except OSError as exc:
         where = f" writing {exc.filename}" if exc.filename else ""
@@ -220,10 +220,11 @@ def build(request: BuildRequest) -> BuildReport:
     _count_verdicts(report, rows)
     report.rows = rows
     report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
+    records = {name: [row.record() for row in split_rows] for name, split_rows in splits.items()}
     features = split_features()
-    dataset = datasets.DatasetDict({name: datasets.Dataset.from_list(split_rows, features=features)
-                                    for name, split_rows in splits.items()})
-    _write(request, report, splits, dataset)
+    dataset = datasets.DatasetDict({name: datasets.Dataset.from_list(split_records, features=features)
+                                    for name, split_records in records.items()})
+    _write(request, report, records, dataset)
     if request.push_to_hub:
         dataset.push_to_hub(request.push_to_hub)
     return report

@@ -4,12 +4,15 @@ from __future__ import annotations
 import json
 import shlex
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from injector.answer.final import answers_equivalent, final_answer_of_steps
 from injector.util.version import __version__
+
+if TYPE_CHECKING:
+    from injector.model.split_row import SplitRow
 
 POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -44,11 +47,11 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     """The card of the split `report` describes: its header, counts, acceptance, triage, models, error positions,
     what the categories produce, files, licence and the command that reproduces it."""
-    rows = report.rows
-    parts = [_front_matter(report, license), _counts_section(report), _acceptance_section(report),
-             *_triage_sections(report), _models_section(rows)]
-    parts.extend(_positions_section(rows))
-    parts.append(_production_section(rows))
+    records = [row.record() for row in report.rows]
+    parts = [_front_matter(report, license), _counts_section(report.rows, report.splits),
+             _acceptance_section(report), *_triage_sections(report), _models_section(report.rows)]
+    parts.extend(_positions_section(records))
+    parts.append(_production_section(records))
     parts.append(FILES_SECTION)
     parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
                  "PRMBench: Apache-2.0) and of the model outputs.\n")
@@ -81,28 +84,28 @@ def _front_matter(report: Any, license: str) -> str:
             "text and checked by human reviewers.\n")
 
 
-def _counts_section(report: Any) -> str:
+def _counts_section(rows: list[SplitRow], splits: dict[str, int]) -> str:
     """Rows per category (with its domain and how many were reviewed), per domain and per split."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     domain_of: dict[str, str] = {}
     domains: Counter = Counter()
-    for row in report.rows:
-        per_category[row["category"]]["rows"] += 1
-        per_category[row["category"]]["reviewed"] += row["reviewed"]
-        domain_of[row["category"]] = row["domain"]
-        domains[row["domain"] or "(none)"] += 1
+    for row in rows:
+        per_category[row.category]["rows"] += 1
+        per_category[row.category]["reviewed"] += row.reviewed
+        domain_of[row.category] = row.domain
+        domains[row.domain or "(none)"] += 1
     return "## Counts\n\n" + _table(
         ["category", "domain", "rows", "reviewed"],
         [[c, domain_of[c], n["rows"], n["reviewed"]] for c, n in sorted(per_category.items())]
     ) + "\n\n" + _table(["domain", "rows"], [[d, n] for d, n in sorted(domains.items())]) + "\n\n" + _table(
-        ["split", "rows"], [[name, count] for name, count in sorted(report.splits.items())]) + "\n"
+        ["split", "rows"], [[name, count] for name, count in sorted(splits.items())]) + "\n"
 
 
 def _acceptance_section(report: Any) -> str:
     """How many units became candidates, how many reviewers accepted, and why the rest were rejected."""
     made = report.candidates_seen + report.run_rejects
     reviewed = report.candidates_seen - report.unreviewed_left_out
-    accepted_by_reviewers = sum(row["reviewed"] for row in report.rows if row["category"] != "correct")
+    accepted_by_reviewers = sum(row.reviewed for row in report.rows if row.category != "correct")
     lines = [
         f"- units attempted: {made}; candidates that passed validation: {report.candidates_seen}"
         + (f" ({report.candidates_seen / made:.0%})" if made else ""),
@@ -120,12 +123,12 @@ def _acceptance_section(report: Any) -> str:
     return "\n".join(parts)
 
 
-def _models_section(rows: list[dict[str, Any]]) -> str:
+def _models_section(rows: list[SplitRow]) -> str:
     """Rows per (engine, model, category, template, output mode), from each row's provenance."""
     used: Counter = Counter()
     for row in rows:
-        provenance = json.loads(row["provenance"])
-        used[(provenance.get("engine", ""), provenance.get("model", ""), row["category"],
+        provenance = json.loads(row.provenance)
+        used[(provenance.get("engine", ""), provenance.get("model", ""), row.category,
               provenance.get("template_hash", ""), provenance.get("output_mode", ""))] += 1
     return "## Models and templates\n\n" + _table(
         ["engine", "model", "category", "template hash", "output mode", "rows"],

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from injector.curate.exports import PRMBENCH_FIELDS
+from injector.model.split_row import SplitRow, StepExplanation
 from injector.records.directory import Candidate, RunDirectory
 from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 from injector.util.errors import UserError
@@ -64,7 +65,7 @@ class _RowCollector:
     taxonomy: str | Path | None
     require: tuple[str, ...]
     named: Any = None
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[SplitRow] = field(default_factory=list)
     sources: dict[str, Candidate] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
 
@@ -116,7 +117,7 @@ class _RowCollector:
         self.rows.append(_row(candidate, run.path.name, category.get("domain", ""),
                               category.get("name", candidate.category), reviewed=decision is not None,
                               reviewer=decision.reviewer if decision else "", config_hash=run.config_hash))
-        self.rows[-1]["_verdict"] = verdict
+        self.rows[-1]._verdict = verdict
         self.sources.setdefault(candidate.trajectory_id, candidate)
 
     @staticmethod
@@ -141,14 +142,14 @@ class _RowCollector:
 
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
                  include_sources: bool = False, report: BuildReport,
-                 taxonomy: str | Path | None = None, require: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Accepted candidates of every run directory, corrections applied, as flat rows (one schema for all).
+                 taxonomy: str | Path | None = None, require: tuple[str, ...] = ()) -> list[SplitRow]:
+    """Accepted candidates of every run directory, corrections applied, as split rows.
 
     `taxonomy` (a name or path the user gave) names the categories and re-checks reviewers' corrections; without
     it the runs' manifests name them and each run's taxonomy is read for its rules only. A candidate line that is
     not a candidate record stops the build (`InputError` naming FILE:LINE): a split must not silently lack one.
     `require` (verdict names) keeps only candidates `inject verify` gave one of them; each row carries its verdict
-    as `_verdict` (None when its run was not verified) until `build` counts them.
+    as its private `_verdict` (None when its run was not verified), for `build` to count.
     """
     from injector.taxonomy import Taxonomy
 
@@ -163,7 +164,7 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                         "then build again")
     rows = collector.rows
     if include_sources:
-        rows.extend({**_source_row(candidate), "_verdict": None} for candidate in collector.sources.values())
+        rows.extend(_source_row(candidate) for candidate in collector.sources.values())
     _unique_ids(rows)
     _unique_idx(rows)
     return rows
@@ -182,32 +183,22 @@ def _check_classification(run_path: Path, candidate: Candidate, categories: dict
 
 
 def _row(candidate: Candidate, run: str, domain: str, category_name: str, *, reviewed: bool,
-         reviewer: str, config_hash: str = "") -> dict[str, Any]:
-    explanations = candidate.explanations or {}
-    return {
+         reviewer: str, config_hash: str = "") -> SplitRow:
+    explanations = sorted((candidate.explanations or {}).items(), key=lambda item: int(item[0]))
+    row = SplitRow(
         **{key: getattr(candidate, key) for key in PRMBENCH_FIELDS},
-        "source_idx": candidate.idx,
-        "id": candidate.id,
-        "category": candidate.category,
-        "category_name": category_name,
-        "domain": domain,
-        "subject": candidate.subject,
-        "images": list(candidate.images),
-        "trajectory_id": candidate.trajectory_id,
-        "sample": candidate.sample,
-        "run": run,
-        "reviewed": reviewed,
-        "reviewer": reviewer,
-        "warnings": list(candidate.warnings),
-        "explanations": [{"step": int(k), "text": v} for k, v in sorted(explanations.items(), key=lambda i: int(i[0]))],
-        "ground_truth": candidate.ground_truth,
-        "model": str(candidate.provenance.get("model") or ""),
-        "provenance": json.dumps(candidate.provenance, ensure_ascii=False, sort_keys=True),
-        "_config_hash": config_hash,
-    }
+        source_idx=candidate.idx, id=candidate.id, category=candidate.category, category_name=category_name,
+        domain=domain, subject=candidate.subject, images=list(candidate.images),
+        trajectory_id=candidate.trajectory_id, sample=candidate.sample, run=run, reviewed=reviewed,
+        reviewer=reviewer, warnings=list(candidate.warnings),
+        explanations=[StepExplanation(step=int(step), text=text) for step, text in explanations],
+        ground_truth=candidate.ground_truth, model=str(candidate.provenance.get("model") or ""),
+        provenance=json.dumps(candidate.provenance, ensure_ascii=False, sort_keys=True))
+    row._config_hash = config_hash
+    return row
 
 
-def _source_row(candidate: Candidate) -> dict[str, Any]:
+def _source_row(candidate: Candidate) -> SplitRow:
     """The source solution itself, as a correct control item (PRMBench's `correct`; ProcessBench label -1)."""
     source = candidate.source_trajectory()
     steps = list(source.steps)
@@ -221,32 +212,29 @@ def _source_row(candidate: Candidate) -> dict[str, Any]:
     return _row(control, "", "control", "Correct", reviewed=True, reviewer="")
 
 
-def _unique_ids(rows: list[dict[str, Any]]) -> None:
+def _unique_ids(rows: list[SplitRow]) -> None:
     """Split ids are unique: when runs over the same input give one id several rows, each of them gets
     `~<first 8 hex digits of its run's config_hash>` (so the suffix does not depend on the order the runs were
     given); if that still repeats (the same run given twice, or a copy of it), the build is refused."""
-    by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_id: dict[str, list[SplitRow]] = defaultdict(list)
     for row in rows:
-        by_id[row["id"]].append(row)
+        by_id[row.id].append(row)
     for rows_of_id in by_id.values():
         if len(rows_of_id) > 1:
             for row in rows_of_id:
-                row["id"] = f"{row['id']}~{row['_config_hash'][:8]}"
+                row.id = f"{row.id}~{row._config_hash[:8]}"
     seen: dict[str, str] = {}
     for row in rows:
-        if row["id"] in seen:
-            raise UserError(f"candidate {row['id']!r} is in runs {seen[row['id']]!r} and {row['run']!r} made with "
+        if row.id in seen:
+            raise UserError(f"candidate {row.id!r} is in runs {seen[row.id]!r} and {row.run!r} made with "
                             "the same configuration (the same run given twice, or a copy of it); give each run once")
-        seen[row["id"]] = row["run"]
-    for row in rows:
-        del row["_config_hash"]
+        seen[row.id] = row.run
 
 
-def _unique_idx(rows: list[dict[str, Any]]) -> None:
+def _unique_idx(rows: list[SplitRow]) -> None:
     """PRMBench keeps only the first record per (category, idx): later candidates of one source get `_2`, `_3`, …"""
     seen: Counter = Counter()
-    for row in sorted(rows, key=lambda r: (r["classification"], r["source_idx"], r["trajectory_id"], r["sample"],
-                                           r["run"], r["id"])):
-        seen[(row["classification"], row["source_idx"])] += 1
-        count = seen[(row["classification"], row["source_idx"])]
-        row["idx"] = row["source_idx"] if count == 1 else f"{row['source_idx']}_{count}"
+    for row in sorted(rows, key=lambda r: (r.classification, r.source_idx, r.trajectory_id, r.sample, r.run, r.id)):
+        seen[(row.classification, row.source_idx)] += 1
+        count = seen[(row.classification, row.source_idx)]
+        row.idx = row.source_idx if count == 1 else f"{row.source_idx}_{count}"
