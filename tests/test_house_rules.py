@@ -17,8 +17,6 @@ BEING_SPLIT = (
     "engines/",  # engines/offline/ included
     "records/",
     "triage/verify.py",
-    "curate/build.py",
-    "curate/card.py",
     "evaluate/__init__.py",  # evaluate(): 11 parameters since the protocol options; an EvalRequest is due
 )
 """Paths relative to `injector/` (a trailing `/`: a whole package)."""
