@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from injector.records.directory import Candidate, Rejection, RunDirectory
+from injector.records.directory import RunDirectory
+
+from injector.records.models import Candidate, Rejection
 
 COMPAT = Path(__file__).parent / "fixtures" / "run-dir-compat"
 

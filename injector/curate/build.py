@@ -16,7 +16,8 @@ from typing import Any, Iterable
 from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
 from injector.curate.exports import EXPORT_DIRS, PRMBENCH_FIELDS, split_features, write_split
-from injector.records.directory import Candidate, RunDirectory
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate
 from injector.triage.verdicts import VERDICTS, VERIFY_FILE, read_verdicts
 
 CORRECT = "correct"  # the category of source solutions added as correct control items
