@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from injector.curate.exports import PRMBENCH_FIELDS
 from injector.model.split_row import SplitRow, StepExplanation
-from injector.records.directory import Candidate, RunDirectory
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate
 from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
