@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from injector.curate.build import BuildReport, BuildRequest
-from injector.curate.build import build as build
 from injector.engines.settings import (DEFAULT_MAX_BYTES, DEFAULT_MAX_REQUESTS, DEFAULT_POLL_SECONDS, BatchSettings,
                                        EngineSettings, SettingsConflict, validation_message)
-from injector.evaluate import EvalRequest, EvalResult, compare, evaluate, write_comparison
 from injector.inject.unit import DEFAULT_MAX_ATTEMPTS
 from injector.model.choices import DEFAULT_OUTPUT_MODE, OutputMode
 
 if TYPE_CHECKING:
+    from injector.curate.build import BuildReport, BuildRequest, build
+    from injector.evaluate import EvalRequest, EvalResult, compare, evaluate, write_comparison
     from injector.runner.spec import RunSpec
     from injector.taxonomy import Category, Taxonomy
     from injector.triage.verify import VerifyPlan, VerifySpec, VerifySummary
@@ -29,6 +28,20 @@ Request = TypeVar("Request", bound=BaseModel)
 __all__ = ["BuildReport", "BuildRequest", "EngineSettings", "EvalRequest", "EvalResult", "RunRequest", "VerifyRequest",
            "build", "build_engine", "compare", "evaluate", "make_request", "plan_verify", "run_spec", "units_executor",
            "verify", "write_comparison"]
+
+_FROM_STAGES = {"BuildReport": "injector.curate.build", "BuildRequest": "injector.curate.build",
+                "build": "injector.curate.build", "EvalRequest": "injector.evaluate", "EvalResult": "injector.evaluate",
+                "compare": "injector.evaluate", "evaluate": "injector.evaluate",
+                "write_comparison": "injector.evaluate"}
+"""The requests and calls that live with their stage, imported when first asked for (a run needs neither)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FROM_STAGES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_FROM_STAGES[name]), name)
 
 
 def make_request(kind: type[Request], /, **values: Any) -> Request:
