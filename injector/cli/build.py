@@ -36,12 +36,11 @@ from injector.cli.base import examples, invocation, main
                    "modified_question).")
 def build(**options) -> None:
     """Build benchmark splits from reviewed run directories."""
-    from injector.curate.build import BuildRequest
-    from injector.curate.build import build as build_splits
+    from injector import api
 
     options["license"] = options.pop("license_")
     options["taxonomy"] = options.pop("taxonomy_path")
-    report = build_splits(BuildRequest(**options, command=invocation()))
+    report = api.build(api.make_request(api.BuildRequest, **options, command=invocation()))
     splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
     left_out = sum(report.left_out_by_verdict.values())
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "

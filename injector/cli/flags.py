@@ -14,6 +14,12 @@ FLAGS = {
     "by": "--by", "test_size": "--test-size", "overwrite": "--overwrite", "include_unreviewed": "--include-unreviewed",
     "taxonomy": "--taxonomy", "require": "--require", "dedup": "--dedup", "dedup_threshold": "--dedup-threshold",
     "decontaminate": "--decontaminate",
+    # inject eval (the judge's model is `judge`; `split` is the path, `split_name` the --split option)
+    "scores": "--scores", "judge": "--judge", "prm_server": "--prm-server", "prm_model": "--prm-model",
+    "threshold": "--threshold", "sweep": "--sweep", "label_rule": "--label-rule", "protocol": "--protocol",
+    "split_name": "--split", "seed": "--seed",
+    # inject verify
+    "rollout_model": "--rollout-model", "votes": "--votes", "rollouts": "--rollouts",
 }
 _SETTING = re.compile(r"`([a-z_]+)(?:=([^`]*))?`")
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from injector.curate.build_report import BuildReport
 from injector.curate.exports import EXPORT_DIRS, split_features, write_split
 from injector.curate.rows import CORRECT, collect_rows
 from injector.curate.staging import move_into_place, staging_dir
@@ -79,32 +79,6 @@ class BuildRequest(BaseModel):
             raise SettingsConflict(f"`dedup_threshold` {self.dedup_threshold}: give a Jaccard similarity in (0, 1], "
                                    "e.g. 0.9")
         return self
-
-
-@dataclass
-class BuildReport:
-    """What a build wrote and the numbers its card reports."""
-
-    out_dir: Path
-    splits: dict[str, int] = field(default_factory=dict)
-    rows: list[SplitRow] = field(default_factory=list)
-    candidates_seen: int = 0
-    rejected_by_reviewer: int = 0
-    unreviewed_left_out: int = 0
-    reviewer_reasons: Counter = field(default_factory=Counter)
-    reject_codes: Counter = field(default_factory=Counter)
-    run_rejects: int = 0
-    required: tuple[str, ...] = ()
-    """`require`: the verdicts a candidate needed to enter."""
-    left_out_by_verdict: Counter = field(default_factory=Counter)
-    """(category, verdict or `unverified`) -> candidates `require` left out."""
-    verdicts: Counter = field(default_factory=Counter)
-    """(category, verdict or `unverified`) -> rows of the split, when a run was verified."""
-    dropped: list = field(default_factory=list)
-    """`dedup.Dropped` per row `decontaminate` or `dedup` left out, in that order."""
-    dedup_threshold: float | None = None
-    benchmark_files: list[str] = field(default_factory=list)
-    benchmark_questions: int = 0
 
 
 def _stable_unit(seed: int, key: str) -> float:

@@ -6,8 +6,9 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
+from injector.curate.build_report import BuildReport
 from injector.curate.exports import PRMBENCH_FIELDS
 from injector.model.split_row import SplitRow, StepExplanation
 from injector.records.directory import RunDirectory
@@ -15,9 +16,6 @@ from injector.records.models import Candidate
 from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
-
-if TYPE_CHECKING:
-    from injector.curate.build import BuildReport
 
 CORRECT = "correct"  # the category of source solutions added as correct control items
 
