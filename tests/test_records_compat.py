@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from injector.records.directory import RunDirectory
-
-from injector.records.models import Candidate, Rejection
+from injector.records.models import Candidate, Rejection, RunManifest
+from injector.util.errors import UserError
 
 COMPAT = Path(__file__).parent / "fixtures" / "run-dir-compat"
 
@@ -46,3 +46,21 @@ def test_fields_an_older_writer_added_still_read() -> None:
     assert first.model_extra == {"model": "gpt-4o-2024-08-06", "cost": 0.0123, "judge_notes": {"checked_by": "alice"}}
     assert not second.model_extra
     assert rejection.model_extra == {"attempt_seconds": [1.5, 2.0]}
+
+
+@pytest.mark.parametrize("name", ["offline", "llm", "legacy"])
+def test_an_old_manifest_reads_as_a_run_manifest(name: str) -> None:
+    path = COMPAT / name / "manifest.json"
+    manifest = RunDirectory(COMPAT / name).read_manifest()
+    assert isinstance(manifest, RunManifest)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert manifest.model_dump(mode="json") == raw
+    assert manifest.config_hash == raw["config_hash"] and manifest.status == "finished"
+
+
+def test_a_manifest_of_the_wrong_shape_is_one_user_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text(json.dumps({"config_hash": "x", "categories": {"c": "not an object"}}))
+    with pytest.raises(UserError, match=r"manifest.json: not a run manifest \(categories.c: .*\); remove"):
+        RunDirectory(tmp_path).read_manifest()
+    (tmp_path / "manifest.json").write_text(json.dumps({"status": "finished"}))  # partial, by hand: still reads
+    assert RunDirectory(tmp_path).read_manifest() == RunManifest(status="finished")

@@ -112,7 +112,8 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
             raise UserError(f"{run_path}: not a run directory (no candidates.jsonl / manifest.json); "
                             "pass directories written by `inject run`")
         categories = _categories_of(run_dir, named)
-        config_hash = (run_dir.read_manifest() or {}).get("config_hash")
+        manifest = run_dir.read_manifest()
+        config_hash = manifest.config_hash if manifest is not None else None
         decisions, session = _decisions(run_path, taxonomy)
         verified = (run_path / VERIFY_FILE).is_file()
         if require and not verified:

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from injector.model.codes import ReasonCode
-from injector.records.jsonl import read_records, scan_records
+from injector.records.jsonl import problem_of, read_records, scan_records
 from injector.records.models import CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunManifest
 from injector.util.errors import UserError, WriteFailed
 from injector.util.json_bounds import JsonRefused, loads_bounded
@@ -63,7 +63,9 @@ class RunDirectory:
         self._appenders: dict[Path, int] = {}
         """Open append-only descriptors of the JSONL files."""
 
-    def read_manifest(self) -> dict[str, Any] | None:
+    def read_manifest(self) -> RunManifest | None:
+        """The run's manifest, typed; None when there is none. One that is no JSON or no manifest is a
+        `UserError` naming the file (a received directory may hold anything)."""
         if not self.manifest_path.exists():
             return None
         try:
@@ -75,12 +77,16 @@ class RunDirectory:
         if not isinstance(manifest, dict):
             raise UserError(f"{self.manifest_path}: not a run manifest (a JSON object); remove the run directory or "
                             "fix it")
-        return manifest
+        try:
+            return RunManifest.model_validate(manifest)
+        except ValidationError as exc:
+            raise UserError(f"{self.manifest_path}: not a run manifest ({problem_of(exc)}); remove the run directory "
+                            "or fix it") from None
 
     def prepare(self, config_hash: str) -> None:
         """Create the directory, or check that an existing one was made with the same configuration, and lock it."""
         manifest = self.read_manifest()
-        if manifest is not None and manifest.get("config_hash") != config_hash:
+        if manifest is not None and manifest.config_hash != config_hash:
             raise UserError(
                 f"{self.path} holds a run with a different configuration; "
                 "choose another --out, or rerun with the settings recorded in its manifest.json"
@@ -104,7 +110,7 @@ class RunDirectory:
         manifest = self.read_manifest()
         if manifest is None:
             raise UserError(f"{self.path}: not a run directory (no {MANIFEST_FILE}); start it with `inject run`")
-        if config_hash is not None and manifest.get("config_hash") != config_hash:
+        if config_hash is not None and manifest.config_hash != config_hash:
             raise UserError(f"{self.path} holds a run with a different configuration; a helper appends only to the "
                             "run it belongs to")
 
@@ -154,13 +160,10 @@ class RunDirectory:
             yield rejection
 
     def manifest_categories(self) -> dict[str, dict[str, str]]:
-        """id -> name, domain and classification of each category, as the manifest recorded them; {} when it
-        records none or they are not in that shape (the names are for display only)."""
-        recorded = (self.read_manifest() or {}).get("categories")
-        if not isinstance(recorded, dict):
-            return {}
-        return {str(cid): {str(k): str(v) for k, v in about.items()} for cid, about in recorded.items()
-                if isinstance(about, dict)}
+        """id -> name, domain and classification of each category, as the manifest recorded them; {} when there
+        is no manifest."""
+        manifest = self.read_manifest()
+        return {} if manifest is None else manifest.categories
 
     def written(self) -> WrittenUnits:
         """Units already written; a unit with a candidate counts as accepted whatever rejects it has."""

@@ -103,11 +103,15 @@ class RunManifest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    command: list[str]
-    config: dict[str, Any]
-    config_hash: str
-    toolkit_version: str
-    started: str
+    # `inject run` writes all of these; a manifest another tool (or hand) wrote may leave the descriptive ones out,
+    # and its run directory is still read (reviewed, built, stated). No config_hash: no run continues in it.
+    command: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The run's configuration (input identity, taxonomy, categories, the engine's settings, ...): its keys depend
+    on the input and the engine, and its hash is the run's identity, so it stays the mapping that was hashed."""
+    config_hash: str | None = None
+    toolkit_version: str | None = None
+    started: str | None = None
     finished: str | None = None
     status: str = "running"
     """running, finished, interrupted, budget_exceeded, batches_pending (`--batch --no-wait`) or failed."""
