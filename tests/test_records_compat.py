@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from injector.records.directory import RunDirectory
+from injector.model.provenance import Attempt, Usage
 from injector.records.models import Candidate, Rejection, RunManifest
 from injector.util.errors import UserError
 
@@ -34,9 +35,14 @@ def test_the_usage_and_cost_of_an_old_llm_run_read_back() -> None:
     directory = RunDirectory(COMPAT / "llm")
     candidate, = directory.candidates(strict=True)
     rejection, = directory.rejections(strict=True)
-    assert candidate.provenance["usage"] == {"prompt_tokens": 100, "completion_tokens": 50}
-    assert rejection.provenance["attempts"] == [{"codes": ["parse_error"]}, {"codes": ["parse_error"]}]
-    assert directory.count_outcomes()["totals"]["prompt_tokens"] == 300
+    assert candidate.provenance.usage == Usage(prompt_tokens=100, completion_tokens=50)
+    assert candidate.provenance.cost == 0.0002 and candidate.provenance.engine == "llm"
+    assert candidate.provenance.details == {"temperature": 1.0, "max_tokens": 4096, "schema": True}
+    assert rejection.provenance.attempts == [Attempt(codes=["parse_error"])] * 2
+    counts, totals = directory.count_outcomes()
+    assert (counts.candidates, counts.rejects, counts.codes) == (1, 1, {"parse_error": 1})
+    assert totals.model_dump() == {"prompt_tokens": 300, "completion_tokens": 150, "cost": pytest.approx(0.0006),
+                                   "cost_known": True}
 
 
 def test_fields_an_older_writer_added_still_read() -> None:

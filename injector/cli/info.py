@@ -129,8 +129,7 @@ def status(run_dir) -> None:
 
         raise UserError(f"{run_dir}: no manifest.json; not a run directory")
     counts = manifest.counts
-    click.echo(f"{run_dir}: {manifest.status}, {counts.get('candidates', 0)} candidates, "
-               f"{counts.get('rejects', 0)} rejects")
+    click.echo(f"{run_dir}: {manifest.status}, {counts.candidates} candidates, {counts.rejects} rejects")
     click.echo(batch_table(run_dir))
 
 

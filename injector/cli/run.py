@@ -152,7 +152,7 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     if ray_executor is not None:
         click.echo(ray_executor.last_run.describe(), err=True)
     click.echo(
-        f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
+        f"{result.out_dir}: {counts.candidates} candidates, {counts.rejects} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )
     if result.progress.provider_unreachable():

@@ -17,6 +17,7 @@ from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
 from injector.curate.exports import EXPORT_DIRS, PRMBENCH_FIELDS, split_features, write_split
 from injector.records.directory import RunDirectory
+from injector.model.provenance import Provenance
 from injector.records.models import Candidate
 from injector.triage.verdicts import VERDICTS, VERIFY_FILE, read_verdicts
 
@@ -199,8 +200,9 @@ def _row(candidate: Candidate, run: str, domain: str, category_name: str, *, rev
         "warnings": list(candidate.warnings),
         "explanations": [{"step": int(k), "text": v} for k, v in sorted(explanations.items(), key=lambda i: int(i[0]))],
         "ground_truth": candidate.ground_truth,
-        "model": str(candidate.provenance.get("model") or ""),
-        "provenance": json.dumps(candidate.provenance, ensure_ascii=False, sort_keys=True),
+        "model": candidate.provenance.model or "",
+        "provenance": json.dumps(candidate.provenance.model_dump(mode="json", exclude_unset=True), ensure_ascii=False,
+                                 sort_keys=True),
         "_config_hash": config_hash,
     }
 
@@ -213,7 +215,7 @@ def _source_row(candidate: Candidate) -> dict[str, Any]:
         original_question=source.question, modified_question=source.question, original_process=steps,
         modified_process=steps, modified_steps=[], error_steps=[], reason="", idx=candidate.idx,
         question=candidate.question, classification=CORRECT, id=f"{source.id}::{CORRECT}", category=CORRECT,
-        trajectory_id=source.id, sample=0, provenance={"engine": "source"}, subject=source.subject,
+        trajectory_id=source.id, sample=0, provenance=Provenance(engine="source"), subject=source.subject,
         images=list(source.images), ground_truth=source.answer,
     )
     return _row(control, "", "control", "Correct", reviewed=True, reviewer="")

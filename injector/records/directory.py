@@ -26,7 +26,8 @@ from pydantic import BaseModel, ValidationError
 
 from injector.model.codes import ReasonCode
 from injector.records.jsonl import problem_of, read_records, scan_records
-from injector.records.models import CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunManifest
+from injector.records.models import (CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunCounts,
+                                      RunManifest, RunTotals)
 from injector.util.errors import UserError, WriteFailed
 from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.util.safe_files import MAX_MANIFEST_BYTES, create_temporary, open_fd, open_read, read_text, write_replacing
@@ -263,35 +264,25 @@ class RunDirectory:
             temporary.unlink(missing_ok=True)  # the old file stays whole; the next run compacts it
             raise WriteFailed(self.rejects_path, exc) from None
 
-    def count_outcomes(self) -> dict[str, Any]:
-        """Counts by outcome, category and reason code, over everything the directory holds."""
+    def count_outcomes(self) -> tuple[RunCounts, RunTotals]:
+        """Counts by outcome, category and reason code, and the tokens and dollars spent, over everything the
+        directory holds."""
+        counts, totals = RunCounts(), RunTotals()
         by_category: dict[str, Counter[str]] = {}
         codes: Counter[str] = Counter()
-        outcomes: Counter[str] = Counter()
-        totals: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "cost_known": True}
         records: list[tuple[str, Candidate | Rejection]] = [
             *(("candidates", c) for c in self.candidates()), *(("rejects", r) for r in self.rejections())]
         for outcome, record in records:
-            outcomes[outcome] += 1
             by_category.setdefault(record.category, Counter())[outcome] += 1
             if isinstance(record, Rejection):
+                counts.rejects += 1
                 codes.update(record.codes)
-            usage = record.provenance.get("usage")
-            for key, value in (usage.items() if isinstance(usage, dict) else ()):
-                if isinstance(value, (int, float)):
-                    totals[key] = totals.get(key, 0) + value
-            cost = record.provenance.get("cost")
-            if isinstance(cost, (int, float)):
-                totals["cost"] += cost
             else:
-                totals["cost_known"] = False
-        return {
-            "candidates": outcomes["candidates"],
-            "rejects": outcomes["rejects"],
-            "codes": dict(sorted(codes.items())),
-            "by_category": {k: dict(v) for k, v in sorted(by_category.items())},
-            "totals": totals,
-        }
+                counts.candidates += 1
+            totals.add(record.provenance.usage, record.provenance.cost)
+        counts.codes = dict(sorted(codes.items()))
+        counts.by_category = {k: dict(v) for k, v in sorted(by_category.items())}
+        return counts, totals
 
     def write_manifest(self, manifest: RunManifest) -> None:
         temporary = self.manifest_path.with_suffix(".json.tmp")

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from injector.answer.contract import FullAnswer, MultiSolutionAnswer
+from injector.model.provenance import Provenance, Usage
 from injector.model.trajectory import Trajectory
 
 CANDIDATES_FILE = "candidates.jsonl"
@@ -38,7 +39,7 @@ class Candidate(BaseModel):
     trajectory_id: str
     sample: int
     warnings: list[str] = Field(default_factory=list)
-    provenance: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance = Field(default_factory=Provenance)
     # Written only when they apply (`RunDirectory.append` writes the fields that were set), so records keep the
     # shape they have always had on disk.
     ground_truth: str | None = None
@@ -95,7 +96,56 @@ class Rejection(BaseModel):
     messages: list[str] = Field(default_factory=list)
     raw: str | None = None
     """The model's last answer text, when there was one."""
-    provenance: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class SourceCounts(BaseModel):
+    """What the input loader read, selected and skipped (one invocation of a run)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    read: int = 0
+    """Records (non-blank lines or rows) read."""
+    selected: int = 0
+    """Trajectories yielded."""
+    invalid: int = 0
+    """Malformed records skipped under `skip_invalid`."""
+    skipped: dict[str, int] = Field(default_factory=dict)
+    """Reason -> records that are valid but were not selected."""
+
+
+class RunCounts(BaseModel):
+    """What a run directory holds: candidates and rejects, by reason code and by category."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: int = 0
+    rejects: int = 0
+    codes: dict[str, int] = Field(default_factory=dict)
+    """Reason code -> rejects carrying it."""
+    by_category: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Category -> {"candidates": n, "rejects": m} (an outcome with none is left out)."""
+
+
+class RunTotals(BaseModel):
+    """What everything a run directory holds cost, summed over its records' provenance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    """Dollars, over the records whose cost is known."""
+    cost_known: bool = True
+    """False when any record's cost is unknown (then `cost` is a lower bound)."""
+
+    def add(self, usage: Usage, cost: float | None) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        if cost is None:
+            self.cost_known = False
+        else:
+            self.cost += cost
 
 
 class RunManifest(BaseModel):
@@ -119,12 +169,12 @@ class RunManifest(BaseModel):
     """id -> name, domain and classification of each category run (categories built in Python included)."""
     skipped_categories: dict[str, str] = Field(default_factory=dict)
     """Categories the engine cannot make, with the reason (they are not units)."""
-    source: dict[str, Any] = Field(default_factory=dict)
+    source: SourceCounts = Field(default_factory=SourceCounts)
     """What the input loader read, selected and skipped (this invocation)."""
     image_base: str | None = None
     """The directory the run's local images were checked to lie under (the review app serves only from there)."""
-    counts: dict[str, Any] = Field(default_factory=dict)
-    totals: dict[str, Any] = Field(default_factory=dict)
+    counts: RunCounts = Field(default_factory=RunCounts)
+    totals: RunTotals = Field(default_factory=RunTotals)
     deployments: list[dict[str, Any]] = Field(default_factory=list)
     """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
 
