@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from injector.records.directory import RunDirectory
 from injector.model.provenance import Attempt, Usage
@@ -45,13 +46,35 @@ def test_the_usage_and_cost_of_an_old_llm_run_read_back() -> None:
                                    "cost_known": True}
 
 
-def test_fields_an_older_writer_added_still_read() -> None:
+def test_fields_an_older_writer_added_move_into_provenance_on_read(tmp_path: Path) -> None:
     directory = RunDirectory(COMPAT / "legacy")
     first, second = directory.candidates(strict=True)
     rejection, = directory.rejections(strict=True)
-    assert first.model_extra == {"model": "gpt-4o-2024-08-06", "cost": 0.0123, "judge_notes": {"checked_by": "alice"}}
-    assert not second.model_extra
-    assert rejection.model_extra == {"attempt_seconds": [1.5, 2.0]}
+    assert first.provenance.legacy == {"model": "gpt-4o-2024-08-06", "cost": 0.0123,
+                                       "judge_notes": {"checked_by": "alice"}}
+    assert first.provenance.engine == "offline" and first.provenance.cost == 0.0  # the record's own, untouched
+    assert second.provenance.legacy == {}
+    assert rejection.provenance.legacy == {"attempt_seconds": [1.5, 2.0]}
+    # Every other value is the line's; written back, the legacy fields sit in provenance and read the same again.
+    raw = lines(COMPAT / "legacy" / "candidates.jsonl")[0]
+    dumped = first.model_dump(mode="json", exclude_unset=True)
+    assert dumped["provenance"] == {**raw["provenance"], "legacy": {k: raw[k] for k in ("model", "cost", "judge_notes")}}
+    assert {k: v for k, v in dumped.items() if k != "provenance"} == {
+        k: v for k, v in raw.items() if k not in ("provenance", "model", "cost", "judge_notes")}
+    again = RunDirectory(tmp_path)
+    again.append_to(again.candidates_path, first)
+    assert list(again.candidates(strict=True)) == [first]
+    again.close_files()
+
+
+def test_a_record_made_with_an_unknown_field_is_refused() -> None:
+    valid = lines(COMPAT / "offline" / "candidates.jsonl")[0]
+    with pytest.raises(ValidationError, match="extra"):
+        Candidate.model_validate({**valid, "modifed_steps": [1]})  # misspelt where the record is made
+    reject = lines(COMPAT / "offline" / "rejects.jsonl")[0]
+    with pytest.raises(ValidationError, match="extra"):
+        Rejection(**{**reject, "reasons": ["x"]})
+    assert Rejection.from_stored({**reject, "reasons": ["x"]}).provenance.legacy == {"reasons": ["x"]}
 
 
 @pytest.mark.parametrize("name", ["offline", "llm", "legacy"])

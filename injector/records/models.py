@@ -2,7 +2,7 @@
 (`manifest.json`). `RunDirectory` (records/directory.py) writes and reads them; records/jsonl.py reads their lines."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -15,10 +15,37 @@ REJECTS_FILE = "rejects.jsonl"
 MANIFEST_FILE = "manifest.json"
 
 
-class Candidate(BaseModel):
-    """An injected solution that passed validation, in PRMBench's record format plus our own fields."""
+class StoredRecord(BaseModel):
+    """What candidates and rejects share: no field the model does not know (a misspelt one is an error where the
+    record is made), and lines an older writer left with other top-level fields still read (`from_stored`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def from_stored(cls: type[Stored], value: Any) -> Stored:
+        """The record a JSONL line holds: top-level fields the model does not have move, as they were, into
+        `provenance.legacy` (written back there); anything else is validated as it is. (Each record declares its
+        `provenance` where it has always stood in the line.)"""
+        if isinstance(value, dict):
+            value = _legacy_moved(value, set(cls.model_fields))
+        return cls.model_validate(value)
+
+
+Stored = TypeVar("Stored", bound=StoredRecord)
+
+
+def _legacy_moved(value: dict[str, Any], fields: set[str]) -> dict[str, Any]:
+    unknown = {key: item for key, item in value.items() if key not in fields}
+    provenance = value.get("provenance", {})
+    legacy = provenance.get("legacy", {}) if isinstance(provenance, dict) else None
+    if not unknown or not isinstance(legacy, dict):  # nothing to move, or a provenance validation will name
+        return value
+    known = {key: item for key, item in value.items() if key in fields}
+    return {**known, "provenance": {**provenance, "legacy": {**legacy, **unknown}}}
+
+
+class Candidate(StoredRecord):
+    """An injected solution that passed validation, in PRMBench's record format plus our own fields."""
 
     original_question: str
     modified_question: str
@@ -82,10 +109,8 @@ class Candidate(BaseModel):
                           meta={"idx": self.idx, "question": self.question})
 
 
-class Rejection(BaseModel):
+class Rejection(StoredRecord):
     """A unit that produced no candidate, with every reason code that applied."""
-
-    model_config = ConfigDict(extra="allow")
 
     id: str
     trajectory_id: str
