@@ -147,7 +147,7 @@ def _summary(result: Any, source: Any, ray_executor: Any) -> None:
     if ray_executor is not None:
         click.echo(ray_executor.last_run.describe(), err=True)
     click.echo(
-        f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
+        f"{result.out_dir}: {counts.candidates} candidates, {counts.rejects} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )
     if result.progress.provider_unreachable():
