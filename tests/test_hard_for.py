@@ -99,3 +99,62 @@ def test_a_directory_without_predictions_or_a_linked_file_is_refused(tmp_path: P
     (report / "predictions.jsonl").symlink_to(target)
     with pytest.raises(UserError, match="symbolic link"):
         read_answers(report)
+
+
+def test_hard_for_on_the_demo_split_keeps_exactly_the_items_the_rule_says(tmp_path: Path, monkeypatch):
+    """The bundled demo split, three synthetic scorers as the panel and a fourth outside it: the rebuilt split holds
+    exactly the items at least two of the three miss (computed here from the scores, not from the reports), and
+    the ranking change is reported."""
+    import random
+
+    from click.testing import CliRunner
+
+    from injector.cli.commands import main
+
+    def invoke(*args: str):
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result
+
+    monkeypatch.chdir(tmp_path)
+    invoke("run", "--category", "all", "--out", "runs/demo")
+    sources = ("--include-unreviewed", "--include-sources")
+    invoke("build", "runs/demo", "--out", "splits/demo", *sources)
+    rows = [json.loads(line) for file in sorted(Path("splits/demo/jsonl").glob("*.jsonl"))
+            for line in file.read_text().splitlines()]
+    first_flags: dict[str, list] = {}
+    for model, noise in (("m1", 0.15), ("m2", 0.3), ("m3", 0.45), ("m4", 0.25)):
+        rng = random.Random(model)
+        lines, first_flags[model] = [], []
+        for row in rows:
+            scores = [(0.2 if k in row["error_steps"] else 0.8) if rng.random() > noise else rng.choice([0.1, 0.9])
+                      for k in range(1, len(row["modified_process"]) + 1)]
+            lines.append(json.dumps({"id": row["id"], "step_scores": scores}) + "\n")
+            first_flags[model].append(next((k for k, s in enumerate(scores, 1) if s <= 0.5), None))
+        Path(f"{model}.jsonl").write_text("".join(lines))
+        invoke("eval", "splits/demo", "--scores", f"{model}.jsonl", "--out", f"reports/{model}", "--no-plots",
+               "--bootstrap", "0")
+    result = invoke("build", "runs/demo", "--out", "splits/hard", *sources, "--hard-for", "reports/m1",
+                    "--hard-for", "reports/m2", "--hard-for", "reports/m3", "--hard-min-wrong", "2",
+                    "--hard-check", "reports/m4")
+
+    def missed(model: str, index: int) -> bool:
+        first_error = min(rows[index]["error_steps"]) if rows[index]["error_steps"] else None
+        return first_flags[model][index] != first_error
+
+    expected = {row["id"] for i, row in enumerate(rows) if sum(missed(m, i) for m in ("m1", "m2", "m3")) >= 2}
+    assert 0 < len(expected) < len(rows)
+    written = json.loads(Path("splits/hard/hard-for.json").read_text())
+    assert set(written["kept"]) == expected and set(written["dropped"]) == {r["id"] for r in rows} - expected
+    kept_rows = {json.loads(line)["id"] for file in Path("splits/hard/jsonl").glob("*.jsonl")
+                 for line in file.read_text().splitlines()}
+    assert kept_rows == expected
+    accuracy = {m: (sum(not missed(m, i) for i in range(len(rows))) / len(rows),
+                    sum(not missed(m, i) for i, r in enumerate(rows) if r["id"] in expected) / len(expected))
+                for m in ("m1", "m2", "m3", "m4")}
+    for model, (full, filtered) in accuracy.items():
+        assert written["accuracy"][model] == {"full": pytest.approx(full), "filtered": pytest.approx(filtered)}
+    tau = kendalltau([a[0] for a in accuracy.values()], [a[1] for a in accuracy.values()]).statistic
+    assert written["kendall_tau_all_models"]["tau"] == pytest.approx(tau)
+    assert "Kendall tau" in result.output and "m4 (outside)" in result.output
+    assert "--hard-for" in Path("splits/hard/README.md").read_text()
