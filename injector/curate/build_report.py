@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from injector.model.split_row import SplitRow
 
@@ -32,3 +33,7 @@ class BuildReport:
     dedup_threshold: float | None = None
     benchmark_files: list[str] = field(default_factory=list)
     benchmark_questions: int = 0
+    hard_for: Any = None
+    """`hard_for.HardFilter`: what `hard_for` kept and dropped, and the ranking change."""
+    cue_sample: int | None = None
+    """Rows per category the card's cue probe read at most (None: no cue figures)."""
