@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
-from scripted_server import LoopbackServer
+from scripted_server import LoopbackServer, write_slowly
 
 Answer = Callable[[dict[str, Any]], str]
 """The chat answer (content) for a request body."""
@@ -30,6 +30,8 @@ class BatchServer(LoopbackServer):
                  rewrite: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row) -> None:
         self.answer, self.fails, self.expire = answer, fails, expire or set()
         self.rewrite = rewrite
+        self.drip = 0.0
+        """Seconds between bytes of a file's content (a download that trickles); 0: sent at once."""
         """Applied to every output line before it is stored (to script odd shapes of line)."""
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -48,12 +50,13 @@ class BatchServer(LoopbackServer):
 
             def _reply(self, payload: Any, status: int = 200, raw: bytes | None = None) -> None:
                 data = raw if raw is not None else json.dumps(payload).encode()
+                drip = server.drip if raw is not None else 0.0
                 self.send_response(status)
                 self.send_header("content-type", "application/octet-stream" if raw is not None
                                  else "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                write_slowly(self.wfile, data, drip)
 
             def do_GET(self) -> None:
                 path, query = urlsplit(self.path).path, parse_qs(urlsplit(self.path).query)

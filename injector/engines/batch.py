@@ -309,15 +309,21 @@ class BatchEngine(LLMEngine):
         litellm = import_litellm()
         for attempt in range(1, self.transient_attempts + 1):
             try:
-                return await function(**arguments, **self._connection())
-            except Exception as exc:
-                error = classify_provider_error(litellm, exc)
+                # litellm's timeout restarts with every byte read (a file download too): the deadline is ours.
+                return await asyncio.wait_for(function(**arguments, **self._connection()), self.timeout)
+            except Exception as exc:  # noqa: BLE001 - every litellm exception is classified (and redacted) here
+                error = _deadline_missed(self.timeout) if isinstance(exc, asyncio.TimeoutError) \
+                    else classify_provider_error(litellm, exc)
                 if isinstance(error, AuthenticationRefused) or not isinstance(error, TransientProviderError) \
                         or attempt == self.transient_attempts:
                     raise error from exc
                 self.retries += 1
                 await asyncio.sleep(self._retry_delay(error, attempt))
         raise AssertionError("unreachable")
+
+
+def _deadline_missed(seconds: float) -> TransientProviderError:
+    return TransientProviderError(f"no complete answer within {seconds:g} s (timeout)")
 
 
 def _token_count(value: Any) -> int:

@@ -95,7 +95,7 @@ class LLMEngine(Engine):
         self.client = choose_client(model, api_base, client)
         """"openai" (the openai SDK, for OpenAI-compatible endpoints) or "litellm"; `client` asks for one ("auto",
         None: the INJECT_CLIENT variable, else auto). Not part of the configuration: both send the same requests."""
-        self._openai = OpenAIClient(model, api_base) if self.client == "openai" else None
+        self._openai = OpenAIClient(model, api_base, timeout) if self.client == "openai" else None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -240,8 +240,11 @@ class LLMEngine(Engine):
         if self._api_key:
             extra["api_key"] = self._api_key
         try:
-            response = await litellm.acompletion(**request, **extra)
-        except Exception as exc:
+            # litellm's timeout restarts with every byte read: the deadline of the whole answer is ours.
+            response = await asyncio.wait_for(litellm.acompletion(**request, **extra), self.timeout)
+        except asyncio.TimeoutError:
+            raise TransientProviderError(f"no complete answer within {self.timeout:g} s (timeout)") from None
+        except Exception as exc:  # noqa: BLE001 - every litellm exception is classified (and redacted) here
             raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
         return await self._litellm_proposal(litellm, response)
 

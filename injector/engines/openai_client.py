@@ -24,6 +24,7 @@ from typing import Any
 
 from injector.model.choices import CLIENTS
 from injector.util.errors import AuthenticationRefused, UserError
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES
 from injector.util.redaction import RedactingFilter, redact
 from injector.engines.base import ProviderError, TransientProviderError
 from injector.engines.provider_faults import retry_after
@@ -36,6 +37,7 @@ PRICE_TABLE = "model_prices_and_context_window_backup.json"
 REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 """Models whose requests litellm rewrites (max_tokens -> max_completion_tokens, temperature dropped): litellm's."""
 TRANSIENT_STATUSES = (500, 502, 503, 504)
+CONNECTION_LIMITS = {"max_connections": 1000, "max_keepalive_connections": 100}  # the openai SDK's defaults
 
 
 @functools.lru_cache(maxsize=1)
@@ -110,8 +112,11 @@ def choose_client(model: str, api_base: str | None, client: str | None) -> str:
 class OpenAIClient:
     """One model behind an OpenAI-compatible endpoint, reached with the openai SDK's async client."""
 
-    def __init__(self, model: str, api_base: str | None):
+    def __init__(self, model: str, api_base: str | None, timeout: float = 300.0,
+                 max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES):
         self.provider, self.name = split_model(model)
+        self.timeout, self.max_answer_bytes = timeout, max_answer_bytes
+        """The deadline of one answer (connect, first byte, whole body) and the largest body read."""
         self.model = model
         self.api_base = api_base
         env_base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")  # as litellm reads them
@@ -162,8 +167,14 @@ class OpenAIClient:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
+            from injector.util.bounded_http import bounded_transport  # httpx: imported with the SDK, on first use
+
             openai = import_openai()
-            self._clients = {loop: openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0)}
+            transport = bounded_transport(self.timeout, self.max_answer_bytes, httpx=_sdk_httpx(openai),
+                                          limits=CONNECTION_LIMITS)
+            http_client = openai.DefaultAsyncHttpxClient(transport=transport)
+            self._clients = {loop: openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0,
+                                                      http_client=http_client)}
             client = self._clients[loop]
         return client
 
@@ -197,6 +208,11 @@ def import_openai() -> Any:
     for name in ("openai", "httpx"):
         logging.getLogger(name).addFilter(RedactingFilter())
     return openai
+
+
+def _sdk_httpx(openai: Any) -> Any:
+    """The httpx module the SDK's clients are made of (recent SDKs ship a fork, `httpx2`)."""
+    return importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
 def response_text(payload: dict[str, Any]) -> str:

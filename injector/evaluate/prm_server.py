@@ -109,7 +109,11 @@ class PRMServer:
 
         limit = asyncio.Semaphore(self.concurrency)
         scored = [0]
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
+        from injector.util.bounded_http import bounded_transport
+
+        # httpx's timeout restarts with every byte: the transport holds each answer to one deadline.
+        transport = bounded_transport(self.timeout, httpx=httpx)
+        async with httpx.AsyncClient(timeout=self.timeout, transport=transport) as client:
             async def one(item: EvalItem) -> tuple[str, tuple[float, ...] | None]:
                 async with limit:
                     scores = tuple(await self._score_one(client, item))
