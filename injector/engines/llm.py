@@ -22,7 +22,8 @@ from injector.engines.limits import RateLimiter
 from injector.util.redaction import RedactingFilter, public_host, redact
 from injector.taxonomy import Category
 from injector.model.trajectory import Trajectory
-from injector.engines.base import Engine, Proposal, ProviderError, TransientProviderError
+from injector.engines.base import AnswerRefused, Engine, Proposal, ProviderError, TransientProviderError
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge
 from injector.engines.openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
                             response_usage)
 from injector.engines.model_info import import_litellm, set_offline_environment
@@ -41,6 +42,7 @@ class LLMOptions(TypedDict, total=False):
     max_tokens: int | None
     use_schema: bool
     timeout: float
+    max_answer_bytes: int
     transient_attempts: int
     transient_seconds: float
     backoff_seconds: float
@@ -49,6 +51,7 @@ class LLMOptions(TypedDict, total=False):
 
 
 DEFAULT_OPTIONS: LLMOptions = {"temperature": 1.0, "max_tokens": 4096, "use_schema": True, "timeout": 300.0,
+                               "max_answer_bytes": DEFAULT_MAX_ANSWER_BYTES,
                                "transient_attempts": 6, "transient_seconds": 600.0, "backoff_seconds": 1.0,
                                "price_in": None, "price_out": None}
 log = logging.getLogger(__name__)
@@ -82,6 +85,7 @@ class LLMEngine(Engine):
         self.max_tokens = max_tokens
         self.use_schema = use_schema
         self.timeout = timeout
+        self.max_answer_bytes = sampling["max_answer_bytes"]
         self.transient_attempts = transient_attempts
         self.transient_seconds = transient_seconds
         self.backoff_seconds = backoff_seconds
@@ -95,7 +99,7 @@ class LLMEngine(Engine):
         self.client = choose_client(model, api_base, client)
         """"openai" (the openai SDK, for OpenAI-compatible endpoints) or "litellm"; `client` asks for one ("auto",
         None: the INJECT_CLIENT variable, else auto). Not part of the configuration: both send the same requests."""
-        self._openai = OpenAIClient(model, api_base, timeout) if self.client == "openai" else None
+        self._openai = OpenAIClient(model, api_base, timeout, self.max_answer_bytes) if self.client == "openai" else None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -251,6 +255,9 @@ class LLMEngine(Engine):
     async def _litellm_proposal(self, litellm: Any, response: Any, details: dict[str, Any] | None = None) -> Proposal:
         """A litellm response as a Proposal (text, usage, cost), its completion tokens told to the rate limiter."""
         text = response.choices[0].message.content or ""
+        if len(text) > self.max_answer_bytes // 4 and len(text.encode()) > self.max_answer_bytes:
+            # litellm has read it whole already (its client is its own); it is still not kept.
+            raise AnswerRefused(str(AnswerTooLarge(len(text.encode()), self.max_answer_bytes)))
         usage = getattr(response, "usage", None)
         usage_dict = {
             "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),

@@ -26,7 +26,8 @@ from injector.model.choices import CLIENTS
 from injector.util.errors import AuthenticationRefused, UserError
 from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES
 from injector.util.redaction import RedactingFilter, redact
-from injector.engines.base import ProviderError, TransientProviderError
+from injector.engines.base import AnswerRefused, ProviderError, TransientProviderError
+from injector.util.answer_limits import AnswerTooLarge, find_cause
 from injector.engines.provider_faults import retry_after
 
 CLIENT_ENV = "INJECT_CLIENT"
@@ -228,6 +229,8 @@ def classify_openai_error(exc: Exception) -> Exception:
     """Map an openai SDK exception to stop the run, reject the unit, or retry: the same reason codes as
     `llm.classify_provider_error` gives litellm's exceptions for the same HTTP answer, the message redacted."""
     openai = import_openai()
+    if too_large := find_cause(exc, AnswerTooLarge):  # raised in the transport, wrapped by the SDK
+        return AnswerRefused(str(too_large))
     status = getattr(exc, "status_code", None)
     message = redact(f"{type(exc).__name__}: {_provider_message(exc)}")
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)) or status in (401, 403):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from injector.util.errors import UserError
 from injector.engines.limits import RateLimiter
 from injector.util.redaction import public_host, register_secret
-from injector.engines.base import Proposal
+from injector.engines.base import Proposal, TransientProviderError
 from injector.engines.deployments import Deployment, DeploymentSet
 from injector.engines.deployments import from_api_bases, load_deployments
 from injector.engines.model_info import listed_prices, per_token, takes_schema
@@ -157,8 +157,12 @@ class RouterEngine(LLMEngine):
         sent = {name: value for name, value in request.items() if name != "deployment_models"}
         await self.limiter.before_request(_text_tokens_estimate(sent["messages"]))
         try:
-            response = await router.acompletion(**sent, timeout=self.timeout, drop_params=True, max_retries=0)
-        except Exception as exc:
+            # litellm's timeout restarts with every byte read: the deadline of the whole answer is ours.
+            response = await asyncio.wait_for(router.acompletion(**sent, timeout=self.timeout, drop_params=True,
+                                                                 max_retries=0), self.timeout)
+        except asyncio.TimeoutError:
+            raise TransientProviderError(f"no complete answer within {self.timeout:g} s (timeout)") from None
+        except Exception as exc:  # noqa: BLE001 - every litellm exception is classified (and redacted) here
             raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
         hidden = getattr(response, "_hidden_params", None) or {}
         return await self._litellm_proposal(litellm, response, {"deployment": _host(hidden.get("api_base"))})

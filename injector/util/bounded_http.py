@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge
+from injector.util.errors import InjectorError
 
 
 def bounded_transport(seconds: float, max_bytes: int = DEFAULT_MAX_ANSWER_BYTES, *, httpx: ModuleType | None = None,
@@ -41,7 +42,7 @@ class _Kinds:
 def _transport_kinds(httpx: ModuleType) -> _Kinds:
     """The transport, body stream and deadline exception classes for one httpx module (built once per module)."""
 
-    class AnswerDeadline(httpx.ReadTimeout):  # type: ignore[name-defined,misc]
+    class AnswerDeadline(httpx.ReadTimeout, InjectorError):  # type: ignore[name-defined,misc]
         """No complete answer within the deadline (connect, first byte and the whole body together)."""
 
     class BoundedTransport(httpx.AsyncBaseTransport):  # type: ignore[name-defined,misc]
