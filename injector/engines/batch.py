@@ -123,6 +123,14 @@ class BatchEngine(LLMEngine):
         waiting, self._waiting = self._waiting, {}
         if not waiting:
             return
+        task = asyncio.current_task()
+        if task is not None and getattr(task, "cancelling", lambda: 0)():
+            # Called from the clean-up of a cancelled worker (Ctrl-C): a cancelled task is not cancelled twice, so a
+            # wait begun now would never stop. The requests stay with the provider (recorded) for a resume.
+            for entry in waiting.values():
+                for future in entry.futures:
+                    future.cancel()
+            return
         entries = list(waiting.values())  # _settle pops what it answers: a failure midway must still reach those
         try:
             await self._settle(waiting)

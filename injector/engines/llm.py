@@ -336,6 +336,8 @@ def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
     The message is redacted here, the one door provider text passes through on its way to rejects and stderr:
     providers echo keys back ("Incorrect API key provided: sk-...").
     """
+    if type(exc).__module__.split(".")[0] == "openai":  # litellm's files and batches API lets the SDK's through
+        return classify_openai_error(exc)
     status = getattr(exc, "status_code", None)
     message = redact(str(getattr(exc, "message", None) or exc))  # litellm's message names the class and provider
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
