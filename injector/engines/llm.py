@@ -55,6 +55,8 @@ DEFAULT_OPTIONS: LLMOptions = {"temperature": 1.0, "max_tokens": 4096, "use_sche
                                "transient_attempts": 6, "transient_seconds": 600.0, "backoff_seconds": 1.0,
                                "price_in": None, "price_out": None}
 log = logging.getLogger(__name__)
+USERINFO_REFUSED = "credentials encoded in URL"
+"""httpx's words when a URL's userinfo meets an Authorization header: a setting to fix, not a fault to retry."""
 
 
 def api_base_host(api_base: str | None) -> str | None:
@@ -342,6 +344,10 @@ def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
     message = redact(str(getattr(exc, "message", None) or exc))  # litellm's message names the class and provider
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
         return AuthenticationRefused(f"the provider refused the credentials ({message}); check the API key")
+    if USERINFO_REFUSED in message:  # httpx, before sending: userinfo in the api base beside litellm's key header
+        return AuthenticationRefused(f"the api base holds credentials (NAME:PASSWORD@ before the host), and "
+                                     f"litellm sends its key in an Authorization header too ({message}); put the key "
+                                     "in the environment (e.g. OPENAI_API_KEY) instead, or use `client=openai`")
     if isinstance(exc, litellm.ContextWindowExceededError):
         return ProviderError(message)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
