@@ -36,7 +36,7 @@ from injector.engines.base import Proposal, ProviderError, TransientProviderErro
 from injector.engines.llm import LLMEngine, classify_provider_error, import_litellm
 from injector.engines.batch_log import (BATCHES_FILE, NOT_ADOPTABLE, TERMINAL, BatchLog, batch_counts, batch_table,
                                         line_outcome, read_batch_log)
-from injector.engines.model_info import listed_prices, per_token
+from injector.engines.model_info import listed_prices, per_token, provider_of
 from injector.engines.settings import (DEFAULT_MAX_BYTES, DEFAULT_MAX_REQUESTS, DEFAULT_POLL_SECONDS, BatchSettings,
                                        EngineSettings)
 
@@ -80,10 +80,7 @@ class BatchEngine(LLMEngine):
         return self.run_dir.path.resolve().name
 
     def check_ready(self) -> None:
-        try:
-            provider = self._provider()[1]
-        except Exception as exc:  # litellm raises for model strings it cannot route
-            raise UserError(f"model {self.model!r} is not usable: {exc}") from None
+        provider = self._provider()[1]  # UnroutableModel (exit 2) for a model string litellm cannot route
         if provider not in BATCH_PROVIDERS:
             raise UserError(f"--batch: litellm has no batch API for {provider!r} models ({self.model}); it has one "
                             f"for {', '.join(BATCH_PROVIDERS)}. Run without --batch")
@@ -91,8 +88,7 @@ class BatchEngine(LLMEngine):
 
     def _provider(self) -> tuple[str, str]:
         """(the model as the provider names it, litellm's provider name)."""
-        model, provider, _, _ = import_litellm().get_llm_provider(self.model, api_base=self.api_base)
-        return model, provider
+        return provider_of(self.model, self.api_base)
 
     def _connection(self) -> dict[str, Any]:
         connection: dict[str, Any] = {"custom_llm_provider": self._provider()[1]}

@@ -27,7 +27,8 @@ from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge
 from injector.engines.openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
                             response_usage)
 from injector.engines.model_info import import_litellm, set_offline_environment
-from injector.engines.model_info import SCHEMA_PREFIXES, listed_prices, per_token, takes_schema
+from injector.engines.model_info import (SCHEMA_PREFIXES, environment_status, listed_prices, per_token,
+                                         response_cost, takes_schema)
 from injector.engines.provider_faults import rate_limit_wait, retry_after
 
 if TYPE_CHECKING:
@@ -118,11 +119,7 @@ class LLMEngine(Engine):
         if self._openai is not None:
             self._api_key = self._openai.api_key()
             return
-        litellm = import_litellm()
-        try:
-            status = litellm.validate_environment(model=self.model, api_base=self.api_base)
-        except Exception as exc:  # litellm raises for model strings it cannot route
-            raise UserError(f"model {self.model!r} is not usable: {exc}") from None
+        status = environment_status(self.model, self.api_base)
         missing = status.get("missing_keys") or []
         if not missing:
             return
@@ -275,7 +272,7 @@ class LLMEngine(Engine):
             self._api_key = client.api_key()  # check_ready was not called (a library user's engine)
         try:
             payload = await client.complete(request, self._api_key, self.timeout)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every SDK exception is classified (and redacted) here
             raise self._refused(exc, classify_openai_error(exc)) from exc
         usage = response_usage(payload)
         usage_dict = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
@@ -308,11 +305,7 @@ class LLMEngine(Engine):
         hidden = getattr(response, "_hidden_params", None) or {}
         if "response_cost" in hidden:  # litellm priced the response already; asking again costs ~1 ms of CPU
             return None if hidden["response_cost"] is None else float(hidden["response_cost"])
-        try:
-            return float(litellm.completion_cost(completion_response=response))
-        except Exception as exc:  # unknown models have no price: the cost is unknown, not 0
-            log.debug("no cost for a response of %s (%s: %s)", self.model, type(exc).__name__, exc)
-            return None
+        return response_cost(response, self.model)
 
 
 def from_settings(settings: EngineSettings) -> LLMEngine:

@@ -18,7 +18,7 @@ from injector.util.redaction import public_host, register_secret
 from injector.engines.base import Proposal, TransientProviderError
 from injector.engines.deployments import Deployment, DeploymentSet
 from injector.engines.deployments import from_api_bases, load_deployments
-from injector.engines.model_info import listed_prices, per_token, takes_schema
+from injector.engines.model_info import UnroutableModel, environment_status, listed_prices, per_token, takes_schema
 from injector.engines.llm import (
     PLACEHOLDER_KEY,
     LLMEngine,
@@ -96,7 +96,7 @@ class RouterEngine(LLMEngine):
                 cooldown_time=self.deployments.cooldown_seconds,
             )
             # The Router registers each unknown deployment model in litellm's price list with no price, which
-            # `get_model_info` then reads as free (0 per token): an unknown price must stay unknown, in this run and
+            # litellm's model info then reads as free (0 per token): an unknown price must stay unknown, in this run and
             # in any later one in the process.
             for name in set(litellm.model_cost) - known:
                 del litellm.model_cost[name]
@@ -113,9 +113,9 @@ class RouterEngine(LLMEngine):
             register_secret(key)  # redacted wherever it might surface, whatever the variable is called
             return key
         try:
-            status = litellm.validate_environment(model=deployment.model, api_base=deployment.api_base)
-        except Exception as exc:  # litellm raises for model strings it cannot route
-            raise UserError(f"{deployment.origin}: model {deployment.model!r} is not usable: {exc}") from None
+            status = environment_status(deployment.model, deployment.api_base)
+        except UnroutableModel as exc:
+            raise UserError(f"{deployment.origin}: {exc}") from None
         missing = status.get("missing_keys") or []
         if not missing:
             return None

@@ -15,7 +15,6 @@ from types import ModuleType
 from typing import Any
 
 from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge
-from injector.util.errors import InjectorError
 
 
 def bounded_transport(seconds: float, max_bytes: int = DEFAULT_MAX_ANSWER_BYTES, *, httpx: ModuleType | None = None,
@@ -26,7 +25,9 @@ def bounded_transport(seconds: float, max_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     take only its transports); plain httpx when not given. `transport_options` go to its `AsyncHTTPTransport`
     (`limits` as a dict)."""
     if httpx is None:
-        import httpx
+        import httpx as plain_httpx
+
+        httpx = plain_httpx
     kinds = _transport_kinds(httpx)
     if "limits" in transport_options:
         transport_options["limits"] = httpx.Limits(**transport_options["limits"])
@@ -42,10 +43,10 @@ class _Kinds:
 def _transport_kinds(httpx: ModuleType) -> _Kinds:
     """The transport, body stream and deadline exception classes for one httpx module (built once per module)."""
 
-    class AnswerDeadline(httpx.ReadTimeout, InjectorError):  # type: ignore[name-defined,misc]
+    class AnswerDeadline(httpx.ReadTimeout):  # type: ignore[name-defined]
         """No complete answer within the deadline (connect, first byte and the whole body together)."""
 
-    class BoundedTransport(httpx.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+    class BoundedTransport(httpx.AsyncBaseTransport):  # type: ignore[name-defined]
         def __init__(self, seconds: float, max_bytes: int, inner: Any):
             self.seconds, self.max_bytes, self.inner = seconds, max_bytes, inner
 
@@ -67,7 +68,7 @@ def _transport_kinds(httpx: ModuleType) -> _Kinds:
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    class BoundedStream(httpx.AsyncByteStream):  # type: ignore[name-defined,misc]
+    class BoundedStream(httpx.AsyncByteStream):  # type: ignore[name-defined]
         """A response body read against the exchange's deadline and the size cap."""
 
         def __init__(self, inner: Any, deadline: float, seconds: float, max_bytes: int, request: Any):

@@ -232,7 +232,7 @@ class _Feeder(threading.Thread):
                     self._send(worker, (unit.trajectory, unit.category.id, unit.sample))
                 if not any(w.feeding for w in self.workers):
                     break  # every worker stopped (budgets, failures): reading on would only count records
-        except Exception as exc:  # a bad input line: the run stops, as the local loop's producer would
+        except Exception as exc:  # noqa: BLE001 - kept and raised by the parent: the run stops, as the local loop would
             self.failure = exc
             WorkerProcesses._stop(self.workers)
         finally:
