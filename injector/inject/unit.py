@@ -15,6 +15,7 @@ from injector.answer.step_labels import without_labels
 from injector.taxonomy import Category, Taxonomy
 from injector.model.trajectory import Trajectory
 from injector.inject.validation import Verdict, validate_answer
+from injector.util.answer_limits import capped_text
 from injector.util.clock import utc_now
 from injector.util.version import __version__
 
@@ -100,7 +101,7 @@ async def inject_one(
                         {"role": "user", "content": feedback_message(problems)}]
     provenance = _provenance(taxonomy, category, engine, seed, mode, spent)
     return Rejection(id=unit.id, trajectory_id=trajectory.id, idx=_source_idx(trajectory), category=category.id,
-                     sample=sample, codes=codes, messages=problems, raw=text, provenance=provenance)
+                     sample=sample, codes=codes, messages=problems, raw=capped_text(text), provenance=provenance)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from injector.util.errors import InjectorError
+from injector.util.foreign_errors import latex_failures, sympy_failures
 from injector.engines.offline.text import replace, split_answer
 
 # Math segments: $$...$$, $...$ (an escaped \$ is a dollar sign, not a delimiter), \(...\), \[...\].
@@ -261,7 +262,7 @@ def parse(latex: str) -> Any:
         return None
     try:
         return latex2sympy(source, conversion_config=ConversionConfig(lowercase_symbols=False))
-    except Exception:  # the parser raises many kinds; any of them means "not an expression we can evaluate"
+    except latex_failures():  # the parser raises bare Exceptions: "not an expression we can evaluate"
         return None
 
 
@@ -287,7 +288,7 @@ def _evaluate(latex: str, bindings: tuple) -> Any:
     env = dict(bindings)
     try:
         value = sympy.nsimplify(expr.subs({names[n]: env[n] for n in names}).doit())
-    except Exception:
+    except (KeyError,) + sympy_failures():  # a name without a value, or sympy cannot evaluate it
         return None
     return value if value.is_number and value.is_finite and value.is_real else None
 
@@ -302,7 +303,7 @@ def equal(a: Any, b: Any) -> bool:
         difference = sympy.N(a - b, 50)
         scale = max(abs(sympy.N(a, 20)), abs(sympy.N(b, 20)), 1)
         return bool(abs(difference) <= scale * sympy.Float("1e-40"))
-    except Exception:  # not comparable as numbers
+    except sympy_failures():  # not comparable as numbers
         return False
 
 
@@ -542,7 +543,7 @@ class Recomputer:
                 if sympy.degree(equation, unknown[0]) > 2:
                     return False
                 roots = [r for r in sympy.solve(equation, unknown[0]) if r.is_real]
-            except Exception:
+            except sympy_failures():
                 return False
             if len(roots) != 1:
                 return False
