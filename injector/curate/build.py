@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
 from injector.curate.exports import EXPORT_DIRS, PRMBENCH_FIELDS, split_features, write_split
+from injector.model.problem import row_problem_key
 from injector.records.directory import Candidate, RunDirectory
 from injector.triage.verdicts import VERDICTS, VERIFY_FILE, read_verdicts
 
@@ -190,6 +191,8 @@ def _row(candidate: Candidate, run: str, domain: str, category_name: str, *, rev
         "subject": candidate.subject,
         "images": list(candidate.images),
         "trajectory_id": candidate.trajectory_id,
+        "problem_key": row_problem_key(candidate.model_dump(include={"problem_key", "idx", "trajectory_id",
+                                                                     "original_question"})),
         "sample": candidate.sample,
         "run": run,
         "reviewed": reviewed,
@@ -249,14 +252,15 @@ def _unique_idx(rows: list[dict[str, Any]]) -> None:
 
 
 def assign_splits(rows: list[dict[str, Any]], *, by: str, test_size: float | None, seed: int) -> dict[str, list]:
-    """Rows per split: one split per category, or train/test by source trajectory (no source in both)."""
+    """Rows per split: one split per category, or train/test by source problem (no problem in both: PRMBench's
+    category files echo one problem under several trajectory ids)."""
     splits: dict[str, list[dict[str, Any]]] = defaultdict(list)
     ordered = sorted(rows, key=lambda r: (r["category"], r["trajectory_id"], r["sample"], r["run"], r["id"]))
     for row in ordered:
         if by == "category":
             splits[row["category"]].append(row)
         else:
-            test = _stable_unit(seed, row["trajectory_id"]) < (test_size or 0.0)
+            test = _stable_unit(seed, row["problem_key"]) < (test_size or 0.0)
             splits["test" if test else "train"].append(row)
     clash = set(splits) & set(EXPORT_DIRS)
     if clash:
