@@ -11,8 +11,9 @@ from __future__ import annotations
 import random
 
 from injector.model.trajectory import Trajectory
-from injector.engines.offline.equations import styled, Computation, Solved, computations, determines, introduced, inverse_equations, \
+from injector.engines.offline.equations import Computation, Solved, computations, determines, introduced, inverse_equations, \
     own_sentence, solved_values, stated_quantity, substituted
+from injector.engines.offline.wording import styled
 from injector.engines.offline.text import Option, Perturbation, insert, replace, split_answer
 
 # Wording: frames that PRM800K's own steps use about as often as these pools do ("so", "that means", "we know

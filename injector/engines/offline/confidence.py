@@ -20,7 +20,8 @@ from injector.model.trajectory import Trajectory
 from injector.engines.offline.equations import STATES, Computation, computations, evaluate, introduced, solved_values, stated_quantity, \
     top_level_split
 from injector.engines.offline.numerical_calculation import slip_decimal, slipped
-from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate, render
+from injector.engines.offline.latex_values import render
+from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate
 from injector.engines.offline.text import Option, Perturbation, lower_first, replace_span, split_answer
 
 ADVERBS = ("clearly", "certainly", "of course", "obviously", "surely", "undoubtedly", "plainly", "evidently")

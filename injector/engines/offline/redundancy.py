@@ -13,10 +13,10 @@ import random
 import re
 
 from injector.model.trajectory import Trajectory
-from injector.engines.offline.equations import MATH, styled, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
+from injector.engines.offline.equations import MATH, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
     latex_number, own_sentence, solved_values, Stated, stated_quantity, substituted, top_level_split
 from injector.engines.offline.text import Option, Perturbation, insert, split_answer
-from injector.engines.offline.wording import say
+from injector.engines.offline.wording import say, styled
 
 # Frames (see `wording.say`, which may put an opener before them). A re-derivation that restates the step's clause:
 SAME_CLAUSE = ("{clause}", "{clause}", "so {clause}", "that means {clause}", "and {clause}", "we know that {clause}",
