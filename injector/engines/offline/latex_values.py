@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from injector.util.errors import InjectorError
+from injector.engines.offline.text import split_answer
 
 # Math segments: $$...$$, $...$ (an escaped \$ is a dollar sign, not a delimiter), \(...\), \[...\].
 MATH = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$((?:\\\$|[^$])+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
@@ -334,3 +335,17 @@ def substitute_answer(tail: str, changes: dict) -> str:
     if hit and not literal(new):
         raise NotRecomputable("the final answer is an expression with a changed value in it")
     return tail[: match.start(2)] + new + tail[match.end(2):]
+
+
+def refuse_half_carried(steps: list[str], edits: list[dict[str, Any]], changes: dict[Fraction, Fraction]) -> None:
+    """A false value carried through every use or not at all: a rewritten later step that uses a changed value
+    but still states, unchanged, a value the solution derived from the old one in words (the old value ± 1 or 2,
+    twice or half it: "7 choices for the first role and 6 for the second" carried as "8 ... and 6") is refused."""
+    for edit in edits[1:]:
+        before, after = values(split_answer(steps[edit["step"] - 1])[0]), values(split_answer(edit["text"])[0])
+        for old, new in changes.items():
+            if old in before and new in after and old.denominator == 1 and old >= 3:
+                kept = ({old - 2, old - 1, old + 1, old + 2, 2 * old, old / 2} & before & after) - set(changes)
+                if kept:
+                    raise NotRecomputable(f"step {edit['step']} keeps {min(kept)}, derived from {old} in words, "
+                                          f"while {old} became {new}")

@@ -31,8 +31,8 @@ from typing import Any
 from injector.engines.offline.text import replace, split_answer
 from injector.engines.offline.latex_values import (MATH, NUMBER_THEORY_PROSE, ORDER, PLAIN_ARITHMETIC, as_fraction,
                                                    Chain, chains, equal, evaluate, literal, lone_symbol, math_spans,
-                                                   NotRecomputable, parse, render, substitute_answer,
-                                                   substitute_in_step, tokens, values)
+                                                   NotRecomputable, parse, refuse_half_carried, render,
+                                                   substitute_answer, substitute_in_step, tokens, values)
 
 
 class Recomputer:
@@ -367,7 +367,9 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
         walker.current[k] = text
         if text != steps[k]:
             edits.append(replace(k + 1, text))
+    refuse_half_carried(steps, edits, walker.changes)
     return edits
+
 
 
 def _recompute(walker: Recomputer, index: int, old: str, new: str, names_left: bool = False) -> str:
