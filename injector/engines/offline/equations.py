@@ -200,9 +200,11 @@ def _outside_math(body: str) -> str:
     return MATH.sub(lambda m: " " * len(m.group(0)), body)
 
 
-def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
+def inverse_equations(lhs: str, value: str, earlier: str, strict: bool = False) -> list[str]:
     """Equations that recover a known operand of `lhs` from `value`: `a + b` -> `value - b = a`, `a \\cdot b` ->
-    `\\frac{value}{b} = a`, `\\frac{a}{b}` -> `value \\cdot b = a`; only operands written earlier count as known."""
+    `\\frac{value}{b} = a`, `\\frac{a}{b}` -> `value \\cdot b = a`; only operands written earlier count as known.
+    `strict`: written earlier as a quantity (a standalone number), not only inside an exponent, a subscript or a
+    LaTeX argument (`x^2` or `\\frac{1}{2}` establishes no 2)."""
     lhs = lhs.strip()
     fraction = re.fullmatch(r"\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}", lhs)
     if fraction:
@@ -214,8 +216,10 @@ def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
             if len(parts) >= 2 and all(parts) and (op != "-" or len(parts) == 2):
                 terms.append((op, parts))
     # An operand is known when it is a number (or a computation of numbers) that the solution had already written.
+    quantities = {m.group(0) for m in NUMBER.finditer(earlier)}
     known = lambda operand: evaluate(operand) is not None and NUMBER.search(operand) and \
-        not any(introduced(n.group(0), earlier) for n in NUMBER.finditer(operand))
+        not any(introduced(n.group(0), earlier) or (strict and n.group(0) not in quantities)
+                for n in NUMBER.finditer(operand))
     inverses = []
     for op, parts in terms:
         if len(terms) > 1 or not all(known(p) for p in parts):
