@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from injector.model.codes import ReasonCode
+from injector.model.problem import trajectory_problem_key
 from injector.model.provenance import Attempt, EngineInfo, Provenance, Usage
 from injector.answer.contract import DEFAULT_OUTPUT_MODE, AnswerError, answer_mode, parse_answer, response_schema
 from injector.engines.base import Engine, NotApplicable, Proposal, ProviderError, TransientProviderError
@@ -168,6 +169,7 @@ def _candidate(unit: Unit, answer: Any, verdict: Any, provenance: Provenance) ->
         extra["subject"] = trajectory.subject
     if trajectory.images:
         extra["images"] = list(trajectory.images)  # by reference, never the image data
+    extra["problem_key"] = trajectory_problem_key(trajectory)  # a split keeps one problem on one side
     return Candidate(
         original_question=trajectory.question,
         modified_question=verdict.modified_question,
