@@ -140,8 +140,21 @@ PAGE_JS = r"""
   const say = (text, bad) => { if (message) { message.textContent = text; message.className = bad ? 'bad' : 'ok'; } };
   const go = (url) => { if (url) location.href = url; };
 
+  let saving = false;
   async function decide(payload) {
     if (!key) return;
+    if (saving) { say('NOT saved: the previous decision is still being saved', true); return; }
+    // Replacing one's own decision is asked first, and the server checks it is the one this page showed.
+    payload.seen = body.dataset.mine || '';
+    if (body.dataset.mine) {
+      if (!window.confirm('You already decided this candidate: ' + body.dataset.mineText +
+                          '.\nReplace your decision?')) {
+        say('not changed: your earlier decision stands', true);
+        return;
+      }
+      payload.confirm = true;
+    }
+    saving = true;
     say('saving…', false);
     let response;
     try {
@@ -152,12 +165,17 @@ PAGE_JS = r"""
                                             verdict: body.dataset.verdict, order: body.dataset.order}, payload)),
       });
     } catch (error) {
+      saving = false;
       say('NOT saved: the review server does not answer (' + error + '); restart `inject review`', true);
       return;
     }
     let data = {};
     try { data = await response.json(); } catch (error) { /* a non-JSON error page */ }
-    if (!response.ok) { say('NOT saved: ' + (data.error || ('HTTP ' + response.status)), true); return; }
+    if (!response.ok) {
+      saving = false;
+      say('NOT saved: ' + (data.error || ('HTTP ' + response.status)), true);
+      return;
+    }
     say('saved', false);
     go(data.next || location.href);
   }
@@ -236,6 +254,20 @@ PAGE_JS = r"""
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    // The time of the previous key press outlives the page (sessionStorage), so presses that land on the next
+    // candidate while the page moves on are caught too.
+    const now = Date.now();
+    let previous = 0;
+    try {
+      previous = Number(sessionStorage.getItem('review-last-key') || 0);
+      sessionStorage.setItem('review-last-key', String(now));
+    } catch (error) { /* storage off: this page only */ }
+    if (event.key === 'a' && now - previous < Number(body.dataset.debounce || 0)) {
+      event.preventDefault();
+      say('NOT saved: "a" came ' + (now - previous) + ' ms after the previous key (a repeated press?); ' +
+          'look at this candidate, then press "a" again to accept it', true);
+      return;
+    }
     const actions = {a: accept, r: openReject, e: openCorrect, t: toggleSource, s: () => go(body.dataset.next),
                      j: () => go(body.dataset.next), k: () => go(body.dataset.prev)};
     const action = actions[event.key];

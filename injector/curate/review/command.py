@@ -83,7 +83,7 @@ def import_decisions(session, path: Path) -> Imported:
     out; the rest are stored, as the checks normalised them. A file that cannot be read at all is a UserError.
     """
     from injector.curate.review.session import Refused
-    from injector.curate.review.store import read_rows
+    from injector.curate.review.decision_files import read_rows
 
     homes: dict[str, list] = {}
     for entry in session.entries:
@@ -109,7 +109,7 @@ def import_decisions(session, path: Path) -> Imported:
 
 def export_decisions(session, path: Path) -> int:
     """Write every decision row of every run to one .jsonl or .csv file; returns the count."""
-    from injector.curate.review.store import write_decisions
+    from injector.curate.review.decision_files import write_decisions
 
     rows = [decision for run in session.runs for decision in run.store.rows()]
     return write_decisions(path, rows)

@@ -22,6 +22,9 @@ from injector.curate.review.assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_
 from injector.curate.review.session import ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, UNVERIFIED, Entry, ReviewSession, View
 from injector.curate.review.store import Decision, apply_decision
 
+DEBOUNCE_MS = 350
+"""A decision key pressed sooner than this after the previous key press is refused (a held or bounced key, or
+presses landing on the next candidate as the page moves on), with a message, never saved."""
 LIST_WINDOW = 100
 """Entries of the filtered list shown on each side of the current one."""
 
@@ -288,9 +291,12 @@ def render_page(session: ReviewSession, *, key: str | None, view: View, token: s
             f'<style nonce="{nonce}">{PAGE_CSS}</style></head>')
     decision = latest.get(entry.key) if entry else None
     corrected = bool(decision and (decision.corrected_error_steps is not None or decision.edited_steps))
+    own = session.own(entry) if entry else None
+    mine = (f'data-mine="{e(own.time)}" data-mine-text="{e(_decision_text(own))}" ' if own else 'data-mine="" ')
     data = (f'data-key="{e(entry.key if entry else "")}" data-cat="{e(view.cat)}" data-status="{e(view.status)}" '
             f'data-verdict="{e(view.verdict)}" data-order="{e(view.order)}" data-corrected="{int(corrected)}" '
-            f'data-next="{e(nav["next"])}" data-prev="{e(nav["prev"])}"')
+            f'data-next="{e(nav["next"])}" data-prev="{e(nav["prev"])}" {mine}'
+            f'data-debounce="{DEBOUNCE_MS}"')
     toggle = ('<button type="button" id="math-toggle" aria-pressed="false" title="show the LaTeX source, as a '
               'correction edits it">LaTeX source (t)</button>')
     top = (f"<header><strong>inject review</strong> {_progress(session, latest)} {_filters(session, view)} "

@@ -21,7 +21,7 @@ from injector.util.images import ImageRefused, is_data_url, read_image
 from injector.util.json_bounds import MAX_REVIEW_BODY_BYTES, JsonRefused, loads_bounded
 from injector.curate.review.assets import KATEX_ERROR_STYLE_HASH, static_file
 from injector.curate.review.render import page_url, render_page
-from injector.curate.review.session import Refused, ReviewSession, View
+from injector.curate.review.session import Conflict, Refused, ReviewSession, View
 
 HOST = "127.0.0.1"
 MAX_BODY = MAX_REVIEW_BODY_BYTES
@@ -221,8 +221,12 @@ class ReviewHandler(BaseHTTPRequestHandler):
             following = keys[position + 1] if 0 <= position < len(keys) - 1 else key
             try:
                 decision = session.decide(key, payload)
+            except Conflict as exc:
+                return self._json(HTTPStatus.CONFLICT, {"error": str(exc)})
             except Refused as exc:
                 return self._json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": str(exc)})
+            except UserError as exc:  # the store cannot be written (a full disk): said as it is, nothing saved
+                return self._json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": f"not saved: {exc}"})
         self._json(HTTPStatus.OK, {"ok": True, "decision": vars(decision), "next": page_url(following, view)})
 
 

@@ -12,7 +12,7 @@ from injector.records.directory import CANDIDATES_FILE, Candidate, RunDirectory,
 from injector.taxonomy import Category, Taxonomy, run_taxonomy
 from injector.inject.validation import validate_answer
 from injector.triage.verdicts import VERDICTS, VerifyRecord, read_verdicts, verdict_rank
-from injector.curate.review.store import Decision, ReviewStore, apply_decision, now_iso
+from injector.curate.review.store import Decision, ReviewStore, apply_decision
 
 log = logging.getLogger("injector")
 
@@ -47,6 +47,11 @@ class View:
 
 class Refused(InjectorError):
     """A decision the app will not save; the message is shown to the reviewer as is."""
+
+
+class Conflict(Refused):
+    """A decision that would replace the reviewer's own without their say-so (unconfirmed, or made on a page that
+    showed an older state): refused, never merged silently."""
 
 
 @dataclass
@@ -100,6 +105,8 @@ class ReviewSession:
         """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
         own is read from its manifest for its rules only (see `run_taxonomy`)."""
         self.reviewer = reviewer
+        self.role = "review"
+        """The role of the decisions made in this session: `adjudication` for an adjudicator's."""
         self.runs: list[Run] = []
         for number, run_dir in enumerate(run_dirs):
             path = Path(run_dir)
@@ -186,15 +193,31 @@ class ReviewSession:
     def categories(self) -> list[str]:
         return list(dict.fromkeys(entry.category for entry in self.entries))
 
+    def own(self, entry: Entry) -> Decision | None:
+        """This session's reviewer's latest decision on the entry (their own only), None before they decide."""
+        mine = [d for d in self.history(entry) if d.reviewer == self.reviewer and d.role == self.role]
+        return mine[-1] if mine else None
+
     def decide(self, key: str, payload: dict[str, Any]) -> Decision:
-        """Check a decision from the page, re-validate a correction, and save it; `Refused` says why not."""
+        """Check a decision from the page, re-validate a correction, and save it; `Refused` says why not.
+
+        Replacing one's own earlier decision needs the page to say which one it showed (`seen`, its time) and that
+        the reviewer confirmed (`confirm`); anything else is a `Conflict`, so a stale tab or a repeated key press
+        never overwrites a decision silently. The server holds a lock around this check and the write."""
         entry = self.by_key.get(key)
         if entry is None:
             raise Refused(f"no candidate {key!r} in the runs under review")
+        own = self.own(entry)
+        if own is not None:
+            if payload.get("seen") != own.time:
+                raise Conflict(f"not saved: you decided this candidate meanwhile ({_brief(own)}, {own.time}), "
+                               "in another tab or by a repeated key; reload to see it")
+            if payload.get("confirm") is not True:
+                raise Conflict(f"not saved: you already decided this candidate ({_brief(own)}); confirm to "
+                               "replace your decision")
         decision = self.check(entry, decision_from_page(entry.id, payload, self.reviewer))
-        decision.time = now_iso()
-        self.runs[entry.run].store.record(decision)
-        return decision
+        decision.role = self.role
+        return self.runs[entry.run].store.record(decision)
 
     def check(self, entry: Entry, decision: Decision, candidate: Candidate | None = None) -> Decision:
         """`decision` on `entry`'s candidate as it is stored, or `Refused` saying why it may not be.
@@ -256,6 +279,10 @@ class ReviewSession:
         if verdict.codes:
             raise Refused("not saved, the corrected record breaks a rule: " + " ".join(
                 f"[{code}]" for code in verdict.codes) + " " + "; ".join(verdict.messages))
+
+
+def _brief(decision: Decision) -> str:
+    return "accepted" if decision.decision == "accept" else f"rejected: {decision.reason}"
 
 
 def decision_from_page(candidate_id: str, payload: dict[str, Any], reviewer: str) -> Decision:

@@ -1,0 +1,47 @@
+"""Quick key presses in headless Chromium: 20 presses of `a` give at most one decision per candidate, and an
+earlier decision is never overwritten without the reviewer's confirmation (issue 27)."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from injector.curate.review.store import Decision, ReviewStore
+from test_review import make_run, running
+from test_review_browser import CHROMIUM, browser  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
+
+
+def test_twenty_quick_presses_save_at_most_one_decision_per_candidate(browser, tmp_path: Path) -> None:  # noqa: F811
+    run = make_run(tmp_path / "run")
+    earlier = Decision("t2::counterfactual::0", "reject", reason="not an error", reviewer="quick")
+    ReviewStore(run).record(earlier)
+    with running([run], reviewer="quick") as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        # every message the page shows, kept across its navigations (sessionStorage lives as long as the tab)
+        page.add_init_script("""document.addEventListener('DOMContentLoaded', () => {
+            const message = document.getElementById('message');
+            if (!message) return;
+            new MutationObserver(() => {
+                const seen = JSON.parse(sessionStorage.getItem('seen-messages') || '[]');
+                seen.push(message.textContent);
+                sessionStorage.setItem('seen-messages', JSON.stringify(seen));
+            }).observe(message, {childList: true, characterData: true, subtree: true});
+        });""")
+        page.goto(server.url)
+        for _ in range(20):
+            page.keyboard.press("a")  # Playwright sends them back to back, a few ms apart
+        page.wait_for_load_state()
+        page.wait_for_function("document.readyState === 'complete'")
+        messages = page.evaluate("JSON.parse(sessionStorage.getItem('seen-messages') || '[]')")
+        rows = ReviewStore(run).rows()
+    per_candidate = Counter(d.id for d in rows)
+    assert max(per_candidate.values()) == 1, per_candidate
+    assert ReviewStore(run).latest()["t2::counterfactual::0"].decision == "reject"  # not silently overwritten
+    assert len(rows) <= 2  # the earlier reject and at most one accept
+    refused = [m for m in messages if m and m.startswith("NOT saved")]
+    assert refused, messages  # the refused presses said so on the page
