@@ -45,3 +45,20 @@ def test_twenty_quick_presses_save_at_most_one_decision_per_candidate(browser, t
     assert len(rows) <= 2  # the earlier reject and at most one accept
     refused = [m for m in messages if m and m.startswith("NOT saved")]
     assert refused, messages  # the refused presses said so on the page
+
+
+def test_a_400_kb_formula_is_shown_as_written_not_given_to_katex(browser, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 24 item 21: KaTeX took 52 s on a 400 KB formula and froze the tab; the page now leaves it as text."""
+    from test_review import STEPS, candidate
+
+    formula = "$" + "x+" * 200_000 + "1$"
+    cid = "t1::counterfactual::0"
+    run = make_run(tmp_path / "run", [candidate(cid, steps=[STEPS[0], STEPS[1], formula],
+                                                modified=[STEPS[0], "Her change is $8$ dollars.", formula])])
+    with running([run]) as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(server.url)
+        page.wait_for_function("document.body.classList.contains('typeset')")
+        assert page.locator("tr.step[data-step='1'] td.mod .katex").count() == 1
+        assert page.locator("tr.step[data-step='3'] td.mod .katex").count() == 0
+        assert page.is_visible("tr.step[data-step='3'] td.mod.no-tex")

@@ -103,7 +103,8 @@ PAGE_JS = r"""
   // Math: every .text block keeps the server's text and gets a copy beside it for KaTeX to typeset (the copy is made
   // from the server's nodes, never from HTML text). A formula KaTeX cannot parse stays as written, in red.
   if (typeof renderMathInElement === 'function') {
-    for (const block of document.querySelectorAll('.text')) {
+    // A block too long for KaTeX (.no-tex, marked by the server) stays as written: a huge formula froze the tab.
+    for (const block of document.querySelectorAll('.text:not(.no-tex)')) {
       const source = document.createElement('span');
       source.className = 'tex-source';
       while (block.firstChild) source.appendChild(block.firstChild);
