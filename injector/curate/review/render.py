@@ -271,7 +271,9 @@ def render_page(session: ReviewSession, *, key: str | None, view: View, token: s
             f'data-debounce="{DEBOUNCE_MS}"')
     toggle = ('<button type="button" id="math-toggle" aria-pressed="false" title="show the LaTeX source, as a '
               'correction edits it">LaTeX source (t)</button>')
-    top = (f"<header><strong>inject review</strong> {_progress(session, latest)} {_filters(session, view)} "
+    queue = (f'<span class="queue" id="queue">queue of {e(session.reviewer)}</span> '
+             if any(run.blind for run in session.runs) else "")
+    top = (f"<header><strong>inject review</strong> {queue}{_progress(session, latest)} {_filters(session, view)} "
            f'<span class="position">{position + 1 if entry else 0} of {len(items)} in this view</span>{toggle}'
            "</header>")
     if entry is None:

@@ -231,6 +231,7 @@ class ReviewHandler(BaseHTTPRequestHandler):
 
 
 def make_server(run_dirs: list[str | Path], *, port: int = 0, reviewer: str = "",
-                token: str | None = None, taxonomy: str | Path | None = None) -> ReviewServer:
-    """A review server for these run directories, listening on 127.0.0.1 (call `serve_forever` to run it)."""
-    return ReviewServer(ReviewSession(run_dirs, reviewer, taxonomy), port=port, token=token)
+                token: str | None = None, taxonomy: str | Path | None = None, queue: bool = False) -> ReviewServer:
+    """A review server for these run directories, listening on 127.0.0.1 (call `serve_forever` to run it);
+    `queue`: the reviewer's queue of a run's review plan only, as `inject review --reviewer NAME` serves it."""
+    return ReviewServer(ReviewSession(run_dirs, reviewer, taxonomy, queue=queue), port=port, token=token)

@@ -64,6 +64,8 @@ class Entry:
     id: str
     category: str
     offset: int
+    file: str = CANDIDATES_FILE
+    """The run directory's file holding the record (gold items, `--gold`, live in their own)."""
 
 
 @dataclass
@@ -78,6 +80,8 @@ class Run:
     """The only directory the app serves this run's local images from (manifest `image_base`)."""
     verdicts: dict[str, VerifyRecord] = field(default_factory=dict)
     """The blind judge's verdict per candidate id (`verify.jsonl`; empty when the run was not verified)."""
+    blind: bool = False
+    """Whether the reviewer works through a review plan's queue: then they see their own decisions only."""
 
 
 def _run_image_base(path: Path) -> Path | None:
@@ -98,12 +102,33 @@ def _index(run_no: int, path: Path) -> list[Entry]:
             for _, offset, candidate in RunDirectory(path).indexed_candidates()]
 
 
+def _to_queue(run: Run, reviewer: str, number: int) -> None:
+    """Narrow a run to the reviewer's queue of its review plan, in the plan's order, when it has one."""
+    from injector.curate.review.assign import read_plan
+    from injector.curate.review.gold import gold_entries
+
+    plan = read_plan(run.path)
+    if plan is None:
+        return
+    if reviewer not in plan.queues:
+        raise UserError(f"{run.path}: its review plan has no queue for {reviewer!r}; open the app with --reviewer "
+                        f"and one of: {', '.join(plan.reviewers)}")
+    order = {candidate_id: n for n, candidate_id in enumerate(plan.queues[reviewer])}
+    entries = [entry for entry in run.entries + gold_entries(run.path, number, plan) if entry.id in order]
+    run.entries = sorted(entries, key=lambda entry: order[entry.id])
+    run.verdicts = {}
+    run.blind = True
+
+
 class ReviewSession:
     """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
 
-    def __init__(self, run_dirs: list[str | Path], reviewer: str = "", taxonomy: str | Path | None = None):
+    def __init__(self, run_dirs: list[str | Path], reviewer: str = "", taxonomy: str | Path | None = None, *,
+                 queue: bool = False):
         """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
-        own is read from its manifest for its rules only (see `run_taxonomy`)."""
+        own is read from its manifest for its rules only (see `run_taxonomy`). With `queue`, a run that has a
+        review plan (`assign.py`) shows only the reviewer's queue, gold items mixed in, blind to others' decisions
+        and to the judge's verdicts (which would also tell gold items apart)."""
         self.reviewer = reviewer
         self.role = "review"
         """The role of the decisions made in this session: `adjudication` for an adjudicator's."""
@@ -116,13 +141,15 @@ class ReviewSession:
             run = Run(path, ReviewStore(path), loaded, note, _index(number, path))
             run.image_base = _run_image_base(path)
             run.verdicts = read_verdicts(path)
+            if queue:
+                _to_queue(run, reviewer, number)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
         self._bundled: Taxonomy | None = None
 
     def candidate(self, entry: Entry) -> Candidate:
-        return record_at(self.runs[entry.run].path / CANDIDATES_FILE, entry.offset, Candidate)
+        return record_at(self.runs[entry.run].path / entry.file, entry.offset, Candidate)
 
     def category(self, entry: Entry) -> Category | None:
         """The candidate's category from its run's taxonomy, else the bundled one, else None."""
@@ -148,12 +175,14 @@ class ReviewSession:
         """Latest decision per entry key, across every run."""
         found: dict[str, Decision] = {}
         for number, run in enumerate(self.runs):
-            for candidate_id, decision in run.store.latest().items():
+            decisions = run.store.latest_of(self.reviewer) if run.blind else run.store.latest()
+            for candidate_id, decision in decisions.items():
                 found[f"{number}/{candidate_id}"] = decision
         return found
 
     def history(self, entry: Entry) -> list[Decision]:
-        return self.runs[entry.run].store.history(entry.id)
+        rows = self.runs[entry.run].store.history(entry.id)
+        return [d for d in rows if d.reviewer == self.reviewer] if self.runs[entry.run].blind else rows
 
     def verdict(self, entry: Entry) -> VerifyRecord | None:
         """The blind judge's record for this candidate, None when its run has none for it."""
