@@ -102,6 +102,14 @@ def _index(run_no: int, path: Path) -> list[Entry]:
             for _, offset, candidate in RunDirectory(path).indexed_candidates()]
 
 
+def _with_gold(run: Run, number: int) -> None:
+    from injector.curate.review.assign import read_plan
+    from injector.curate.review.gold import gold_entries
+
+    known = {entry.id for entry in run.entries}
+    run.entries += [entry for entry in gold_entries(run.path, number, read_plan(run.path)) if entry.id not in known]
+
+
 def _to_queue(run: Run, reviewer: str, number: int) -> None:
     """Narrow a run to the reviewer's queue of its review plan, in the plan's order, when it has one."""
     from injector.curate.review.assign import read_plan
@@ -143,6 +151,8 @@ class ReviewSession:
             run.verdicts = read_verdicts(path)
             if queue:
                 _to_queue(run, reviewer, number)
+            else:  # every candidate, gold items too (their decisions are imported and exported as any)
+                _with_gold(run, number)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
