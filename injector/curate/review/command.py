@@ -46,6 +46,8 @@ def _default_reviewer() -> str:
               help="With --gold: the share of each queue that is gold items.")
 @click.option("--agreement", is_flag=True, help="Print inter-reviewer agreement (Krippendorff's alpha, Cohen's "
                                                  "kappa, with bootstrap intervals) and gold accuracy, and exit.")
+@click.option("--bootstrap", type=click.IntRange(100, 100_000), default=1000, show_default=True,
+              help="With --agreement: resamples of the candidates for each interval.")
 @click.option("--adjudicate", is_flag=True, help="Open the adjudicator's queue: candidates whose reviewers "
                                                  "disagree, their decisions side by side; the adjudication is final.")
 def review(run_dirs: tuple[Path, ...], **options) -> None:
@@ -75,6 +77,7 @@ class ReviewOptions(BaseModel):
     gold_path: Path | None = None
     gold_rate: float = 0.05
     agreement: bool = False
+    bootstrap: int = 1000
     adjudicate: bool = False
 
 
@@ -87,7 +90,7 @@ def run_review(options: ReviewOptions) -> None:
     if options.agreement:
         from injector.curate.agreement import print_agreement
 
-        return print_agreement(options.run_dirs, seed=options.seed)
+        return print_agreement(options.run_dirs, seed=options.seed, rounds=options.bootstrap)
     reviewer = options.reviewer if options.reviewer is not None else _default_reviewer()
     import_path, export_path = options.import_path, options.export_path
     serving = not (import_path or export_path)
