@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from injector.records.directory import Candidate, RunDirectory
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate
 
 MEASURES = ("decision", "first_error_step", "step_error")
 BOOTSTRAP = 1000

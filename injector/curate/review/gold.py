@@ -16,7 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from injector.records.directory import Candidate, RunDirectory, scan_records
+from injector.records.directory import RunDirectory
+from injector.records.jsonl import scan_records
+from injector.records.models import Candidate
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines
 from injector.util.safe_files import write_replacing
