@@ -63,6 +63,8 @@ class BuildRequest(BaseModel):
     dedup_threshold: float = 0.9
     decontaminate: tuple[Path, ...] = ()
     decontaminate_field: str | None = None
+    consensus: str | None = None
+    """Only candidates whose reviewers meet this rule: `K-of-N` or `adjudicated` (`review/consensus.py`)."""
 
     @field_validator("require", mode="before")
     @classmethod
@@ -211,7 +213,7 @@ def build(request: BuildRequest) -> BuildReport:
     # Every row is read and checked before anything is written.
     rows = collect_rows(request.run_dirs, include_unreviewed=request.include_unreviewed,
                         include_sources=request.include_sources, report=report, taxonomy=request.taxonomy,
-                        require=request.require)
+                        require=request.require, consensus=request.consensus)
     if not rows:
         left_out = " or `require`" if report.left_out_by_verdict else ""
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from injector.answer.align import align_steps
 from injector.records.models import Candidate
 from injector.triage.verdicts import VerifyRecord
+from injector.curate.review.adjudicate import side_by_side
 from injector.curate.review.diff import DiffBudget, _tex, e, word_diff
 from injector.curate.review.assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_CSS, PAGE_JS
 from injector.curate.review.session import ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, UNVERIFIED, Entry, ReviewSession, View
@@ -271,7 +272,8 @@ def render_page(session: ReviewSession, *, key: str | None, view: View, token: s
             f'data-debounce="{DEBOUNCE_MS}"')
     toggle = ('<button type="button" id="math-toggle" aria-pressed="false" title="show the LaTeX source, as a '
               'correction edits it">LaTeX source (t)</button>')
-    queue = (f'<span class="queue" id="queue">queue of {e(session.reviewer)}</span> '
+    kind = "adjudication queue" if session.role == "adjudication" else "queue"
+    queue = (f'<span class="queue" id="queue">{kind} of {e(session.reviewer)}</span> '
              if any(run.blind for run in session.runs) else "")
     top = (f"<header><strong>inject review</strong> {queue}{_progress(session, latest)} {_filters(session, view)} "
            f'<span class="position">{position + 1 if entry else 0} of {len(items)} in this view</span>{toggle}'
@@ -311,7 +313,8 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
                  'them would take too long)</p>' + steps)
     return (
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
-        f"{about}{note}{status}</section>{_triage(session.verdict(entry))}{_actions(multi)}"
+        f"{about}{note}{status}</section>{side_by_side(session, entry)}{_triage(session.verdict(entry))}"
+        f"{_actions(multi)}"
         f"{_question(candidate, budget)}{_images(candidate, entry.key)}"
         f"<section><h2>steps</h2>{steps}</section>"
         f'<section><h2>model\'s reason</h2><div class="text{_tex(candidate.reason)}">{e(candidate.reason)}</div>'

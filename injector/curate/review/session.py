@@ -82,6 +82,8 @@ class Run:
     """The only directory the app serves this run's local images from (manifest `image_base`)."""
     verdicts: dict[str, VerifyRecord] = field(default_factory=dict)
     """The blind judge's verdict per candidate id (`verify.jsonl`; empty when the run was not verified)."""
+    reviews: dict[str, dict[str, Decision]] = field(default_factory=dict)
+    """Candidate id -> reviewer -> latest decision, for the adjudicator's side-by-side view (`adjudicate.py`)."""
     blind: bool = False
     """Whether the reviewer works through a review plan's queue: then they see their own decisions only."""
 
@@ -187,14 +189,16 @@ class ReviewSession:
         """Latest decision per entry key, across every run."""
         found: dict[str, Decision] = {}
         for number, run in enumerate(self.runs):
-            decisions = run.store.latest_of(self.reviewer) if run.blind else run.store.latest()
+            decisions = run.store.latest_of(self.reviewer, self.role) if run.blind else run.store.latest()
             for candidate_id, decision in decisions.items():
                 found[f"{number}/{candidate_id}"] = decision
         return found
 
     def history(self, entry: Entry) -> list[Decision]:
         rows = self.runs[entry.run].store.history(entry.id)
-        return [d for d in rows if d.reviewer == self.reviewer] if self.runs[entry.run].blind else rows
+        if not self.runs[entry.run].blind:
+            return rows
+        return [d for d in rows if d.reviewer == self.reviewer and d.role == self.role]
 
     def verdict(self, entry: Entry) -> VerifyRecord | None:
         """The blind judge's record for this candidate, None when its run has none for it."""

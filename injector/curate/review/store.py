@@ -221,9 +221,9 @@ class ReviewStore:
                 found[decision.id] = decision
         return found
 
-    def latest_of(self, reviewer: str) -> dict[str, Decision]:
-        """One reviewer's latest review decision per candidate id (blind to everyone else's)."""
-        return {d.id: d for d in self.rows() if d.reviewer == reviewer and d.role == "review"}
+    def latest_of(self, reviewer: str, role: str = "review") -> dict[str, Decision]:
+        """One reviewer's latest decision (in `role`) per candidate id, blind to everyone else's."""
+        return {d.id: d for d in self.rows() if d.reviewer == reviewer and d.role == role}
 
     def history(self, candidate_id: str) -> list[Decision]:
         return self.rows(candidate_id)
