@@ -28,6 +28,7 @@ from injector.util.errors import UserError
 from injector.util.resources import bundled_taxonomies
 from injector.curate.review.command import review
 from injector.curate.review.server import ReviewServer, make_server
+from injector.curate.review.decision_files import export_store, import_file
 from injector.curate.review.store import Decision, ReviewStore, apply_decision
 from scripted_server import POLL_INTERVAL
 
@@ -364,12 +365,12 @@ def test_export_import_round_trip(tmp_path: Path, suffix: str) -> None:
     for decision in decisions:
         source.record(decision)
     exported = tmp_path / f"decisions{suffix}"
-    assert source.export(exported) == 4
+    assert export_store(source, exported) == 4
     target = ReviewStore(make_run(tmp_path / "b"))
-    assert target.import_(exported) == 4
+    assert import_file(target, exported) == 4
     assert target.rows() == source.rows()
     assert target.latest()["t1::counterfactual::0"].reason == "not an error"
-    assert target.import_(exported) == 0  # rows already there are not added twice
+    assert import_file(target, exported) == 0  # rows already there are not added twice
     assert len(target.rows()) == 4
 
 
@@ -385,7 +386,7 @@ def test_import_names_the_bad_line(tmp_path: Path, content: str, line: int, mess
     path.write_text(content, encoding="utf-8")
     store = ReviewStore(make_run(tmp_path / "run"))
     with pytest.raises(UserError, match=rf"bad\.jsonl:{line}: .*{message}"):
-        store.import_(path)
+        import_file(store, path)
     assert store.rows() == []  # all or nothing
 
 
@@ -394,9 +395,9 @@ def test_import_bad_csv_and_suffix(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text("id,decision,corrected_error_steps\na,accept,[2]\nb,accept,2 and 3\n", encoding="utf-8")
     with pytest.raises(UserError, match=r"bad\.csv:3: corrected_error_steps: not JSON"):
-        store.import_(path)
+        import_file(store, path)
     with pytest.raises(UserError, match=r"decisions\.txt: .*\.jsonl or \.csv"):
-        store.export(tmp_path / "decisions.txt")
+        export_store(store, tmp_path / "decisions.txt")
 
 
 @pytest.fixture

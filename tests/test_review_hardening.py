@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from injector.curate.review.diff import MAX_TYPESET_CHARS, DiffBudget, word_diff
+from injector.curate.review.decision_files import export_store, import_file
 from injector.curate.review.store import Decision, ReviewStore
 from test_review import STEPS, candidate, cli, decide, http, make_run, running  # noqa: F401 - cli is a fixture
 
@@ -59,11 +60,11 @@ def test_export_import_round_trips_any_unicode(tmp_path: Path, suffix: str) -> N
     source.add_all([Decision(T1, "reject", reason=UNICODE, reviewer="ann\u2028"),
                     Decision(T2, "accept", edited_steps={2: "Her change is $9$" + UNICODE}, reviewer="bo")])
     exported = tmp_path / f"d{suffix}"
-    assert source.export(exported) == 2
+    assert export_store(source, exported) == 2
     target = ReviewStore(make_run(tmp_path / "b"))
-    assert target.import_(exported) == 2
+    assert import_file(target, exported) == 2
     assert target.rows() == source.rows()
-    assert target.import_(exported) == 0
+    assert import_file(target, exported) == 0
 
 
 class _FullDisk(sqlite3.Connection):

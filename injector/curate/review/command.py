@@ -94,7 +94,8 @@ def run_review(options: ReviewOptions) -> None:
     reviewer = options.reviewer if options.reviewer is not None else _default_reviewer()
     import_path, export_path = options.import_path, options.export_path
     serving = not (import_path or export_path)
-    session = ReviewSession(options.run_dirs, reviewer, options.taxonomy_path, queue=serving and not options.adjudicate)
+    session = ReviewSession(options.run_dirs, reviewer, options.taxonomy_path,
+                            queue=serving and not options.adjudicate)
     if options.adjudicate:
         from injector.curate.review.adjudicate import to_adjudication
 

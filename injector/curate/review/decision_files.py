@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from injector.util.errors import UserError
 from injector.util.json_bounds import JsonRefused, loads_bounded
-from injector.curate.review.store import FIELDS, Decision, check_decision, to_row
+from injector.curate.review.store import FIELDS, Decision, ReviewStore, check_decision, to_row
 
 
 def _format(path: Path) -> str:
@@ -171,3 +171,17 @@ def _csv_record(row: dict[str, Any]) -> dict[str, Any] | str:
     return record
 
 
+
+
+def export_store(store: ReviewStore, path: Path) -> int:
+    """Write every row of a store to a .jsonl or .csv file (by suffix); returns the count."""
+    return write_decisions(Path(path), store.rows())
+
+
+def import_file(store: ReviewStore, path: Path) -> int:
+    """Append the rows of a file `export_store` wrote (rows already present are not added twice).
+
+    Format checks only: the app's rules need the candidates, so `inject review --import` (`import_decisions`)
+    puts each row through `ReviewSession.check` instead, and `build` re-checks whatever the store holds.
+    """
+    return store.add_new(read_decisions(Path(path)))

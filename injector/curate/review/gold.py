@@ -31,14 +31,11 @@ GOLD_THRESHOLD = 0.8
 """A reviewer whose accept/reject accuracy on gold items is below this is flagged."""
 
 
-def gold_entries(run_path: Path, number: int, plan: ReviewPlan | None) -> list:
-    """The session entries of the run's gold items (none without `--gold`)."""
-    from injector.curate.review.session import Entry
-
+def gold_records(run_path: Path, plan: ReviewPlan | None) -> list[tuple[int, Candidate]]:
+    """(byte offset in `GOLD_FILE`, record) of the run's gold items (none without `--gold`)."""
     if plan is None or not plan.gold or not (run_path / GOLD_FILE).is_file():
         return []
-    return [Entry(f"{number}/{candidate.id}", number, candidate.id, candidate.category, offset, GOLD_FILE)
-            for _, offset, candidate in scan_records(run_path / GOLD_FILE, Candidate, strict=True)
+    return [(offset, candidate) for _, offset, candidate in scan_records(run_path / GOLD_FILE, Candidate, strict=True)
             if candidate.id in plan.gold]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from injector.answer.align import normalize_step
 from injector.util.errors import InjectorError, UserError
@@ -106,18 +106,24 @@ def _index(run_no: int, path: Path) -> list[Entry]:
             for _, offset, candidate in RunDirectory(path).indexed_candidates()]
 
 
+def _gold_entries(path: Path, number: int, plan) -> list[Entry]:
+    """The entries of run number `number`'s gold items (`--gold`), from their own file."""
+    from injector.curate.review.gold import GOLD_FILE, gold_records
+
+    return [Entry(f"{number}/{candidate.id}", number, candidate.id, candidate.category, offset, GOLD_FILE)
+            for offset, candidate in gold_records(path, plan)]
+
+
 def _with_gold(run: Run, number: int) -> None:
     from injector.curate.review.assign import read_plan
-    from injector.curate.review.gold import gold_entries
 
     known = {entry.id for entry in run.entries}
-    run.entries += [entry for entry in gold_entries(run.path, number, read_plan(run.path)) if entry.id not in known]
+    run.entries += [entry for entry in _gold_entries(run.path, number, read_plan(run.path)) if entry.id not in known]
 
 
 def _to_queue(run: Run, reviewer: str, number: int) -> None:
     """Narrow a run to the reviewer's queue of its review plan, in the plan's order, when it has one."""
     from injector.curate.review.assign import read_plan
-    from injector.curate.review.gold import gold_entries
 
     plan = read_plan(run.path)
     if plan is None:
@@ -126,7 +132,7 @@ def _to_queue(run: Run, reviewer: str, number: int) -> None:
         raise UserError(f"{run.path}: its review plan has no queue for {reviewer!r}; open the app with --reviewer "
                         f"and one of: {', '.join(plan.reviewers)}")
     order = {candidate_id: n for n, candidate_id in enumerate(plan.queues[reviewer])}
-    entries = [entry for entry in run.entries + gold_entries(run.path, number, plan) if entry.id in order]
+    entries = [entry for entry in run.entries + _gold_entries(run.path, number, plan) if entry.id in order]
     run.entries = sorted(entries, key=lambda entry: order[entry.id])
     run.verdicts = {}
     run.blind = True
@@ -135,7 +141,7 @@ def _to_queue(run: Run, reviewer: str, number: int) -> None:
 class ReviewSession:
     """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
 
-    def __init__(self, run_dirs: list[str | Path], reviewer: str = "", taxonomy: str | Path | None = None, *,
+    def __init__(self, run_dirs: Sequence[str | Path], reviewer: str = "", taxonomy: str | Path | None = None, *,
                  queue: bool = False):
         """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
         own is read from its manifest for its rules only (see `run_taxonomy`). With `queue`, a run that has a

@@ -228,22 +228,6 @@ class ReviewStore:
     def history(self, candidate_id: str) -> list[Decision]:
         return self.rows(candidate_id)
 
-    def export(self, path: Path) -> int:
-        """Write every row to a .jsonl or .csv file (by suffix); returns the count."""
-        from injector.curate.review.decision_files import write_decisions
-
-        return write_decisions(Path(path), self.rows())
-
-    def import_(self, path: Path) -> int:
-        """Append the rows of a file written by `export` (rows already present are not added twice).
-
-        Format checks only: the app's rules need the candidates, so `inject review --import` (`import_decisions`)
-        puts each row through `ReviewSession.check` instead, and `build` re-checks whatever the store holds.
-        """
-        from injector.curate.review.decision_files import read_decisions
-
-        return self.add_new(read_decisions(Path(path)))
-
     def add_new(self, decisions: Iterable[Decision]) -> int:
         """Append the decisions this store does not hold yet (same fields); returns how many were appended."""
         have = {_key(d) for d in self.rows()}
