@@ -62,3 +62,31 @@ def test_a_400_kb_formula_is_shown_as_written_not_given_to_katex(browser, tmp_pa
         assert page.locator("tr.step[data-step='1'] td.mod .katex").count() == 1
         assert page.locator("tr.step[data-step='3'] td.mod .katex").count() == 0
         assert page.is_visible("tr.step[data-step='3'] td.mod.no-tex")
+
+
+def test_a_100_step_candidate_shows_its_first_change_without_scrolling(browser, tmp_path: Path) -> None:  # noqa: F811
+    from test_review_longview import LONG_ID, long_candidate
+
+    run = make_run(tmp_path / "run", [long_candidate()])
+    with running([run]) as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(server.url)
+        assert page.evaluate("window.scrollY") == 0
+        first = page.locator("tr.step[data-step='31']")
+        box = first.bounding_box()
+        assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 900  # in view as the page opens
+        assert not page.is_visible("tr.step[data-step='5']")
+        page.click("button.expand[data-run='1']")
+        assert page.is_visible("tr.step[data-step='5']")
+        # `e` (correct) shows every step, so any may be marked; `n` moves between the changes
+        page.keyboard.press("Escape")
+        page.keyboard.press("e")
+        assert page.is_visible("tr.step[data-step='100']") and page.locator("tr.collapsed").count() == 0
+        page.keyboard.press("Escape")
+        page.evaluate("window.scrollTo(0, 0)")
+        in_view = ("(() => { const r = document.querySelector(\"tr.step[data-step='31']\").getBoundingClientRect();"
+                   " return r.top >= 0 && r.bottom <= window.innerHeight; })()")
+        assert not page.evaluate(in_view)  # all 100 steps shown: the change is below the fold
+        page.keyboard.press("n")
+        page.wait_for_function(in_view)
+        assert page.text_content("#cid") == LONG_ID

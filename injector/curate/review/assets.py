@@ -82,6 +82,8 @@ body.typeset .tex-source, body.typeset.raw .tex-shown { display: none; }
 body.typeset.raw .tex-source { display: inline; }
 .tex-shown .katex { font-size: 1.1em; }
 ins .katex, del .katex { padding: 0 1px; }
+tr.collapsed td { background: #f7f7f7; color: #555; } button.expand { font-size: 12px; }
+#answers p { margin: 2px 0; } .warn { color: #a11; font-weight: bold; }
 #math-toggle { margin-left: auto; } body:not(.typeset) #math-toggle { display: none; }
 """
 
@@ -181,6 +183,27 @@ PAGE_JS = r"""
     go(data.next || location.href);
   }
 
+  // Long solutions: unchanged runs expand on a click (all of them when correcting); `n` jumps to the next change.
+  function expand(run) {
+    for (const row of document.querySelectorAll('tr[data-in-run="' + run + '"]')) row.hidden = false;
+    const line = document.querySelector('tr.collapsed[data-run="' + run + '"]');
+    if (line) line.remove();
+  }
+  for (const button of document.querySelectorAll('button.expand')) {
+    button.addEventListener('click', () => expand(button.dataset.run));
+  }
+  const changes = () => Array.from(document.querySelectorAll('tr.changed, tr.error, tr.deleted'));
+  function nextChange() {
+    const all = changes();
+    if (!all.length) { say('no change in the steps', true); return; }
+    const below = all.find((row) => row.getBoundingClientRect().top > 140);
+    (below || all[0]).scrollIntoView({block: 'center'});
+  }
+  const firstChange = changes()[0];
+  if (firstChange && firstChange.getBoundingClientRect().bottom > window.innerHeight) {
+    firstChange.scrollIntoView({block: 'center'});
+  }
+
   const panels = {reject: $('reject-panel'), correct: $('correct-panel')};
   function closePanels() {
     for (const panel of Object.values(panels)) if (panel) panel.hidden = true;
@@ -197,6 +220,7 @@ PAGE_JS = r"""
     if (!panels.correct) return;
     panels.correct.hidden = false;
     body.classList.add('correcting');
+    for (const line of Array.from(document.querySelectorAll('tr.collapsed'))) expand(line.dataset.run);
     const first = document.querySelector('.err-box') || document.querySelector('.edit-btn');
     if (first) first.focus();
   }
@@ -270,7 +294,7 @@ PAGE_JS = r"""
       return;
     }
     const actions = {a: accept, r: openReject, e: openCorrect, t: toggleSource, s: () => go(body.dataset.next),
-                     j: () => go(body.dataset.next), k: () => go(body.dataset.prev)};
+                     j: () => go(body.dataset.next), k: () => go(body.dataset.prev), n: nextChange};
     const action = actions[event.key];
     if (action) { event.preventDefault(); action(); }
   });

@@ -17,6 +17,7 @@ from injector.answer.align import align_steps
 from injector.records.models import Candidate
 from injector.triage.verdicts import VerifyRecord
 from injector.curate.review.adjudicate import side_by_side
+from injector.curate.review.longview import answer_header, collapse
 from injector.curate.review.diff import DiffBudget, _tex, e, word_diff
 from injector.curate.review.assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_CSS, PAGE_JS
 from injector.curate.review.session import ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, UNVERIFIED, Entry, ReviewSession, View
@@ -57,15 +58,14 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool, budget: Di
     original, modified = candidate.original_process, shown.modified_process
     changed, errors = set(shown.modified_steps), set(shown.error_steps)
     explanations = shown.explanations or {}
-    out = ['<table class="steps"><thead><tr><th>#</th><th>original</th><th>#</th><th>modified</th>'
-           '<th>marks</th></tr></thead><tbody>']
+    out: list[tuple[str, int | None]] = []  # each row, and its step when it is a plain unchanged one
     for i, j in _rows(original, modified):
         if j is None:
             assert i is not None  # a row lacks one side at most: this one is a deleted original step
-            out.append(f'<tr class="deleted"><td class="n">{i + 1}</td><td class="text{_tex(original[i])}">'
+            out.append((f'<tr class="deleted"><td class="n">{i + 1}</td><td class="text{_tex(original[i])}">'
                        f'<del>{e(original[i])}</del>'
                        f'</td><td class="n"></td><td class="text gone">(deleted)</td>'
-                       f'<td>{_badge("deleted", "deleted")}</td></tr>')
+                       f'<td>{_badge("deleted", "deleted")}</td></tr>', None))
             continue
         step = j + 1
         if i is None:
@@ -84,12 +84,12 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool, budget: Di
         # A newline right after <textarea> is dropped by the HTML parser, so one is added to keep the text exact.
         fix = (f'{box}<button type="button" class="fix edit-btn" data-step="{step}">edit text</button>'
                f'<textarea class="edit-text" data-step="{step}" rows="4" hidden>\n{e(modified[j])}</textarea>')
-        out.append(f'<tr class="step {classes}" data-step="{step}"><td class="n">{"" if i is None else i + 1}</td>'
-                   f'<td class="text orig{_tex(original[i] if i is not None else "")}">{left}</td>'
-                   f'<td class="n">{step}</td><td class="text mod{_tex(modified[j])}">{right}</td>'
-                   f'<td class="marks">{marks}{fix}</td></tr>')
-    out.append("</tbody></table>")
-    return "".join(out)
+        out.append((f'<tr class="step {classes}" data-step="{step}"><td class="n">{"" if i is None else i + 1}</td>'
+                    f'<td class="text orig{_tex(original[i] if i is not None else "")}">{left}</td>'
+                    f'<td class="n">{step}</td><td class="text mod{_tex(modified[j])}">{right}</td>'
+                    f'<td class="marks">{marks}{fix}</td></tr>', None if classes or i is None else step))
+    return ('<table class="steps"><thead><tr><th>#</th><th>original</th><th>#</th><th>modified</th>'
+            '<th>marks</th></tr></thead><tbody>' + "".join(collapse(out)) + "</tbody></table>")
 
 
 def _question(candidate: Candidate, budget: DiffBudget) -> str:
@@ -239,7 +239,7 @@ def _actions(multi: bool) -> str:
         '<button type="button" id="reject">reject (r)</button> '
         '<button type="button" id="correct">correct (e)</button> '
         '<button type="button" id="skip">skip (s)</button> '
-        '<span class="help">j / k: next / previous; t: LaTeX source; Esc: close</span>'
+        '<span class="help">j / k: next / previous; n: next change; t: LaTeX source; Esc: close</span>'
         '<div id="reject-panel" hidden><div class="quick-reasons">' + quick + '</div>'
         '<textarea id="reject-reason" rows="2" placeholder="why (Ctrl+Enter to reject)"></textarea>'
         '<button type="button" id="reject-save">reject with this reason</button></div>'
@@ -315,7 +315,7 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
         f"{about}{note}{status}</section>{side_by_side(session, entry)}{_triage(session.verdict(entry))}"
         f"{_actions(multi)}"
-        f"{_question(candidate, budget)}{_images(candidate, entry.key)}"
+        f"{answer_header(candidate, shown, category)}{_question(candidate, budget)}{_images(candidate, entry.key)}"
         f"<section><h2>steps</h2>{steps}</section>"
         f'<section><h2>model\'s reason</h2><div class="text{_tex(candidate.reason)}">{e(candidate.reason)}</div>'
         '</section>'
