@@ -122,3 +122,11 @@ def test_the_resampled_kappa_is_scikit_learns() -> None:
             data[generator.random((2, 40)) < 0.1] = NAN
             both = ~np.isnan(data).any(axis=0)
             assert _kappa_resampled(data) == pytest.approx(cohen_kappa_score(data[0, both], data[1, both]))
+
+
+def test_no_decisions_at_all_give_empty_figures(tmp_path: Path) -> None:
+    """A store with no row (or rows for no candidate of the run) is no error: nothing to report."""
+    run = run_with(tmp_path, 2, [])
+    assert rated_candidates([run]) == []
+    assert all(f.units == 0 and math.isnan(f.value) for f in agreement([], rounds=10))
+    assert math.isnan(alpha([], "decision", [])) and math.isnan(kappa([], "decision", ("A", "B"))[0])

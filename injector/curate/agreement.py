@@ -96,7 +96,9 @@ def _matrix(items: list[Rated], measure: str, reviewers: list[str]) -> tuple[np.
             values = item.decision if measure == "decision" else item.first
             columns.append([values.get(r, math.nan) for r in reviewers])
         owned.append(np.arange(first, len(columns)))
-    return np.array(columns, dtype=float).T.reshape(len(reviewers), -1), owned
+    if not columns:
+        return np.empty((len(reviewers), 0)), owned
+    return np.array(columns, dtype=float).T, owned
 
 
 def _alpha_of(data: np.ndarray) -> float:
@@ -171,8 +173,9 @@ def _estimate(items: list[Rated], measure: str, reviewers: list[str], rounds: in
     return value, float(low), float(high)
 
 
-def agreement(items: list[Rated], *, rounds: int = BOOTSTRAP, seed: int = 0) -> list[Figure]:
-    """Alpha and pairwise kappa of every measure, overall and per category, each with its bootstrap interval."""
+def agreement(items: list[Rated], *, rounds: int = BOOTSTRAP, seed: int = 0, pairs: bool = True) -> list[Figure]:
+    """Alpha and (with `pairs`) pairwise kappa of every measure, overall and per category, each with its bootstrap
+    interval."""
     figures = []
     groups = {"all": items, **{c: [i for i in items if i.category == c]
                                for c in sorted({i.category for i in items})}}
@@ -183,7 +186,7 @@ def agreement(items: list[Rated], *, rounds: int = BOOTSTRAP, seed: int = 0) -> 
             value, low, high = _estimate(paired, measure, reviewers, rounds, seed, _alpha_of)
             figures.append(Figure(measure=measure, category=category, statistic="alpha", value=value, low=low,
                                   high=high, units=len(paired)))
-            for pair in combinations(reviewers, 2):
+            for pair in combinations(reviewers, 2) if pairs else []:
                 both = [i for i in group if all(r in i.decision for r in pair)]
                 value, low, high = _estimate(both, measure, list(pair), rounds, seed, _kappa_of, _kappa_resampled)
                 figures.append(Figure(measure=measure, category=category, statistic=f"kappa {pair[0]}/{pair[1]}",

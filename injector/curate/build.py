@@ -102,6 +102,8 @@ class BuildReport:
     """(category, verdict or `unverified`) -> candidates `require` left out."""
     verdicts: Counter = field(default_factory=Counter)
     """(category, verdict or `unverified`) -> rows of the split, when a run was verified."""
+    reviews: dict[str, Any] | None = None
+    """Reviewer agreement and the judge's calibration of the runs (`calibration.review_figures`), for the card."""
     dropped: list = field(default_factory=list)
     """`dedup.Dropped` per row `decontaminate` or `dedup` left out, in that order."""
     dedup_threshold: float | None = None
@@ -214,6 +216,9 @@ def build(request: BuildRequest) -> BuildReport:
     rows = collect_rows(request.run_dirs, include_unreviewed=request.include_unreviewed,
                         include_sources=request.include_sources, report=report, taxonomy=request.taxonomy,
                         require=request.require, consensus=request.consensus)
+    from injector.curate.calibration import review_figures
+
+    report.reviews = review_figures(list(request.run_dirs))
     if not rows:
         left_out = " or `require`" if report.left_out_by_verdict else ""
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "
