@@ -55,7 +55,7 @@ def paired_judgements(run_dirs: list[Path]) -> list[tuple[str, str, str]]:
     """(category, verdict, human decision) per candidate that has both."""
     from injector.triage.verdicts import read_verdicts
 
-    pairs = []
+    pairs: list[tuple[str, str, str]] = []
     for run_dir in map(Path, run_dirs):
         verdicts, humans = read_verdicts(run_dir), human_decisions(run_dir)
         if not verdicts or not humans:

@@ -149,7 +149,7 @@ class ReviewSession:
         and to the judge's verdicts (which would also tell gold items apart)."""
         self.reviewer = reviewer
         self.role = "review"
-        """The role of the decisions made in this session: `adjudication` for an adjudicator's."""
+        """The role of the decisions made through the app: `adjudication` for an adjudicator's."""
         self.runs: list[Run] = []
         for number, run_dir in enumerate(run_dirs):
             path = Path(run_dir)
@@ -245,7 +245,7 @@ class ReviewSession:
         return list(dict.fromkeys(entry.category for entry in self.entries))
 
     def own(self, entry: Entry) -> Decision | None:
-        """This session's reviewer's latest decision on the entry (their own only), None before they decide."""
+        """The reviewer's latest decision on the entry (their own only), None before they decide."""
         mine = [d for d in self.history(entry) if d.reviewer == self.reviewer and d.role == self.role]
         return mine[-1] if mine else None
 
