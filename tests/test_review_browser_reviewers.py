@@ -36,7 +36,6 @@ def test_twenty_quick_presses_save_at_most_one_decision_per_candidate(browser, t
         for _ in range(20):
             page.keyboard.press("a")  # Playwright sends them back to back, a few ms apart
         page.wait_for_load_state()
-        page.wait_for_function("document.readyState === 'complete'")
         messages = page.evaluate("JSON.parse(sessionStorage.getItem('seen-messages') || '[]')")
         rows = ReviewStore(run).rows()
     per_candidate = Counter(d.id for d in rows)
