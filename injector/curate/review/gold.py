@@ -46,7 +46,9 @@ def read_gold(path: Path) -> list[tuple[Candidate, GoldLabel]]:
     for number, value in jsonl_lines(path, "a PRMBench record or a candidate record per line"):
         if not isinstance(value, dict):
             raise InputError(path, number, "expected a JSON object (a PRMBench record or a candidate record)")
-        record = {"idx": "", "question": value.get("original_question", ""), **value}
+        # PRMBench's own fields and ours; anything else a file carries (a note, a score) is not part of the item
+        record = {"idx": "", "question": value.get("original_question", ""),
+                  **{k: v for k, v in value.items() if k in Candidate.model_fields}}
         record.setdefault("category", record.get("classification", ""))
         record.setdefault("trajectory_id", record["idx"])
         record.setdefault("sample", 0)
