@@ -42,7 +42,8 @@ R0 = "r0::redundancy::0"
 # 13-26 (r0, 14 steps) [3, 4]: median 3.5, p90 3.9; >26 (c3, 30 steps) [8, 12]: median 10, p90 11.6.
 DECISIONS = [
     _at(C[0], "accept", "ann", "10:00:00"), _at(C[1], "accept", "ann", "10:01:00"),
-    _at(C[2], "reject", "ann", "10:03:00"), _at(R0, "accept", "ann", "10:07:00"), _at(C[3], "accept", "ann", "10:15:00"),
+    _at(C[2], "reject", "ann", "10:03:00"), _at(R0, "accept", "ann", "10:07:00"),
+    _at(C[3], "accept", "ann", "10:15:00"),
     _at(C[0], "accept", "bo", "10:00:00"), _at(C[1], "reject", "bo", "10:02:00"), _at(R0, "accept", "bo", "10:05:00"),
     _at(C[3], "accept", "bo", "10:17:00"), _at(C[2], "reject", "bo", "11:00:00"),
     _at(C[1], "accept", "judy", "10:30:00", "adjudication"),  # the tie on c1, settled
@@ -126,3 +127,44 @@ def test_the_card_has_the_funnel(funnel_run: Path, tmp_path: Path) -> None:
 
 def test_money_is_shown_to_four_decimals() -> None:
     assert money(0.008145000000000001) == "$0.0081" and money(None) == "unknown" and money(None, "-") == "-"
+
+
+def test_split_stats_count_correct_controls_apart(funnel_run: Path, tmp_path: Path) -> None:
+    built = CliRunner().invoke(main, ["build", str(funnel_run), "--out", str(tmp_path / "split"), "--no-cues",
+                                      "--include-sources"])
+    assert built.exit_code == 0, built.output
+    rows = [json.loads(line) for path in (tmp_path / "split" / "jsonl").glob("*.jsonl")
+            for line in path.read_text(encoding="utf-8").splitlines()]
+    controls = sum(row["category"] == "correct" for row in rows)
+    shown = CliRunner().invoke(main, ["stats", str(tmp_path / "split"), "--json"])
+    total = json.loads(shown.output)["total"]
+    assert controls > 0 and total["correct_control"] == controls
+    assert total["accepted"] == len(rows) - controls and total["in_split"] == len(rows)
+
+
+def test_a_status_has_one_colour_in_every_plot(funnel_run: Path, tmp_path: Path, monkeypatch) -> None:
+    """Blue once meant "unreviewed" in a run's plot and "accepted" in a split's: colours went by order of
+    appearance. Now each status has its palette colour whatever else is drawn."""
+    from matplotlib.axes import Axes
+
+    from injector.curate.palette import STATUS_COLOURS
+
+    drawn: dict[str, set[str]] = {}
+    original = Axes.bar
+
+    def bar(self, *args, **kwargs):
+        if kwargs.get("label"):
+            drawn.setdefault(kwargs["label"], set()).add(kwargs.get("color"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "bar", bar)
+    (funnel_run / "review.sqlite").unlink()  # a run nobody reviewed: unreviewed is the first status drawn
+    assert CliRunner().invoke(main, ["stats", str(funnel_run), "--plots", str(tmp_path / "a")]).exit_code == 0
+    ReviewStore(funnel_run).add_all(DECISIONS)
+    built = CliRunner().invoke(main, ["build", str(funnel_run), "--out", str(tmp_path / "s"), "--no-cues"])
+    assert built.exit_code == 0
+    assert CliRunner().invoke(main, ["stats", str(tmp_path / "s"), "--plots", str(tmp_path / "b")]).exit_code == 0
+    assert drawn["unreviewed"] == {STATUS_COLOURS["unreviewed"]}
+    assert drawn["accepted"] == {STATUS_COLOURS["accepted"]}
+    assert all(len(colours) == 1 for colours in drawn.values())  # the funnel's "accepted" is the status's green
+    assert len({colour for colours in drawn.values() for colour in colours}) == len(drawn)  # no colour twice
