@@ -64,3 +64,19 @@ def test_other_columns_are_left_out_and_minimal_rows_read():
     row = SplitRow.from_record({"id": "a", "category": "redundancy", "modified_process": ["x"], "error_steps": [1],
                                 "score": 0.3})
     assert row.id == "a" and row.model_extra is None and "score" not in row.record()
+
+
+def test_runs_whose_manifests_lack_a_config_hash_are_refused_as_copies_not_crashed(tmp_path):
+    # The same run given twice, its manifest without `config_hash`: the ids clash, the suffix is empty, and the
+    # build refuses them as one run given twice (it crashed on the missing hash).
+    runs = []
+    for name in ("a", "b"):
+        run = tmp_path / name
+        shutil.copytree(OLD / "run", run)
+        manifest = json.loads((run / "manifest.json").read_text())
+        del manifest["config_hash"]
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        runs.append(str(run))
+    result = CliRunner().invoke(main, ["build", *runs, "--out", str(tmp_path / "split"), "--include-unreviewed"])
+    assert result.exit_code == 2, result.output
+    assert "made with the same configuration" in result.output and "give each run once" in result.output

@@ -76,7 +76,7 @@ class _RowCollector:
                             "pass directories written by `inject run`")
         categories = _categories_of(run_dir, self.named)
         manifest = run_dir.read_manifest()
-        config_hash = manifest.config_hash if manifest is not None else ""
+        config_hash = (manifest.config_hash if manifest is not None else None) or ""  # None: an older manifest
         decisions, session = _decisions(run_path, self.taxonomy)
         verified = (run_path / VERIFY_FILE).is_file()
         if self.require and not verified:
