@@ -105,13 +105,14 @@ def _stable_unit(seed: int, key: str) -> float:
 
 def assign_splits(rows: list[SplitRow], *, by: str, test_size: float | None, seed: int
                   ) -> dict[str, list[SplitRow]]:
-    """Rows per split: one split per category, or train/test by source trajectory (no source in both)."""
+    """Rows per split: one split per category, or train/test by source problem (no problem in both: PRMBench's
+    category files echo one problem under several trajectory ids)."""
     splits: dict[str, list[SplitRow]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: (r.category, r.trajectory_id, r.sample, r.run, r.id)):
         if by == "category":
             splits[row.category].append(row)
         else:
-            test = _stable_unit(seed, row.trajectory_id) < (test_size or 0.0)
+            test = _stable_unit(seed, row.problem_key or row.trajectory_id) < (test_size or 0.0)
             splits["test" if test else "train"].append(row)
     clash = set(splits) & set(EXPORT_DIRS)
     if clash:

@@ -12,6 +12,7 @@ from injector.curate.build_report import BuildReport
 from injector.curate.exports import PRMBENCH_FIELDS
 from injector.model.split_row import SplitRow, StepExplanation
 from injector.records.directory import RunDirectory
+from injector.model.problem import row_problem_key
 from injector.model.provenance import Provenance
 from injector.records.models import Candidate
 from injector.triage.verdicts import VERIFY_FILE, read_verdicts
@@ -76,7 +77,7 @@ class _RowCollector:
                             "pass directories written by `inject run`")
         categories = _categories_of(run_dir, self.named)
         manifest = run_dir.read_manifest()
-        config_hash = (manifest.config_hash if manifest is not None else None) or ""  # None: an older manifest
+        config_hash = (manifest.config_hash if manifest is not None else None) or ""
         decisions, session = _decisions(run_path, self.taxonomy)
         verified = (run_path / VERIFY_FILE).is_file()
         if self.require and not verified:
@@ -191,6 +192,8 @@ def _row(candidate: Candidate, run: str, domain: str, category_name: str, *, rev
         source_idx=candidate.idx, id=candidate.id, category=candidate.category, category_name=category_name,
         domain=domain, subject=candidate.subject, images=list(candidate.images),
         trajectory_id=candidate.trajectory_id, sample=candidate.sample, run=run, reviewed=reviewed,
+        problem_key=row_problem_key(candidate.model_dump(include={"problem_key", "idx", "trajectory_id",
+                                                                  "original_question"})),
         reviewer=reviewer, warnings=list(candidate.warnings),
         explanations=[StepExplanation(step=int(step), text=text) for step, text in explanations],
         ground_truth=candidate.ground_truth, model=candidate.provenance.model or "",

@@ -12,7 +12,7 @@ def _default_reviewer() -> str:
 
     try:
         return getpass.getuser()
-    except Exception:  # no login name in this environment (getuser raises OSError or KeyError)
+    except (OSError, KeyError, ImportError):  # no login name here (no pwd entry, no pwd module, no variables)
         return ""
 
 
