@@ -75,6 +75,8 @@ class BuildRequest(BaseModel):
     cues: bool = True
     """Compute the card's surface-cue figures (on at most `cue_sample` rows per category)."""
     cue_sample: int = Field(default=5000, ge=10)
+    consensus: str | None = None
+    """Only candidates whose reviewers meet this rule: `K-of-N` or `adjudicated` (`review/consensus.py`)."""
 
     @field_validator("require", mode="before")
     @classmethod
@@ -224,7 +226,10 @@ def build(request: BuildRequest) -> BuildReport:
     # Every row is read and checked before anything is written.
     rows = collect_rows(request.run_dirs, include_unreviewed=request.include_unreviewed,
                         include_sources=request.include_sources, report=report, taxonomy=request.taxonomy,
-                        require=request.require)
+                        require=request.require, consensus=request.consensus)
+    from injector.curate.calibration import review_figures
+
+    report.reviews = review_figures(list(request.run_dirs))
     if not rows:
         left_out = " or `require`" if report.left_out_by_verdict else ""
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "
