@@ -242,8 +242,8 @@ def test_stats_json_matches_a_hand_count(reviewed, tmp_path):
     assert unfit["rejected_by_validation"] == sum(r["category"] == "missing_condition" for r in rejects)
     assert unfit["reject_codes"] == {"not_applicable": unfit["rejected_by_validation"]}
     assert numbers["total"]["records"] == len(records) + len(rejects) and numbers["total"]["cost"] == 0.0
-    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["counts_by_category.png",
-                                                                       "error_positions.png"]
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "counts_by_category.png", "error_positions.png", "funnel.png", "reject_codes.png"]  # the run had rejects
 
 
 def test_audit_audits_prmbench_and_gates_on_failures(tmp_path):
