@@ -5,7 +5,7 @@ critique kind, shared by every category and sample that uses it), a verdict (`cr
 and Monte Carlo rollouts, written as one `VerifyRecord` line of `RUN/verify.jsonl` (appended through the run
 directory's multi-writer machinery, so it may run beside `inject run`) and summed up in `RUN/verify-summary.json`.
 The run's own files (manifest, candidates, rejects) are only read: its configuration hash never changes. The judge's
-work on one candidate is in judging.py.
+work on one candidate is in judging.py; one pass holds `RUN/.verify.lock` (a second is refused).
 """
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ from injector.util.errors import BudgetExceeded, UserError, WriteFailed
 from injector.util.safe_files import write_replacing
 from injector.util.version import __version__
 
+VERIFY_LOCK = ".verify.lock"
+"""Held by the `inject verify` pass working on a run directory (a second one is refused)."""
 JUDGE_COMPLETION_TOKENS = 60
 """The dry run's guess at one critique's answer (`{"first_error_step": 3, "reason": "<a sentence or two>"}`)."""
 
@@ -155,7 +157,16 @@ def verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = None, 
     spec = spec or VerifySpec()
     rollout_engine = rollout_engine or engine
     _check_engines(engine, rollout_engine, spec)
-    directory, work, settings, skipped = _open_run(run_dir, spec, engine, rollout_engine)
+    directory = RunDirectory(run_dir)
+    directory.join()
+    # One pass at a time: two would both judge every candidate not yet in verify.jsonl (twice the requests).
+    with directory.exclusive(VERIFY_LOCK, "`inject verify`"):
+        return _verify_locked(directory, engine, rollout_engine, spec, on_progress)
+
+
+def _verify_locked(directory: RunDirectory, engine: Engine, rollout_engine: Engine, spec: VerifySpec,
+                   on_progress: Callable[[VerifySummary], None] | None) -> VerifySummary:
+    directory, work, settings, skipped = _open_run(directory.path, spec, engine, rollout_engine)
     summary = VerifySummary(run_dir=str(directory.path), planned=len(work), skipped_existing=skipped,
                             judge=settings)
     try:
