@@ -14,7 +14,6 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_PARAMETERS = 400, 60, 10
 
 BEING_SPLIT = (
     "cli/",
-    "engines/",  # engines/offline/ included
     "records/",
     "triage/verify.py",
     "curate/build.py",
