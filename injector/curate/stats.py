@@ -10,7 +10,9 @@ from typing import Any, Iterator
 from injector.curate.card import error_steps_inside, record_answer_changed, relative_error_position
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines, loads_bounded
-from injector.records.directory import Candidate, Rejection, RunDirectory, read_jsonl_numbered, read_records
+from injector.records.directory import RunDirectory
+from injector.records.jsonl import read_jsonl_numbered, read_records
+from injector.records.models import Candidate, Rejection
 
 log = logging.getLogger("injector")
 
@@ -177,6 +179,11 @@ def compute_stats(path: str | Path, *, cues: bool = False,
     verdicts = verdict_counts(path)
     if verdicts is not None:
         result["verdicts"] = verdicts
+    if path.is_dir():
+        from injector.curate.calibration import review_figures
+
+        if (reviews := review_figures([path])) is not None:
+            result["reviews"] = reviews
     if cues:
         from injector.triage.cues import cue_records, cue_report
 
@@ -268,6 +275,10 @@ def stats_table(stats: dict[str, Any]) -> str:
         lines += _verdict_lines(stats["verdicts"])
     if with_cues:
         lines += _cue_notes(stats["cues"])
+    if "reviews" in stats:
+        from injector.curate.calibration import review_lines
+
+        lines += review_lines(stats["reviews"])
     if stats["total"]["reject_codes"]:
         lines += ["", "reject codes: " + ", ".join(f"{c} {n}" for c, n in stats["total"]["reject_codes"].items())]
     return "\n".join(lines)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from injector.engines.offline.text import NUMBER, lower_first, split_answer
+from injector.util.foreign_errors import latex_failures
 
 # A value an operator can take as a result: a number, a negative number or a plain fraction.
 VALUE = r"-?\s*(?:\\[dt]?frac\{\d+\}\{\d+\}|" + NUMBER.pattern + ")"
@@ -69,7 +70,7 @@ def evaluate(latex: str):
         return None
     try:
         value = sympy.nsimplify(latex2sympy(latex.replace("*", " \\cdot ")).doit(), rational=True)
-    except Exception:  # latex2sympy raises many kinds; an unparsable expression is simply not offered
+    except latex_failures():  # latex2sympy raises bare Exceptions; an unparsable expression is simply not offered
         return None
     return value if value.is_number and value.is_finite and value.is_real else None
 

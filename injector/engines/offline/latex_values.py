@@ -9,6 +9,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from injector.util.foreign_errors import latex_failures, sympy_failures
 from injector.util.errors import InjectorError
 from injector.engines.offline.text import split_answer
 
@@ -240,7 +241,7 @@ def parse(latex: str) -> Any:
         return None
     try:
         return latex2sympy(source, conversion_config=ConversionConfig(lowercase_symbols=False))
-    except Exception:  # the parser raises many kinds; any of them means "not an expression we can evaluate"
+    except latex_failures():  # the parser raises bare Exceptions: "not an expression we can evaluate"
         return None
 
 
@@ -266,7 +267,7 @@ def _evaluate(latex: str, bindings: tuple) -> Any:
     env = dict(bindings)
     try:
         value = sympy.nsimplify(expr.subs({names[n]: env[n] for n in names}).doit())
-    except Exception:
+    except (KeyError,) + sympy_failures():  # a name without a value, or sympy cannot evaluate it
         return None
     return value if value.is_number and value.is_finite and value.is_real else None
 
@@ -281,7 +282,7 @@ def equal(a: Any, b: Any) -> bool:
         difference = sympy.N(a - b, 50)
         scale = max(abs(sympy.N(a, 20)), abs(sympy.N(b, 20)), 1)
         return bool(abs(difference) <= scale * sympy.Float("1e-40"))
-    except Exception:  # not comparable as numbers
+    except sympy_failures():  # not comparable as numbers
         return False
 
 

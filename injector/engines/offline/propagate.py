@@ -28,6 +28,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from injector.util.foreign_errors import sympy_failures
 from injector.engines.offline.text import replace, split_answer
 from injector.engines.offline.latex_values import (MATH, NUMBER_THEORY_PROSE, ORDER, PLAIN_ARITHMETIC, as_fraction,
                                                    Chain, chains, equal, evaluate, literal, lone_symbol, math_spans,
@@ -261,7 +262,7 @@ class Recomputer:
                 if sympy.degree(equation, unknown[0]) > 2:
                     return False
                 roots = [r for r in sympy.solve(equation, unknown[0]) if r.is_real]
-            except Exception:
+            except sympy_failures():
                 return False
             if len(roots) != 1:
                 return False
