@@ -7,6 +7,7 @@ Ray session (`address="local"`), against the scripted server answering slowly, s
 """
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -20,10 +21,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from injector import RunSpec, Taxonomy, load_trajectories
 from injector.cli.commands import main
+from injector.engines import from_model
 from injector.records.directory import RunDirectory
 from injector.runner.executors.ray_driver import DriverIdentity, driver_holds_run, start_ticks
 from injector.runner.executors.ray_watchdog import session_processes
+from injector.runner.executors.ray_worker import DRIVER_GONE, ShardWorker, WorkerJob
 from scripted_server import Reply, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,6 +91,35 @@ def test_a_dead_driver_is_told_apart_from_a_resume_holding_the_lock(tmp_path):
     assert elsewhere.alive() is None and driver_holds_run(run_dir.path, elsewhere)  # only the lock can tell
     run_dir.release()
     assert not driver_holds_run(run_dir.path, DriverIdentity.of_this_process())
+
+
+def test_a_worker_whose_driver_died_appends_nothing_though_a_resume_holds_the_lock(tmp_path):
+    # The worker's own code, without Ray: the check before each append.
+    taxonomy = Taxonomy.load()
+    spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]), out=tmp_path / "run")
+    trajectory = next(iter(load_trajectories(ROOT / "data" / "sample.jsonl")))
+    resume = RunDirectory(tmp_path / "run")
+    resume.prepare("abc")  # the run lock is held, by a resume: not by the worker's driver
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead = DriverIdentity(DriverIdentity.of_this_process().boot, child.pid, start_ticks(child.pid) or -1)
+    child.wait()
+
+    def one_unit(driver: DriverIdentity, sample: int):
+        job = WorkerJob(spec=spec, make_engine=lambda workers: from_model("offline"), workers=1, concurrency=1,
+                        budget=None, run_path=str(resume.path), config_hash="abc", engine_description={},
+                        driver=driver)
+        worker = ShardWorker(job)
+        worker._slots, worker.engine, worker.run_dir = asyncio.Semaphore(1), from_model("offline"), RunDirectory(
+            resume.path)
+        return worker, asyncio.run(worker._one((trajectory, "counterfactual", sample, True)))
+
+    worker, record = one_unit(dead, 0)
+    assert record is None and worker.failure == (DRIVER_GONE, 1)
+    assert line_ids(resume.path) == Counter()  # nothing written beside the resume
+    worker, record = one_unit(DriverIdentity.of_this_process(), 1)
+    assert record is not None and worker.failure is None
+    assert line_ids(resume.path) == Counter({record.id: 1})
+    resume.release()
 
 
 @needs_ray
