@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from fake_provider import as_edits, parse_prompt, valid_answer  # noqa: E402
 
-needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                               reason="Ray is not installed (pip install -e '.[test,ray]'); the Ray executor cannot run")
+needs_ray = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None,
+    reason="Ray is not installed (pip install -e '.[test,ray]'); the Ray executor cannot run")
 UNITS = 60
 SLOW_REPLY = 0.4
 """Seconds the server takes to answer during the killed run: the workers are mid-request at the kill."""
@@ -140,12 +141,15 @@ def test_sigkill_of_the_driver_stops_its_workers_and_its_cluster_and_a_resume_fi
             "--concurrency", "4", "--out", str(out)]
     env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
     env.update(INJECT_CLIENT="openai", OPENAI_API_KEY="sk-test", RAY_USAGE_STATS_ENABLED="0")
-    driver = subprocess.Popen([sys.executable, "-c", "from injector.cli import main; main()", *args, "--executor", "ray",
-                               "--ray-workers", "2"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, start_new_session=True)
+    command = [sys.executable, "-c", "from injector.cli import main; main()", *args, "--executor", "ray",
+               "--ray-workers", "2"]
+    log = tmp_path / "driver.log"  # a file, not a pipe: a full pipe would stall the driver
+    with log.open("wb") as log_file:
+        driver = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=log_file, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
     try:
         wait_for(lambda: len(line_ids(out)) >= 4 or driver.poll() is not None, 180, "the first records")
-        assert driver.poll() is None, driver.stderr.read().decode()[-2000:] if driver.stderr else ""
+        assert driver.poll() is None, log.read_text(errors="replace")[-2000:]
         session_dir = watchdog_session(driver.pid)
         assert session_dir, "the run started no watchdog for its local Ray cluster"
         cluster = session_processes(session_dir, {os.getpid()})
