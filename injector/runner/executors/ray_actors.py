@@ -29,6 +29,8 @@ from typing import Any, Callable, Iterator
 from injector.engines.base import Engine
 from injector.util.errors import BudgetExceeded, InjectorError, UserError
 from injector.runner.executors.base import WorkerFailed
+from injector.runner.executors.ray_driver import DriverIdentity
+from injector.runner.executors.ray_watchdog import ClusterWatchdog
 from injector.runner.executors.ray_worker import (BatchResult, Record, ShardWorker, UnitPayload, WorkerEngine,  # noqa: F401
                                                  WorkerJob, sees_run_directory)
 from injector.taxonomy.hooks import HOOK_MODULE_PREFIX
@@ -139,12 +141,16 @@ class RayExecutor:
     def run_units(self, units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
                   progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
         ray, started = connect_ray(self.init_options)
+        # A local cluster this run started ends with it, processes included, even if the driver is SIGKILLed.
+        watchdog = ClusterWatchdog.for_local_ray(ray) if started and not os.environ.get("RAY_ADDRESS") else None
         self.last_run = RayRunInfo()
         try:
             _Dispatch(ray, self, spec, engine, run_dir, progress, on_progress).run(units)
         finally:
             if started:
                 ray.shutdown()
+            if watchdog is not None:
+                watchdog.stop()
 
 
 class _Dispatch:
@@ -166,7 +172,7 @@ class _Dispatch:
         self.job = WorkerJob(spec=spec, make_engine=executor.make_engine, workers=self.workers, concurrency=1,
                              budget=self.budget, run_path=str(run_dir.path.resolve()),
                              config_hash=str(manifest.config_hash if manifest else None), engine_description=engine.describe(),
-                             append=executor.append_in_workers)
+                             append=executor.append_in_workers, driver=DriverIdentity.of_this_process())
         # Actors are requested with a CPU share, so a cluster with fewer CPUs than workers still places them all.
         self.actor_class = ray.remote(ShardWorker)
         self.actor_options = dict(num_cpus=min(1.0, cpus / self.workers), max_concurrency=BATCHES_IN_FLIGHT + 1,

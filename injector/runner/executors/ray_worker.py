@@ -3,8 +3,9 @@ units it is sent with `inject_one`, and appends its records itself when it sees 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
+import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from injector.inject.unit import inject_one
 from injector.model.trajectory import Trajectory
 from injector.records.directory import RunDirectory
 from injector.records.models import Candidate, Rejection
+from injector.runner.executors.ray_driver import DriverIdentity, driver_holds_run, sees_run_directory
 from injector.runner.spec import RunSpec
 from injector.util.errors import InjectorError, UserError
 
@@ -25,6 +27,17 @@ UnitPayload = tuple[Trajectory, str, int, bool]
 the request cache (not for a rejected unit tried again: its cached answers are the ones that failed)."""
 
 Record = Candidate | Rejection
+DRIVER_WATCH_SECONDS = 0.5
+"""How often a worker on the driver's machine checks that the driver lives (between its checks before writes)."""
+DRIVER_GONE = "the run's driver is gone (it no longer holds the run directory); this worker stopped"
+
+
+def exit_when_driver_dies(driver: DriverIdentity) -> None:
+    """Poll the driver's process and end this worker's process once it is dead: a dead driver's worker would only
+    spend requests on records it may no longer write."""
+    while driver.alive() is not False:
+        time.sleep(DRIVER_WATCH_SECONDS)
+    os._exit(1)
 
 
 @dataclass(frozen=True)
@@ -43,26 +56,6 @@ class WorkerEngine:
         return from_model(self.model, **options)
 
 
-def sees_run_directory(path: Path) -> bool:
-    """Whether another process holds the run lock of `path`: then this process sees the driver's own run directory
-    (the same machine, or a shared filesystem whose locks work) and may append to it. A copy of the directory (a
-    `ray job submit --working-dir` upload), no directory at all, or a filesystem without locks: False."""
-    try:
-        fd = os.open(path / ".lock", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)  # nobody held it: a copy, or a directory no run holds
-        return False
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
 @dataclass
 class WorkerJob:
     """Everything one worker needs, sent once when it starts."""
@@ -79,6 +72,8 @@ class WorkerJob:
     """The driver's `engine.describe()`: a worker whose engine differs would write records of another run."""
     append: bool | None = None
     """Append records in the worker (True), return them to the driver (False), or decide by `sees_run_directory`."""
+    driver: DriverIdentity | None = None
+    """The driver process: a worker stops (appends nothing more, and exits) once it is known dead."""
 
 
 @dataclass
@@ -136,6 +131,9 @@ class ShardWorker:
                                 f"({job.engine_description})")
         except InjectorError as exc:
             self.failure = (str(exc), exc.exit_code)
+        if job.driver is not None and job.driver.alive() is not None:
+            threading.Thread(target=exit_when_driver_dies, args=(job.driver,), daemon=True,
+                             name="driver-watch").start()
 
     def out_of_budget(self) -> bool:
         budget = self.job.budget
@@ -162,6 +160,10 @@ class ShardWorker:
                                           seed=spec.seed, max_attempts=spec.max_attempts,
                                           output_mode=spec.output_mode, read_cache=read_cache)
                 if self.run_dir is not None:
+                    if not driver_holds_run(self.run_dir.path, self.job.driver, lock_required=self.job.append is None):
+                        # The driver is gone (a resume may hold the directory now): write nothing more.
+                        self.failure = (DRIVER_GONE, 1)
+                        return None
                     self.run_dir.append(record)
             except InjectorError as exc:  # authentication refused, a full disk: stop this worker, and the run
                 self.failure = (str(exc), exc.exit_code)
