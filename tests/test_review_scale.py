@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from injector.curate.review.store import STORE_FILE, ReviewStore
+from injector.curate.review.store import STORE_FILE, Decision, ReviewStore
 from test_review import candidate, decide, http, make_run, running
 
 TIME = "2026-01-01T00:00:00.000+00:00"
@@ -102,6 +102,7 @@ def test_the_standing_table_follows_the_history(tmp_path: Path) -> None:
     replaces it, an older import does not, an adjudication stands over later reviews."""
     run = big_run(tmp_path / "run", 4)
     store = ReviewStore(run)
+    store.register([(f"c{n}::x::0", "even" if n % 2 == 0 else "odd") for n in range(4)])  # after decisions
     with sqlite3.connect(run / STORE_FILE) as db:
         db.executemany("INSERT INTO decisions (id, decision, reason, reviewer, time, role) VALUES (?, ?, ?, ?, ?, ?)", [
             ("c0::x::0", "accept", "", "bob", "2026-01-02T00:00:00.000+00:00", "review"),  # later: stands
@@ -112,6 +113,11 @@ def test_the_standing_table_follows_the_history(tmp_path: Path) -> None:
     assert store.decided() == {d.id: d.decision for d in store.latest().values()}
     assert store.decided() == {"c0::x::0": "accept", "c1::x::0": "accept", "c2::x::0": "reject"}
     assert store.latest_for(["c2::x::0", "c3::x::0"]) == {"c2::x::0": store.latest()["c2::x::0"]}
+    # the tally the progress reads, kept by triggers through registration, replacement and refusal
+    assert sorted(store.progress()) == [("even", "accept", 1), ("even", "reject", 1), ("odd", "accept", 1)]
+    store.register([("c3::x::0", "odd")])  # registered again: counted once
+    store.record(Decision("c3::x::0", "reject", "no"))  # an undecided one, decided
+    assert sorted(store.progress())[-2:] == [("odd", "accept", 1), ("odd", "reject", 1)]
 
 
 def test_a_store_of_version_2_gets_its_standing_table(tmp_path: Path) -> None:

@@ -171,7 +171,7 @@ class ReviewSession:
         self._bundled: Taxonomy | None = None
         # A view's entries without its status filter (and each key's position), built once: only decisions change.
         self._listings: dict[tuple[str, str, str], tuple[list[Entry], dict[str, int]]] = {}
-        self._totals: dict[str, int] = {}  # candidates per category, counted once
+        self._totals: dict[str, int] = {}
 
     def candidate(self, entry: Entry) -> Candidate:
         return record_at(self.runs[entry.run].path / entry.file, entry.offset, Candidate)
@@ -255,10 +255,7 @@ class ReviewSession:
         """`latest` for these entries only (a page's), read by their ids alone."""
         found: dict[str, Decision] = {}
         for number, run in enumerate(self.runs):
-            ids = [entry.id for entry in entries if entry.run == number]
-            if not ids:
-                continue
-            store = run.store
+            ids, store = [entry.id for entry in entries if entry.run == number], run.store
             decisions = store.latest_of_for(ids, self.reviewer, self.role) if run.blind else store.latest_for(ids)
             found.update((f"{number}/{candidate_id}", decision) for candidate_id, decision in decisions.items())
         return found
@@ -267,21 +264,15 @@ class ReviewSession:
         """Entry key -> its standing decision (accept or reject) as this reviewer sees it, for a status filter."""
         found: dict[str, str] = {}
         for number, run in enumerate(self.runs):
-            if run.blind:
-                pairs = ((d.id, d.decision) for d in run.store.latest_of_for([e.id for e in run.entries],
-                                                                            self.reviewer, self.role).values())
-            else:
-                pairs = iter(run.store.decided().items())
+            own = run.store.latest_of_for([e.id for e in run.entries], self.reviewer, self.role) if run.blind else {}
+            pairs = ((d.id, d.decision) for d in own.values()) if run.blind else iter(run.store.decided().items())
             found.update((f"{number}/{candidate_id}", decision) for candidate_id, decision in pairs)
         return found
 
     def progress(self) -> dict[str, list[int]]:
         """Category -> [candidates, accepted, rejected] over every run: COUNT queries, except in a queue (its own
         candidates' decisions, read by id)."""
-        if not self._totals:
-            for entry in self.entries:
-                self._totals[entry.category] = self._totals.get(entry.category, 0) + 1
-        per = {category: [total, 0, 0] for category, total in self._totals.items()}
+        per = {category: [total, 0, 0] for category, total in self._category_totals().items()}
         for run in self.runs:
             if run.blind:
                 category = {entry.id: entry.category for entry in run.entries}
@@ -299,7 +290,14 @@ class ReviewSession:
         return view.order if view.order in ORDERS else ("verdict" if self.verified else "file")
 
     def categories(self) -> list[str]:
-        return list(dict.fromkeys(entry.category for entry in self.entries))
+        return list(self._category_totals())
+
+    def _category_totals(self) -> dict[str, int]:
+        """Candidates per category, in order of first appearance; counted once."""
+        if not self._totals:
+            for entry in self.entries:
+                self._totals[entry.category] = self._totals.get(entry.category, 0) + 1
+        return self._totals
 
     def own(self, entry: Entry) -> Decision | None:
         """The reviewer's latest decision on the entry (their own only), None before they decide."""

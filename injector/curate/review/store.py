@@ -24,6 +24,7 @@ from injector.util.errors import UserError
 from injector.util.safe_files import require_regular_or_missing
 from injector.records.models import Candidate
 from injector.util.json_bounds import loads_bounded
+from injector.curate.review.schema import MIGRATE_TO_2, MIGRATE_TO_3, SCHEMA
 
 log = logging.getLogger("injector")
 
@@ -37,43 +38,6 @@ SCHEMA_VERSION = 3
 CLOCK_SKEW = timedelta(minutes=5)
 """How far in the future a decision's time may lie (another machine's clock): later ones are refused."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS decisions (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    reason TEXT NOT NULL DEFAULT '',
-    corrected_error_steps TEXT,
-    edited_steps TEXT,
-    reviewer TEXT NOT NULL DEFAULT '',
-    time TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS decisions_by_id ON decisions (id);
-"""
-_MIGRATE_TO_2 = """
-ALTER TABLE decisions ADD COLUMN role TEXT NOT NULL DEFAULT 'review';
-CREATE INDEX IF NOT EXISTS decisions_by_reviewer ON decisions (id, reviewer);
-PRAGMA user_version = 2;
-"""
-_MIGRATE_TO_3 = """
-BEGIN IMMEDIATE;
-CREATE TABLE IF NOT EXISTS standing (
-    id TEXT PRIMARY KEY, seq INTEGER NOT NULL, decision TEXT NOT NULL, final INTEGER NOT NULL, time TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS candidates (id TEXT PRIMARY KEY, category TEXT NOT NULL);
-INSERT OR REPLACE INTO standing SELECT id, seq, decision, role = 'adjudication', time FROM decisions
-    ORDER BY role = 'adjudication', time, seq;
-CREATE TRIGGER IF NOT EXISTS decisions_standing AFTER INSERT ON decisions BEGIN
-    INSERT INTO standing VALUES (NEW.id, NEW.seq, NEW.decision, NEW.role = 'adjudication', NEW.time)
-    ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, decision = excluded.decision, final = excluded.final,
-        time = excluded.time
-    WHERE (excluded.final, excluded.time, excluded.seq) > (standing.final, standing.time, standing.seq);
-END;
-PRAGMA user_version = 3;
-COMMIT;
-"""
-"""Version 3 keeps, next to the history, the standing decision per candidate (kept by a trigger, so every writer of
-any version keeps it) and the categories of the candidates under review: the app's progress is then a COUNT, and a
-page reads the decisions of its own candidates only, never the whole table."""
 ID_CHUNK = 500
 """Candidate ids per `IN (...)` query (SQLite caps the parameters of a statement)."""
 
@@ -174,16 +138,16 @@ class ReviewStore:
         try:
             with closing(self._connect()) as db:
                 db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persists in the file
-                db.executescript(_SCHEMA)
+                db.executescript(SCHEMA)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(decisions)")}
                 missing = [name for name in ("seq", *FIELDS) if name not in columns and name not in OPTIONAL_FIELDS]
                 if missing:  # a store received with a run directory may be anything
                     raise UserError(f"{self.path}: not a review store (its decisions table lacks "
                                     f"{', '.join(missing)}); move it aside (the decisions in it are then not used)")
                 if "role" not in columns:  # written before reviewers were kept apart: every row was a review
-                    db.executescript(_MIGRATE_TO_2)
+                    db.executescript(MIGRATE_TO_2)
                 if db.execute("PRAGMA user_version").fetchone()[0] < 3:
-                    db.executescript(_MIGRATE_TO_3)
+                    db.executescript(MIGRATE_TO_3)
         except sqlite3.Error as exc:
             raise _store_error(self.path, exc, "open") from None
 
@@ -273,9 +237,8 @@ class ReviewStore:
             raise _store_error(self.path, exc, "write to") from None
 
     def progress(self) -> list[tuple[str, str, int]]:
-        """(category, decision, how many) of the standing decisions on registered candidates: a COUNT."""
-        return self._query("SELECT c.category, s.decision, count(*) FROM standing s JOIN candidates c ON c.id = s.id "
-                           "GROUP BY c.category, s.decision")
+        """(category, decision, how many) of the standing decisions on registered candidates, kept by triggers."""
+        return self._query("SELECT category, decision, n FROM tally")
 
     def decided(self) -> dict[str, str]:
         """Candidate id -> its standing decision (accept or reject), unparsed: what a status filter needs."""
