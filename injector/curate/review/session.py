@@ -172,6 +172,7 @@ class ReviewSession:
         # A view's entries without its status filter (and each key's position), built once: only decisions change.
         self._listings: dict[tuple[str, str, str], tuple[list[Entry], dict[str, int]]] = {}
         self._totals: dict[str, int] = {}
+        self._present: list[str] | None = None
 
     def candidate(self, entry: Entry) -> Candidate:
         return record_at(self.runs[entry.run].path / entry.file, entry.offset, Candidate)
@@ -221,9 +222,11 @@ class ReviewSession:
         return any(run.verdicts for run in self.runs)
 
     def verdicts(self) -> list[str]:
-        """The verdicts present, in reviewer order, then `unverified` when some candidate has none."""
-        present = {record.verdict if (record := self.verdict(entry)) else UNVERIFIED for entry in self.entries}
-        return [v for v in (*VERDICTS, UNVERIFIED) if v in present]
+        """The verdicts present, in reviewer order, then `unverified` when some candidate has none (found once)."""
+        if self._present is None:
+            present = {record.verdict if (record := self.verdict(entry)) else UNVERIFIED for entry in self.entries}
+            self._present = [v for v in (*VERDICTS, UNVERIFIED) if v in present]
+        return self._present
 
     def listing(self, view: View) -> tuple[list[Entry], dict[str, int]]:
         """The entries of a view in its order (by verdict a stable sort: file order within a verdict), and each
