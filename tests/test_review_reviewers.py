@@ -22,9 +22,10 @@ def test_a_store_of_the_previous_version_is_migrated_and_reads_as_before(tmp_pat
     shutil.copy(FIXTURE, run / "review.sqlite")
     store = ReviewStore(run)
     with sqlite3.connect(run / "review.sqlite") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
         assert "role" in {row[1] for row in db.execute("PRAGMA table_info(decisions)")}
     latest = store.latest()
+    assert store.decided() == {cid: d.decision for cid, d in latest.items()}  # the standing table, filled
     assert {cid: (d.decision, d.reviewer) for cid, d in latest.items()} == {
         T1: ("reject", "ada"), T2: ("accept", ""), T3: ("accept", "ada")}
     assert latest[T3].corrected_error_steps == [2, 3]

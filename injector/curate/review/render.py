@@ -148,14 +148,8 @@ def _codes(codes: Any) -> str:
     return ", ".join(map(str, codes)) if isinstance(codes, list) else str(codes or "")
 
 
-def _progress(session: ReviewSession, latest: dict[str, Decision]) -> str:
-    per: dict[str, list[int]] = {}
-    for entry in session.entries:
-        counts = per.setdefault(entry.category, [0, 0, 0])
-        counts[0] += 1
-        decision = latest.get(entry.key)
-        if decision:
-            counts[1 if decision.decision == "accept" else 2] += 1
+def _progress(session: ReviewSession) -> str:
+    per = session.progress()
     total = sum(c[0] for c in per.values())
     accepted, rejected = sum(c[1] for c in per.values()), sum(c[2] for c in per.values())
     rows = "".join(f"<tr><td>{e(cat)}</td><td>{c[1] + c[2]} / {c[0]}</td><td>{c[1]}</td><td>{c[2]}</td></tr>"
@@ -250,12 +244,13 @@ def _actions(multi: bool) -> str:
 
 
 def render_page(session: ReviewSession, *, key: str | None, view: View, token: str, nonce: str) -> str:
-    latest = session.latest()
-    items = session.filtered(view, latest)
+    items, positions = session.listing(view)
     entry = session.by_key.get(key or "")
-    if entry is None or entry not in items:
-        entry = items[0] if items else None
-    position = items.index(entry) if entry is not None else 0
+    position = positions.get(entry.key) if entry is not None else None
+    if entry is None or position is None:
+        entry, position = (items[0], 0) if items else (None, 0)
+    # Only the decisions of the candidates this page shows are read, never the whole store.
+    latest = session.latest_for(items[max(0, position - LIST_WINDOW):position + LIST_WINDOW + 1])
     nav = {name: (page_url(items[n].key, view) if 0 <= n < len(items) else "")
            for name, n in (("next", position + 1), ("prev", position - 1))}
     head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>inject review</title>'
@@ -275,7 +270,7 @@ def render_page(session: ReviewSession, *, key: str | None, view: View, token: s
     kind = "adjudication queue" if session.role == "adjudication" else "queue"
     queue = (f'<span class="queue" id="queue">{kind} of {e(session.reviewer)}</span> '
              if any(run.blind for run in session.runs) else "")
-    top = (f"<header><strong>inject review</strong> {queue}{_progress(session, latest)} {_filters(session, view)} "
+    top = (f"<header><strong>inject review</strong> {queue}{_progress(session)} {_filters(session, view)} "
            f'<span class="position">{position + 1 if entry else 0} of {len(items)} in this view</span>{toggle}'
            "</header>")
     if entry is None:

@@ -215,10 +215,9 @@ class ReviewHandler(BaseHTTPRequestHandler):
         key = payload["key"]
         with self.server.decide_lock:
             # The next candidate is taken from the view as it was before this decision moved the current one.
-            items = session.filtered(view, session.latest())
-            keys = [entry.key for entry in items]
-            position = keys.index(key) if key in keys else -1
-            following = keys[position + 1] if 0 <= position < len(keys) - 1 else key
+            items, positions = session.listing(view)
+            position = positions.get(key, -1)
+            following = items[position + 1].key if 0 <= position < len(items) - 1 else key
             try:
                 decision = session.decide(key, payload)
             except Conflict as exc:

@@ -164,10 +164,15 @@ class ReviewSession:
                 _to_queue(run, reviewer, number)
             else:  # every candidate, gold items too (their decisions are imported and exported as any)
                 _with_gold(run, number)
+                run.store.register((entry.id, entry.category) for entry in run.entries)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
         self._bundled: Taxonomy | None = None
+        # A view's entries without its status filter (and each key's position), built once: only decisions change.
+        self._listings: dict[tuple[str, str, str], tuple[list[Entry], dict[str, int]]] = {}
+        self._totals: dict[str, int] = {}
+        self._present: list[str] | None = None
 
     def candidate(self, entry: Entry) -> Candidate:
         return record_at(self.runs[entry.run].path / entry.file, entry.offset, Candidate)
@@ -217,33 +222,85 @@ class ReviewSession:
         return any(run.verdicts for run in self.runs)
 
     def verdicts(self) -> list[str]:
-        """The verdicts present, in reviewer order, then `unverified` when some candidate has none."""
-        present = {record.verdict if (record := self.verdict(entry)) else UNVERIFIED for entry in self.entries}
-        return [v for v in (*VERDICTS, UNVERIFIED) if v in present]
+        """The verdicts present, in reviewer order, then `unverified` when some candidate has none (found once)."""
+        if self._present is None:
+            present = {record.verdict if (record := self.verdict(entry)) else UNVERIFIED for entry in self.entries}
+            self._present = [v for v in (*VERDICTS, UNVERIFIED) if v in present]
+        return self._present
 
-    def filtered(self, view: View, latest: dict[str, Decision]) -> list[Entry]:
-        """The entries of a view, in its order (by verdict a stable sort: file order within a verdict)."""
-        def wanted(entry: Entry) -> bool:
-            if view.cat and entry.category != view.cat:
-                return False
-            if view.verdict not in ("", "all"):
-                record = self.verdict(entry)
-                if (record.verdict if record else UNVERIFIED) != view.verdict:
-                    return False
-            decision = latest.get(entry.key)
-            state = STATUS_OF[decision.decision] if decision else "unreviewed"
-            return view.status in ("", "all") or state == view.status
-        items = [entry for entry in self.entries if wanted(entry)]
-        if self.order(view) == "verdict":
-            items.sort(key=lambda entry: verdict_rank(record.verdict if (record := self.verdict(entry)) else None))
-        return items
+    def listing(self, view: View) -> tuple[list[Entry], dict[str, int]]:
+        """The entries of a view in its order (by verdict a stable sort: file order within a verdict), and each
+        entry key's position in it. Without a status filter this is built once per view; a status filter reads
+        the standing decisions (unparsed) once per call."""
+        shape = (view.cat, view.verdict if view.verdict != "all" else "", self.order(view))
+        if shape not in self._listings:
+            items = [entry for entry in self.entries if self._wanted(entry, view)]
+            if shape[2] == "verdict":
+                items.sort(key=lambda entry: verdict_rank(record.verdict if (record := self.verdict(entry)) else None))
+            self._listings = {**self._listings, shape: (items, {entry.key: n for n, entry in enumerate(items)})}
+        listed = self._listings[shape]
+        if view.status in ("", "all"):
+            return listed
+        decided = self.decided()
+        items = [entry for entry in listed[0]
+                 if (STATUS_OF[d] if (d := decided.get(entry.key)) else "unreviewed") == view.status]
+        return items, {entry.key: n for n, entry in enumerate(items)}
+
+    def _wanted(self, entry: Entry, view: View) -> bool:
+        if view.cat and entry.category != view.cat:
+            return False
+        if view.verdict not in ("", "all"):
+            record = self.verdict(entry)
+            return (record.verdict if record else UNVERIFIED) == view.verdict
+        return True
+
+    def latest_for(self, entries: Sequence[Entry]) -> dict[str, Decision]:
+        """`latest` for these entries only (a page's), read by their ids alone."""
+        found: dict[str, Decision] = {}
+        for number, run in enumerate(self.runs):
+            ids, store = [entry.id for entry in entries if entry.run == number], run.store
+            decisions = store.latest_of_for(ids, self.reviewer, self.role) if run.blind else store.latest_for(ids)
+            found.update((f"{number}/{candidate_id}", decision) for candidate_id, decision in decisions.items())
+        return found
+
+    def decided(self) -> dict[str, str]:
+        """Entry key -> its standing decision (accept or reject) as this reviewer sees it, for a status filter."""
+        found: dict[str, str] = {}
+        for number, run in enumerate(self.runs):
+            own = run.store.latest_of_for([e.id for e in run.entries], self.reviewer, self.role) if run.blind else {}
+            pairs = ((d.id, d.decision) for d in own.values()) if run.blind else iter(run.store.decided().items())
+            found.update((f"{number}/{candidate_id}", decision) for candidate_id, decision in pairs)
+        return found
+
+    def progress(self) -> dict[str, list[int]]:
+        """Category -> [candidates, accepted, rejected] over every run: COUNT queries, except in a queue (its own
+        candidates' decisions, read by id)."""
+        per = {category: [total, 0, 0] for category, total in self._category_totals().items()}
+        for run in self.runs:
+            if run.blind:
+                category = {entry.id: entry.category for entry in run.entries}
+                own = run.store.latest_of_for(category, self.reviewer, self.role).values()
+                rows = [(category[d.id], d.decision, 1) for d in own]
+            else:
+                rows = run.store.progress()
+            for name, decision, count in rows:
+                if name in per and decision in STATUS_OF:
+                    per[name][1 if decision == "accept" else 2] += count
+        return per
 
     def order(self, view: View) -> str:
         """The view's order, its default resolved."""
         return view.order if view.order in ORDERS else ("verdict" if self.verified else "file")
 
     def categories(self) -> list[str]:
-        return list(dict.fromkeys(entry.category for entry in self.entries))
+        return list(self._category_totals())
+
+    def _category_totals(self) -> dict[str, int]:
+        """Candidates per category, in order of first appearance; counted once."""
+        if not self._totals:
+            for entry in self.entries:
+                self._totals[entry.category] = self._totals.get(entry.category, 0) + 1
+        return self._totals
 
     def own(self, entry: Entry) -> Decision | None:
         """The reviewer's latest decision on the entry (their own only), None before they decide."""

@@ -17,13 +17,14 @@ from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from injector.answer.align import align_steps
 from injector.util.errors import UserError
 from injector.util.safe_files import require_regular_or_missing
 from injector.records.models import Candidate
 from injector.util.json_bounds import loads_bounded
+from injector.curate.review.schema import MIGRATE_TO_2, MIGRATE_TO_3, SCHEMA
 
 log = logging.getLogger("injector")
 
@@ -33,28 +34,12 @@ ROLES = ("review", "adjudication")
 FIELDS = ("id", "decision", "reason", "corrected_error_steps", "edited_steps", "reviewer", "time", "role")
 OPTIONAL_FIELDS = ("role",)
 """Fields a file or a store of an earlier version may lack (their defaults apply)."""
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CLOCK_SKEW = timedelta(minutes=5)
 """How far in the future a decision's time may lie (another machine's clock): later ones are refused."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS decisions (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    reason TEXT NOT NULL DEFAULT '',
-    corrected_error_steps TEXT,
-    edited_steps TEXT,
-    reviewer TEXT NOT NULL DEFAULT '',
-    time TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS decisions_by_id ON decisions (id);
-"""
-_MIGRATE_TO_2 = """
-ALTER TABLE decisions ADD COLUMN role TEXT NOT NULL DEFAULT 'review';
-CREATE INDEX IF NOT EXISTS decisions_by_reviewer ON decisions (id, reviewer);
-PRAGMA user_version = 2;
-"""
+ID_CHUNK = 500
+"""Candidate ids per `IN (...)` query (SQLite caps the parameters of a statement)."""
 
 
 @dataclass
@@ -153,14 +138,16 @@ class ReviewStore:
         try:
             with closing(self._connect()) as db:
                 db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persists in the file
-                db.executescript(_SCHEMA)
+                db.executescript(SCHEMA)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(decisions)")}
                 missing = [name for name in ("seq", *FIELDS) if name not in columns and name not in OPTIONAL_FIELDS]
                 if missing:  # a store received with a run directory may be anything
                     raise UserError(f"{self.path}: not a review store (its decisions table lacks "
                                     f"{', '.join(missing)}); move it aside (the decisions in it are then not used)")
                 if "role" not in columns:  # written before reviewers were kept apart: every row was a review
-                    db.executescript(_MIGRATE_TO_2)
+                    db.executescript(MIGRATE_TO_2)
+                if db.execute("PRAGMA user_version").fetchone()[0] < 3:
+                    db.executescript(MIGRATE_TO_3)
         except sqlite3.Error as exc:
             raise _store_error(self.path, exc, "open") from None
 
@@ -197,11 +184,15 @@ class ReviewStore:
     def rows(self, candidate_id: str | None = None) -> list[Decision]:
         """Every decision (or a candidate's), oldest first. A store is a file received with a run directory: a
         row that is no decision is skipped with a warning naming it, a store that cannot be read is a UserError."""
-        where, args = ("WHERE id = ?", (candidate_id,)) if candidate_id is not None else ("", ())
+        if candidate_id is not None:
+            return self._select("WHERE id = ?", (candidate_id,))
+        return self._select("", ())
+
+    def _select(self, where: str, args: Sequence[Any]) -> list[Decision]:
         try:
             with closing(self._connect()) as db:
                 found = db.execute(f"SELECT seq, {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq",
-                                   args).fetchall()
+                                   tuple(args)).fetchall()
         except sqlite3.Error as exc:
             raise _store_error(self.path, exc, "read") from None
         decisions = []
@@ -212,14 +203,53 @@ class ReviewStore:
                 log.warning("%s: decision row %s is not a decision (%s); ignored", self.path, seq, exc)
         return decisions
 
+    def _rows_of(self, ids: Iterable[str], reviewer: str | None = None, role: str = "review") -> list[Decision]:
+        """The decisions on these candidates only (by the id index), oldest first; one reviewer's in `role` when
+        `reviewer` is given."""
+        wanted = list(dict.fromkeys(ids))
+        found: list[Decision] = []
+        for start in range(0, len(wanted), ID_CHUNK):
+            chunk = wanted[start:start + ID_CHUNK]
+            where = f"WHERE id IN ({', '.join('?' * len(chunk))})"
+            if reviewer is not None:
+                where, chunk = where + " AND reviewer = ? AND role = ?", [*chunk, reviewer, role]
+            found += self._select(where, chunk)
+        return found  # a candidate's rows all come from one chunk, oldest first: no merge needed
+
     def latest(self) -> dict[str, Decision]:
         """The decision per candidate id that stands: the latest adjudication, else the latest of any reviewer."""
-        found: dict[str, Decision] = {}
-        for decision in self.rows():
-            standing = found.get(decision.id)
-            if standing is None or decision.role == "adjudication" or standing.role != "adjudication":
-                found[decision.id] = decision
-        return found
+        return _standing(self.rows())
+
+    def latest_for(self, ids: Iterable[str]) -> dict[str, Decision]:
+        """`latest` for these candidates only, reading their rows alone."""
+        return _standing(self._rows_of(ids))
+
+    def latest_of_for(self, ids: Iterable[str], reviewer: str, role: str = "review") -> dict[str, Decision]:
+        """`latest_of` for these candidates only, reading their rows alone."""
+        return {d.id: d for d in self._rows_of(ids, reviewer, role)}
+
+    def register(self, candidates: Iterable[tuple[str, str]]) -> None:
+        """Note the (id, category) of the candidates under review, for `progress`."""
+        try:
+            with closing(self._connect()) as db, db:
+                db.executemany("INSERT OR IGNORE INTO candidates (id, category) VALUES (?, ?)", candidates)
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc, "write to") from None
+
+    def progress(self) -> list[tuple[str, str, int]]:
+        """(category, decision, how many) of the standing decisions on registered candidates, kept by triggers."""
+        return self._query("SELECT category, decision, n FROM tally")
+
+    def decided(self) -> dict[str, str]:
+        """Candidate id -> its standing decision (accept or reject), unparsed: what a status filter needs."""
+        return {id_: decision for id_, decision in self._query("SELECT id, decision FROM standing")}
+
+    def _query(self, sql: str) -> list[Any]:
+        try:
+            with closing(self._connect()) as db:
+                return db.execute(sql).fetchall()
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc, "read") from None
 
     def latest_of(self, reviewer: str, role: str = "review") -> dict[str, Decision]:
         """One reviewer's latest decision (in `role`) per candidate id, blind to everyone else's."""
@@ -238,6 +268,17 @@ class ReviewStore:
                 have.add(key)
                 fresh.append(decision)
         return self.add_all(fresh)
+
+
+def _standing(decisions: Iterable[Decision]) -> dict[str, Decision]:
+    """The standing decision per candidate id of `decisions` (oldest first): the latest adjudication, else the
+    latest of any reviewer."""
+    found: dict[str, Decision] = {}
+    for decision in decisions:
+        standing = found.get(decision.id)
+        if standing is None or decision.role == "adjudication" or standing.role != "adjudication":
+            found[decision.id] = decision
+    return found
 
 
 _INSERT = f"INSERT INTO decisions ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"

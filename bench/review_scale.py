@@ -1,0 +1,105 @@
+"""The review app at growing sizes (issue 30 item 3): start-up, a page and a decision, half the candidates decided.
+
+Each size gets a run directory of synthetic candidates (two categories) and a store whose first half is decided;
+times are the median of repeated calls of the server's own work (`render_page`, and a decision as `_decide` makes
+it: the view's next candidate, then `ReviewSession.decide`), without HTTP. Prints the sizes side by side and the
+ratio large / small (1.0 = flat; 10 = linear in the run).
+
+    python bench/review_scale.py                  # 10k and 100k candidates
+    python bench/review_scale.py --sizes 10000,300000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from injector.curate.review.render import render_page
+from injector.curate.review.session import ReviewSession, View
+from injector.curate.review.store import STORE_FILE, ReviewStore
+from injector.util.resources import bundled_taxonomies
+
+STEPS = ["The notebooks cost $4 \\cdot 2.75 = 11$ dollars.", "Her change is $20 - 11 = 9$ dollars.",
+         "So she gets $9$ dollars back.\n\n# Answer\n\n9"]
+QUESTION = "Maya buys 4 notebooks at $\\$2.75$ each. She pays with a $\\$20$ bill. How much change does she get?"
+
+
+def record(n: int) -> dict:
+    cid, category = f"c{n}::x::0", ("counterfactual", "redundancy")[n % 2]
+    return {"original_question": QUESTION, "modified_question": QUESTION, "original_process": STEPS,
+            "modified_process": [STEPS[0], f"Her change is $20 - 11 = {n % 7 + 10}$ dollars.", STEPS[2]],
+            "modified_steps": [2], "error_steps": [2], "reason": "The subtraction is wrong.", "idx": f"c{n}",
+            "question": QUESTION, "classification": category, "id": cid, "category": category,
+            "trajectory_id": f"c{n}", "sample": 0, "warnings": [],
+            "provenance": {"engine": "offline", "model": "offline", "operator": "change_result"}}
+
+
+def make_run(directory: Path, size: int) -> Path:
+    directory.mkdir(parents=True)
+    with (directory / "candidates.jsonl").open("w", encoding="utf-8") as out:
+        out.writelines(json.dumps(record(n)) + "\n" for n in range(size))
+    manifest = {"config": {"taxonomy_path": str(bundled_taxonomies()["prmbench"])}, "status": "finished"}
+    (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    ReviewStore(directory)
+    rows = [(f"c{n}::x::0", "accept" if n % 3 else "reject", "" if n % 3 else "not an error", "ada",
+             "2026-01-01T00:00:00.000+00:00", "review") for n in range(size // 2)]
+    with sqlite3.connect(directory / STORE_FILE) as db:
+        db.executemany("INSERT INTO decisions (id, decision, reason, reviewer, time, role) VALUES (?, ?, ?, ?, ?, ?)",
+                       rows)
+    return directory
+
+
+def median_ms(work, repeats: int) -> float:
+    times = []
+    for n in range(repeats):
+        start = time.perf_counter()
+        work(n)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def measure(directory: Path, size: int, repeats: int) -> dict[str, float]:
+    start = time.perf_counter()
+    session = ReviewSession([directory], reviewer="bob")
+    render_page(session, key=None, view=View(), token="t", nonce="n")
+    figures = {"start-up + first page (ms)": (time.perf_counter() - start) * 1000}
+    middle = size // 2
+    figures["page (ms)"] = median_ms(lambda n: render_page(session, key=f"0/c{middle + n}::x::0", view=View(),
+                                                           token="t", nonce="n"), repeats)
+    figures["page, status filter (ms)"] = median_ms(lambda n: render_page(
+        session, key=f"0/c{middle + n}::x::0", view=View(status="unreviewed"), token="t", nonce="n"), repeats)
+
+    def decide(n: int) -> None:
+        key = f"0/c{middle + 100 + n}::x::0"
+        items, positions = session.listing(View())
+        _ = items[positions[key] + 1]
+        session.decide(key, {"decision": "accept"})
+    figures["decision (ms)"] = median_ms(decide, repeats)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    results = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for size in sizes:
+            print(f"building {size} candidates...", file=sys.stderr)
+            results[size] = measure(make_run(Path(scratch) / str(size), size), size, args.repeats)
+    names = list(results[sizes[0]])
+    print(f"{'':28}" + "".join(f"{size:>12,}" for size in sizes) + f"{'ratio':>8}")
+    for name in names:
+        row = [results[size][name] for size in sizes]
+        print(f"{name:28}" + "".join(f"{value:12.1f}" for value in row) + f"{row[-1] / row[0]:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

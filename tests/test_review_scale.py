@@ -1,0 +1,129 @@
+"""The review app at any size (issue 30 item 3): a page and a decision read the decisions of the candidates the
+page shows, never the whole store. Counted in rows SQLite hands back and statements run, not in time: the counts on a
+store ten times larger are the same."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from injector.curate.review.store import STORE_FILE, Decision, ReviewStore
+from test_review import candidate, decide, http, make_run, running
+
+TIME = "2026-01-01T00:00:00.000+00:00"
+
+
+def big_run(directory: Path, size: int) -> Path:
+    """A run of `size` candidates (categories alternating), the first half decided (accept / reject alternating)."""
+    template = json.dumps(candidate("ID"))
+    lines = [template.replace('"ID"', json.dumps(f"c{n}::x::0")).replace('"counterfactual"', '"redundancy"')
+             if n % 2 else template.replace('"ID"', json.dumps(f"c{n}::x::0")) for n in range(size)]
+    make_run(directory, [])
+    (directory / "candidates.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ReviewStore(directory)  # the schema
+    rows = [(f"c{n}::x::0", "accept" if n % 3 else "reject", "" if n % 3 else "not an error", None, None, "ada",
+             TIME, "review") for n in range(size // 2)]
+    with sqlite3.connect(directory / STORE_FILE) as db:
+        db.executemany("INSERT INTO decisions (id, decision, reason, corrected_error_steps, edited_steps, reviewer, "
+                       "time, role) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return directory
+
+
+class Counter:
+    """Counts what every connection of the review store hands back (rows) and runs (statements)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.statements = 0
+
+    def row(self, cursor: sqlite3.Cursor, row: tuple) -> tuple:
+        self.rows += 1
+        return row
+
+    def statement(self, sql: str) -> None:
+        self.statements += 1
+
+
+@pytest.fixture
+def counter(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter]:
+    counting = Counter()
+    connect = ReviewStore._connect
+
+    def counted(self: ReviewStore) -> sqlite3.Connection:
+        db = connect(self)
+        db.row_factory = counting.row
+        db.set_trace_callback(counting.statement)
+        return db
+
+    monkeypatch.setattr(ReviewStore, "_connect", counted)
+    yield counting
+
+
+def touched(run: Path, counter: Counter, size: int) -> dict[str, Any]:
+    """Rows and statements of: a page amid decided candidates, one amid undecided ones, and a decision there."""
+    found: dict[str, Any] = {}
+    undecided = size - 500
+    with running([run], reviewer="bob") as server:
+        for name, path in (("page decided", "/?key=0/c500::x::0"), ("page undecided", f"/?key=0/c{undecided}::x::0"),
+                           ("page filtered", "/?key=0/c501::x::0&cat=redundancy")):
+            counter.rows = counter.statements = 0
+            status, _, body = http(server, path)
+            assert status == 200 and "in this view" in body
+            found[name] = (counter.rows, counter.statements)
+        counter.rows = counter.statements = 0
+        status, answer = decide(server, f"c{undecided}::x::0", decision="accept")
+        assert status == 200, answer
+        found["decision"] = (counter.rows, counter.statements)
+        assert answer["next"].endswith(f"c{undecided + 1}%3A%3Ax%3A%3A0")
+    return found
+
+
+def test_a_page_and_a_decision_touch_as_many_rows_at_ten_times_the_size(tmp_path: Path, counter: Counter) -> None:
+    small = touched(big_run(tmp_path / "small", 2_000), counter, 2_000)
+    large = touched(big_run(tmp_path / "large", 20_000), counter, 20_000)
+    assert small == large
+    rows, _ = large["page decided"]
+    assert rows < 1_000  # the page's own window of candidates (201) and the progress counts, not 10k decisions
+
+
+def test_progress_counts_the_standing_decisions(tmp_path: Path) -> None:
+    run = big_run(tmp_path / "run", 60)
+    with running([run], reviewer="bob") as server:
+        body = http(server, "/")[2]
+    assert "reviewed 30 / 60 (accepted 20, rejected 10)" in body
+    assert "<td>counterfactual</td><td>15 / 30</td><td>10</td><td>5</td>" in body
+
+
+def test_the_standing_table_follows_the_history(tmp_path: Path) -> None:
+    """The trigger-kept standing decision is the one `latest` computes from the whole history: a later decision
+    replaces it, an older import does not, an adjudication stands over later reviews."""
+    run = big_run(tmp_path / "run", 4)
+    store = ReviewStore(run)
+    store.register([(f"c{n}::x::0", "even" if n % 2 == 0 else "odd") for n in range(4)])  # after decisions
+    with sqlite3.connect(run / STORE_FILE) as db:
+        db.executemany("INSERT INTO decisions (id, decision, reason, reviewer, time, role) VALUES (?, ?, ?, ?, ?, ?)", [
+            ("c0::x::0", "accept", "", "bob", "2026-01-02T00:00:00.000+00:00", "review"),  # later: stands
+            ("c1::x::0", "reject", "late import", "cy", "2025-01-01T00:00:00.000+00:00", "review"),  # older: not
+            ("c2::x::0", "reject", "no", "eve", "2025-06-01T00:00:00.000+00:00", "adjudication"),
+            ("c2::x::0", "accept", "", "bob", "2026-06-01T00:00:00.000+00:00", "review"),  # after an adjudication
+        ])
+    assert store.decided() == {d.id: d.decision for d in store.latest().values()}
+    assert store.decided() == {"c0::x::0": "accept", "c1::x::0": "accept", "c2::x::0": "reject"}
+    assert store.latest_for(["c2::x::0", "c3::x::0"]) == {"c2::x::0": store.latest()["c2::x::0"]}
+    # the tally the progress reads, kept by triggers through registration, replacement and refusal
+    assert sorted(store.progress()) == [("even", "accept", 1), ("even", "reject", 1), ("odd", "accept", 1)]
+    store.register([("c3::x::0", "odd")])  # registered again: counted once
+    store.record(Decision("c3::x::0", "reject", "no"))  # an undecided one, decided
+    assert sorted(store.progress())[-2:] == [("odd", "accept", 1), ("odd", "reject", 1)]
+
+
+def test_a_store_of_version_2_gets_its_standing_table(tmp_path: Path) -> None:
+    run = big_run(tmp_path / "run", 10)
+    with sqlite3.connect(run / STORE_FILE) as db:
+        db.executescript("DROP TRIGGER decisions_standing; DROP TABLE standing; DROP TABLE candidates; "
+                         "PRAGMA user_version = 2;")
+    store = ReviewStore(run)
+    assert store.decided() == {d.id: d.decision for d in store.latest().values()} and len(store.decided()) == 5
