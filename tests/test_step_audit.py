@@ -152,6 +152,6 @@ def test_a_hostile_line_in_an_audited_file_is_file_line_not_a_crash(tmp_path, li
     from injector.util.errors import InputError
 
     path = tmp_path / "hostile.jsonl"
-    path.write_bytes(b'{"modified_process": ["2 + 2 = 4"], "error_steps": []}\n' + line.encode("latin-1") + b"\n")
+    path.write_bytes(b'{"idx": "1", "classification": "confidence", "modified_process": ["2 + 2 = 4"], "error_steps": []}\n' + line.encode("latin-1") + b"\n")
     with pytest.raises(InputError, match=r"hostile\.jsonl:2: "):
         estimate_label_noise([path])

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 from injector.curate.card import error_steps_inside, record_answer_changed, relative_error_position
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines, loads_bounded
+from injector.sources.labelled import check_prmbench_fields
 from injector.records.directory import Candidate, Rejection, RunDirectory, read_jsonl_numbered, read_records
 
 log = logging.getLogger("injector")
@@ -85,16 +86,7 @@ def _classifications(taxonomy: Any) -> dict[str, str]:
 def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator[dict[str, Any]]:
     """The records of one PRMBench-format file, each checked for the fields the numbers need."""
     for number, record in jsonl_lines(path, "each line must be one PRMBench-format record"):
-        if not isinstance(record, dict) or not isinstance(record.get("classification"), str):
-            raise InputError(path, number, "a PRMBench record needs a classification string, "
-                             "original_process, modified_process and error_steps")
-        for field in ("original_process", "modified_process"):
-            if not isinstance(record.get(field), list) or not all(isinstance(s, str) for s in record[field]):
-                raise InputError(path, number, f"{field} must be a list of step strings")
-        errors = record.get("error_steps")
-        if not isinstance(errors, list) or not all(isinstance(k, int) and not isinstance(k, bool)
-                                                   for k in errors):
-            raise InputError(path, number, "error_steps must be a list of 1-based step numbers")
+        check_prmbench_fields(record, path, number)
         classification = record["classification"]
         yield {**record, "category": by_classification.get(classification, classification),
                "_where": (path, number)}

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from injector.sources.labelled import StepRecord
 from injector.triage.step_audit.check import LinkCheck, check_link
 from injector.triage.step_audit.relations import find_links
 from injector.triage.step_audit.worker import SympyWorker
@@ -99,6 +100,8 @@ class RecordAudit(BaseModel):
 
 def _record_fields(record: Any) -> tuple[str, list[str], list[int], list[int]]:
     """(id, steps, error steps, modified steps) of a Candidate, a PRMBench record or a split row."""
+    if isinstance(record, StepRecord):
+        return record.id, record.modified_process, record.error_steps, record.modified_steps
     data = record.model_dump() if hasattr(record, "model_dump") else dict(record)
     steps = data.get("modified_process")
     if not isinstance(steps, list):

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 from injector.triage.step_audit.audit import RecordAudit, audit_candidate
 from injector.triage.step_audit.worker import SympyWorker
+from injector.sources.labelled import labelled_lines, step_record
+from injector.taxonomy import Taxonomy
 from injector.util.errors import InputError
-from injector.util.json_bounds import jsonl_lines
 
 
 def wilson_interval(flagged: int, total: int, z: float = 1.959964) -> tuple[float, float]:
@@ -51,26 +50,6 @@ class NoiseEstimate(BaseModel):
     audits: list[RecordAudit]
 
 
-def _normalised(value: dict[str, Any], location: str) -> tuple[dict[str, Any], str]:
-    """A record as `audit_candidate` reads it, and its category; InputError on a record of no known format."""
-    if "modified_process" in value:
-        category = value.get("category") or value.get("classification")
-        return value, str(category or "unknown")
-    if "steps" in value and "label" in value:  # ProcessBench: label = 0-based first wrong step, -1 for none
-        label = int(value["label"])
-        return ({"id": value.get("id", location), "modified_process": value["steps"],
-                 "error_steps": [label + 1] if label >= 0 else [], "modified_steps": []},
-                str(value.get("subset") or value.get("category") or "processbench"))
-    raise ValueError("not a PRMBench, ProcessBench or split record (no `modified_process`, no `steps` + `label`)")
-
-
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, value in jsonl_lines(path):
-        if not isinstance(value, dict):
-            raise InputError(path, number, "a JSON object expected")
-        yield number, value
-
-
 def _summary(category: str, audits: list[RecordAudit]) -> CategoryNoise:
     flagged = sum(bool(audit.findings) for audit in audits)
     low, high = wilson_interval(flagged, len(audits))
@@ -85,17 +64,24 @@ def _summary(category: str, audits: list[RecordAudit]) -> CategoryNoise:
                          coverage=checked / steps if steps else 0.0, findings=dict(kinds))
 
 
-def estimate_label_noise(paths: list[Path], worker: SympyWorker | None = None) -> NoiseEstimate:
-    """Audit every record of the files and estimate, per category, the share of items with a flag."""
+def _classifications(taxonomy: Taxonomy | None) -> dict[str, str]:
+    return {category.classification: category.id for category in (taxonomy or Taxonomy.load()).categories}
+
+
+def estimate_label_noise(paths: list[Path], worker: SympyWorker | None = None,
+                         taxonomy: Taxonomy | None = None) -> NoiseEstimate:
+    """Audit every record of the files (PRMBench's classifications named by the taxonomy's category ids) and
+    estimate, per category, the share of items with a flag."""
+    by_classification = _classifications(taxonomy)
     by_category: dict[str, list[RecordAudit]] = defaultdict(list)
     for path in paths:
-        for number, value in _records(Path(path)):
+        for line in labelled_lines(Path(path)):
+            record = step_record(line, by_classification)
             try:
-                record, category = _normalised(value, f"{path}:{number}")
-                audit = audit_candidate(record, category, worker)
+                audit = audit_candidate(record, record.category, worker)
             except (ValueError, TypeError) as exc:
-                raise InputError(Path(path), number, str(exc).splitlines()[0]) from None
-            by_category[category].append(audit)
+                raise InputError(line.path, line.number, str(exc).splitlines()[0]) from None
+            by_category[record.category].append(audit)
     everything = [audit for audits in by_category.values() for audit in audits]
     return NoiseEstimate(path=", ".join(str(p) for p in paths),
                          categories=[_summary(name, by_category[name]) for name in sorted(by_category)],
