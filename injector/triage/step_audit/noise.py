@@ -3,14 +3,15 @@ audit's coverage (the share of steps it could check), on PRMBench-, ProcessBench
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from injector.triage.step_audit.audit import RecordAudit, audit_candidate
 from injector.triage.step_audit.worker import SympyWorker
-from injector.sources.labelled import labelled_lines, step_record
+from injector.sources.labelled import LabelledLine, labelled_lines, step_record
 from injector.taxonomy import Taxonomy
 from injector.util.errors import InputError
 
@@ -42,38 +43,61 @@ class CategoryNoise(BaseModel):
 
 
 class NoiseEstimate(BaseModel):
-    """A file's estimate: every category, all of them together, and each item's audit."""
+    """A file's estimate: every category, all of them together, and (when kept) each item's audit."""
 
     path: str
     categories: list[CategoryNoise]
     overall: CategoryNoise
-    audits: list[RecordAudit]
+    audits: list[RecordAudit] = Field(default_factory=list)
 
 
-def _summary(category: str, audits: list[RecordAudit]) -> CategoryNoise:
-    flagged = sum(bool(audit.findings) for audit in audits)
-    low, high = wilson_interval(flagged, len(audits))
-    steps, checked = sum(a.steps for a in audits), sum(a.checked_steps for a in audits)
-    kinds: dict[str, int] = defaultdict(int)
-    for audit in audits:
-        for finding in audit.findings:
-            kinds[finding.kind] += 1
-    return CategoryNoise(category=category, items=len(audits), flagged_items=flagged,
-                         per_100=100 * flagged / len(audits) if audits else 0.0, low_per_100=100 * low,
-                         high_per_100=100 * high, steps=steps, checked_steps=checked,
-                         coverage=checked / steps if steps else 0.0, findings=dict(kinds))
+class _Counts:
+    """One category's running counts (no audit kept: a file of any size costs the same memory)."""
+
+    def __init__(self) -> None:
+        self.items = self.flagged = self.steps = self.checked = 0
+        self.kinds: Counter[str] = Counter()
+
+    def add(self, audit: RecordAudit) -> None:
+        self.items += 1
+        self.flagged += bool(audit.findings)
+        self.steps += audit.steps
+        self.checked += audit.checked_steps
+        self.kinds.update(finding.kind for finding in audit.findings)
+
+    def summary(self, category: str) -> CategoryNoise:
+        low, high = wilson_interval(self.flagged, self.items)
+        return CategoryNoise(category=category, items=self.items, flagged_items=self.flagged,
+                             per_100=100 * self.flagged / self.items if self.items else 0.0, low_per_100=100 * low,
+                             high_per_100=100 * high, steps=self.steps, checked_steps=self.checked,
+                             coverage=self.checked / self.steps if self.steps else 0.0, findings=dict(self.kinds))
+
+
+class NoiseTally:
+    """The label-noise estimate, built one audit at a time."""
+
+    def __init__(self) -> None:
+        self.by_category: dict[str, _Counts] = defaultdict(_Counts)
+        self.overall = _Counts()
+
+    def add(self, audit: RecordAudit) -> None:
+        self.by_category[audit.category].add(audit)
+        self.overall.add(audit)
+
+    def estimate(self, path: str, audits: list[RecordAudit] | None = None) -> NoiseEstimate:
+        return NoiseEstimate(path=path, categories=[self.by_category[name].summary(name)
+                                                    for name in sorted(self.by_category)],
+                             overall=self.overall.summary("all"), audits=audits or [])
 
 
 def _classifications(taxonomy: Taxonomy | None) -> dict[str, str]:
     return {category.classification: category.id for category in (taxonomy or Taxonomy.load()).categories}
 
 
-def estimate_label_noise(paths: list[Path], worker: SympyWorker | None = None,
-                         taxonomy: Taxonomy | None = None) -> NoiseEstimate:
-    """Audit every record of the files (PRMBench's classifications named by the taxonomy's category ids) and
-    estimate, per category, the share of items with a flag."""
+def audit_labelled(paths: list[Path], worker: SympyWorker | None = None,
+                   taxonomy: Taxonomy | None = None) -> Iterator[tuple[LabelledLine, RecordAudit]]:
+    """Every record of the files, audited (PRMBench's classifications named by the taxonomy's category ids)."""
     by_classification = _classifications(taxonomy)
-    by_category: dict[str, list[RecordAudit]] = defaultdict(list)
     for path in paths:
         for line in labelled_lines(Path(path)):
             record = step_record(line, by_classification)
@@ -81,8 +105,15 @@ def estimate_label_noise(paths: list[Path], worker: SympyWorker | None = None,
                 audit = audit_candidate(record, record.category, worker)
             except (ValueError, TypeError) as exc:
                 raise InputError(line.path, line.number, str(exc).splitlines()[0]) from None
-            by_category[record.category].append(audit)
-    everything = [audit for audits in by_category.values() for audit in audits]
-    return NoiseEstimate(path=", ".join(str(p) for p in paths),
-                         categories=[_summary(name, by_category[name]) for name in sorted(by_category)],
-                         overall=_summary("all", everything), audits=everything)
+            yield line, audit
+
+
+def estimate_label_noise(paths: list[Path], worker: SympyWorker | None = None,
+                         taxonomy: Taxonomy | None = None) -> NoiseEstimate:
+    """Audit every record of the files and estimate, per category, the share of items with a flag (every
+    item's audit kept in `audits`)."""
+    tally, audits = NoiseTally(), []
+    for _, audit in audit_labelled(paths, worker, taxonomy):
+        tally.add(audit)
+        audits.append(audit)
+    return tally.estimate(", ".join(str(p) for p in paths), audits)
