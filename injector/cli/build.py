@@ -34,8 +34,11 @@ from injector.cli.base import examples, invocation, main
 @click.option("--decontaminate-field", metavar="FIELD",
               help="The benchmark files' question field (default: question, problem, original_question or "
                    "modified_question).")
+@click.option("--require-audit-clean", is_flag=True, help="Leave out candidates the step audit flags (a false "
+              "relation in a step not labelled an error, ...; docs/step-audit.md); counted in the card.")
 def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_sources, license_, overwrite,
-          push_to_hub, taxonomy_path, require, dedup, dedup_threshold, decontaminate, decontaminate_field) -> None:
+          push_to_hub, taxonomy_path, require, dedup, dedup_threshold, decontaminate, decontaminate_field,
+          require_audit_clean) -> None:
     """Build benchmark splits from reviewed run directories."""
     from injector.curate.build import build as build_splits
 
@@ -44,11 +47,13 @@ def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_source
                           overwrite=overwrite, license=license_, command=invocation(),
                           push_to_hub=push_to_hub, taxonomy=taxonomy_path, require=require or None,
                           dedup_threshold=dedup_threshold if dedup else None, decontaminate=decontaminate,
-                          decontaminate_field=decontaminate_field)
+                          decontaminate_field=decontaminate_field, require_audit_clean=require_audit_clean)
     splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
     left_out = sum(report.left_out_by_verdict.values())
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "
                f"reviewers, {report.unreviewed_left_out} unreviewed left out"
                + (f", {left_out} left out by --require" if report.required else "")
+               + (f", {sum(report.left_out_by_audit.values())} left out by --require-audit-clean"
+                  if require_audit_clean else "")
                + (f", {len(report.dropped)} dropped by --decontaminate/--dedup (listed in the card)"
                   if decontaminate or dedup else ""))

@@ -99,6 +99,7 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     from injector import RunSpec, split_by_support
     from injector import dry_run as plan_run
     from injector import run as run_injection
+    from injector.triage.step_audit.hooks import audit_on_write
     from injector import api
     from injector.engines.settings import settings_from
     from injector.runner.loop import default_run_dir
@@ -128,7 +129,7 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
     spec = RunSpec(taxonomy=taxonomy, categories=selected, samples=samples, seed=seed, output_mode=output_mode,
                    limit=inputs.limit, max_attempts=max_attempts, retry_rejects=retry_rejects,
                    out=Path(out) if out else None if dry_run else default_run_dir(), concurrency=concurrency,
-                   max_cost=max_cost)
+                   max_cost=max_cost, candidate_audit=audit_on_write)
     if dry_run:
         click.echo(dry_run_table(plan_run(source, spec, engine)))
         return

@@ -17,6 +17,7 @@ from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
 from injector.curate.exports import EXPORT_DIRS, PRMBENCH_FIELDS, split_features, write_split
 from injector.records.directory import Candidate, RunDirectory
+from injector.triage.step_audit.hooks import flagged_for_build
 from injector.triage.verdicts import VERDICTS, VERIFY_FILE, read_verdicts
 
 CORRECT = "correct"  # the category of source solutions added as correct control items
@@ -46,6 +47,12 @@ class BuildReport:
     dedup_threshold: float | None = None
     benchmark_files: list[str] = field(default_factory=list)
     benchmark_questions: int = 0
+    require_audit_clean: bool = False
+    left_out_by_audit: Counter = field(default_factory=Counter)
+    """category -> candidates `--require-audit-clean` left out (a step-audit flag)."""
+    audit_flagged: Counter = field(default_factory=Counter)
+    """category -> rows of the split with a step-audit flag (audited rows in `audited`)."""
+    audited: Counter = field(default_factory=Counter)
 
 
 def required_verdicts(text: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -146,20 +153,25 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                 continue
             if decision is not None:
                 candidate = apply_decision(candidate, decision)
+            flagged = flagged_for_build(candidate, decision is not None, report.require_audit_clean)
+            if report.require_audit_clean and flagged:
+                report.left_out_by_audit[candidate.category] += 1
+                continue
             category = categories.get(candidate.category, {})
             _check_classification(run_path, candidate, categories)
             rows.append(_row(candidate, run_path.name, category.get("domain", ""),
                              category.get("name", candidate.category),
                              reviewed=decision is not None, reviewer=decision.reviewer if decision else "",
                              config_hash=str(config_hash or "")))
-            rows[-1]["_verdict"] = verdict
+            rows[-1]["_verdict"], rows[-1]["_audit_flagged"] = verdict, flagged
             sources.setdefault(candidate.trajectory_id, candidate)
     if refused:
         raise UserError(f"{len(refused)} reviewer decision(s) fail the review app's checks, so nothing was built:\n"
                         + "\n".join(f"  {line}" for line in refused) + "\ndecide these candidates again in "
                         "`inject review RUN_DIR` (the latest decision wins), then build again")
     if include_sources:
-        rows.extend({**_source_row(candidate), "_verdict": None} for candidate in sources.values())
+        rows.extend({**_source_row(candidate), "_verdict": None, "_audit_flagged": None}
+                    for candidate in sources.values())
     _unique_ids(rows)
     _unique_idx(rows)
     return rows
@@ -327,7 +339,7 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
           license: str = "other", command: list[str] | None = None, push_to_hub: str | None = None,
           taxonomy: str | Path | None = None, require: str | Iterable[str] | None = None,
           dedup_threshold: float | None = None, decontaminate: Iterable[str | Path] = (),
-          decontaminate_field: str | None = None) -> BuildReport:
+          decontaminate_field: str | None = None, require_audit_clean: bool = False) -> BuildReport:
     """Write a split directory from run directories; see README "Benchmark splits".
 
     `require` keeps only candidates with those `inject verify` verdicts; `decontaminate` (benchmark files) drops
@@ -348,7 +360,8 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
         raise UserError(f"--dedup-threshold {dedup_threshold}: give a Jaccard similarity in (0, 1], e.g. 0.9")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise UserError(f"{out} is not empty; choose another --out or pass --overwrite")
-    report = BuildReport(out_dir=out, required=required_verdicts(require), dedup_threshold=dedup_threshold)
+    report = BuildReport(out_dir=out, required=required_verdicts(require), dedup_threshold=dedup_threshold,
+                         require_audit_clean=require_audit_clean)
     benchmark = None
     if decontaminate:
         from injector.triage.dedup import read_benchmarks
@@ -360,7 +373,8 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
     rows = collect_rows(run_dirs, include_unreviewed=include_unreviewed, include_sources=include_sources,
                         report=report, taxonomy=taxonomy, require=report.required)
     if not rows:
-        left_out = " or --require" if report.left_out_by_verdict else ""
+        left_out = (" or --require" if report.left_out_by_verdict else "") + (
+            " or --require-audit-clean" if report.left_out_by_audit else "")
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "
                         "RUN_DIR`), or pass --include-unreviewed")
     if benchmark is not None:
@@ -379,6 +393,10 @@ def build(run_dirs: list[str | Path], out: str | Path, *, by: str = "category", 
                         "nothing was built; check the benchmark files given, or raise --dedup-threshold")
     for row in rows:
         report.verdicts[(row["category"], row.pop("_verdict"))] += 1
+        flagged = row.pop("_audit_flagged")
+        if flagged is not None:
+            report.audited[row["category"]] += 1
+            report.audit_flagged[row["category"]] += flagged
     report.verdicts = Counter({key: n for key, n in report.verdicts.items() if key[1] is not None})
     report.rows = rows
     report.splits = {name: len(split_rows) for name, split_rows in splits.items()}

@@ -114,7 +114,13 @@ def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, An
         "tokens": tokens,
         "cost": cost,
         "cost_known": cost is not None or provenance.get("engine") in ("offline", "source"),
+        "audit_flagged": _audit_flagged(record.get("step_audit")),
     }
+
+
+def _audit_flagged(recorded: Any) -> bool | None:
+    """Whether the step audit recorded a flag on the candidate (`Candidate.step_audit`); None: not audited."""
+    return bool(recorded.get("findings")) if isinstance(recorded, dict) else None
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -160,7 +166,7 @@ def compute_stats(path: str | Path, *, cues: bool = False,
         "category": pl.Utf8, "status": pl.Utf8, "in_split": pl.Boolean, "codes": pl.List(pl.Utf8),
         "steps": pl.Int64,
         "position": pl.Float64, "error_steps": pl.Int64, "answer_changed": pl.Boolean, "tokens": pl.Int64,
-        "cost": pl.Float64, "cost_known": pl.Boolean,
+        "cost": pl.Float64, "cost_known": pl.Boolean, "audit_flagged": pl.Boolean,
     })
     result: dict[str, Any] = {"path": str(path), "categories": {}}
     for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
@@ -229,6 +235,8 @@ def _summarize(group: Any, pl: Any) -> dict[str, Any]:
         "error_position_histogram": dict(zip(["0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1"], bins)),
         "tokens": int(group["tokens"].sum()),
         "cost": _round(group["cost"].drop_nulls().sum(), 6) if known else None,
+        "audit_checked": int(group["audit_flagged"].drop_nulls().len()),
+        "audit_flagged": int(group["audit_flagged"].drop_nulls().sum()),
     }
 
 
@@ -256,6 +264,10 @@ def stats_table(stats: dict[str, Any]) -> str:
     if total["answer_checked"] < candidates:
         lines += ["", f"ans.chg: share whose final answer changed, among the {total['answer_checked']} of "
                   f"{candidates} solutions where both final answers were found (\\boxed{{}} or `# Answer`)"]
+    if total["audit_checked"]:
+        lines += ["", "step audit (flagged / audited candidates): " + ", ".join(
+            f"{name} {row['audit_flagged']}/{row['audit_checked']}"
+            for name, row in [*stats["categories"].items(), ("total", total)] if row["audit_checked"])]
     if "verdicts" in stats:
         lines += _verdict_lines(stats["verdicts"])
     if with_cues:

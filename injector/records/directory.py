@@ -26,6 +26,7 @@ from typing import Any, Iterator, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from injector.records.audit_flags import StepAuditFindings
 from injector.model.codes import ReasonCode
 from injector.answer.contract import FullAnswer, MultiSolutionAnswer
 from injector.util.errors import InputError, UserError, WriteFailed
@@ -82,6 +83,8 @@ class Candidate(BaseModel):
     subject: str | None = None
     images: list[str] = Field(default_factory=list)
     """The trajectory's images, by reference (paths or URLs), never their data."""
+    step_audit: StepAuditFindings | None = None
+    """The step audit's flags, recorded as the candidate is written (injector/triage/step_audit/)."""
 
     @field_validator("explanations")
     @classmethod

@@ -160,6 +160,7 @@ class ShardWorker:
                 record = await inject_one(spec.taxonomy, category, trajectory, self.engine, sample=sample,
                                           seed=spec.seed, max_attempts=spec.max_attempts,
                                           output_mode=spec.output_mode, read_cache=read_cache)
+                record = spec.audited(record)
                 if self.run_dir is not None:
                     self.run_dir.append(record)
             except InjectorError as exc:  # authentication refused, a full disk: stop this worker, and the run

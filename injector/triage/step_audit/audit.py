@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from injector.records.audit_flags import Finding, StepAuditFindings
 from injector.sources.labelled import StepRecord
 from injector.triage.step_audit.check import LinkCheck, check_link
 from injector.triage.step_audit.relations import find_links
@@ -71,21 +72,6 @@ def audit_steps(steps: list[str], worker: SympyWorker | None = None) -> Solution
     return SolutionAudit(steps=audits, skip_reasons=dict(reasons))
 
 
-FindingKind = Literal["unlabelled_false_step", "error_step_true", "error_step_out_of_range"]
-
-
-class Finding(BaseModel):
-    """One flag on a labelled record. The record's labels are never changed; a reviewer decides."""
-
-    kind: FindingKind
-    step: int
-    """1-based step number (for an out-of-range index: the index as labelled)."""
-    relation: str = ""
-    written_value: str = ""
-    true_value: str = ""
-    message: str
-
-
 class RecordAudit(BaseModel):
     """A labelled record's audit: the per-step checks and the flags."""
 
@@ -96,6 +82,10 @@ class RecordAudit(BaseModel):
     checked_steps: int
     error_steps: list[int] = Field(default_factory=list)
     solution: SolutionAudit
+
+    def recorded(self) -> StepAuditFindings:
+        """What a candidate keeps of this audit."""
+        return StepAuditFindings(steps=self.steps, checked_steps=self.checked_steps, findings=self.findings)
 
 
 def _record_fields(record: Any) -> tuple[str, list[str], list[int], list[int]]:
