@@ -95,3 +95,29 @@ def test_a_run_written_before_the_audit_is_audited_at_build(run_dir, tmp_path):
     assert result.exit_code == 0
     kept = [json.loads(line) for line in (tmp_path / "split" / "jsonl" / "redundancy.jsonl").read_text().splitlines()]
     assert kept and all(not row["trajectory_id"].endswith("planted") for row in kept)
+
+
+def test_stats_route_each_candidate_from_the_three_signals(run_dir, tmp_path):
+    verified = tmp_path / "verified"
+    shutil.copytree(run_dir, verified)
+    written = candidates(verified)
+    planted = [c for c in written if c["step_audit"]["findings"]]
+    clean = [c for c in written if not c["step_audit"]["findings"]]
+
+    def verdict(candidate: dict, name: str, mc: dict | None = None) -> str:
+        return json.dumps({"id": candidate["id"], "category": candidate["category"],
+                           "trajectory_id": candidate["trajectory_id"], "verdict": name, "kind": "error",
+                           "declared_first_error": candidate["error_steps"][0], "judge_modified": None,
+                           "judge_original": None, "mc": mc}) + "\n"
+
+    (verified / "verify.jsonl").write_text(
+        verdict(planted[0], "confirmed")  # the judge agrees, the algebra disagrees: review first
+        + verdict(clean[0], "confirmed", {"n": 8, "before": 0.9, "through": 0.2})  # agree: fast track
+        + verdict(clean[1], "unparseable", {"n": 8, "before": 0.6, "through": 0.6}))  # rollouts alone: review
+    routing = json.loads(invoke("stats", str(verified), "--json").output)["routing"]["redundancy"]
+    assert routing["route=review_first"] == len(planted)  # every flagged candidate, verified or not
+    assert routing["route=fast_track"] == 1
+    assert routing["route=review"] == len(clean) - 1
+    assert routing["algebra=disagree judge=agree rollouts=silent"] == 1
+    assert routing["algebra=silent judge=silent rollouts=disagree"] == 1
+    assert "triage routing" in invoke("stats", str(verified)).output

@@ -175,6 +175,10 @@ def compute_stats(path: str | Path, *, cues: bool = False,
     verdicts = verdict_counts(path)
     if verdicts is not None:
         result["verdicts"] = verdicts
+    if verdicts is not None or result["total"]["audit_checked"]:
+        from injector.triage.step_audit.routing import agreement_table, run_routing
+
+        result["routing"] = agreement_table(run_routing(path))
     if cues:
         from injector.triage.cues import cue_records, cue_report
 
@@ -270,6 +274,10 @@ def stats_table(stats: dict[str, Any]) -> str:
             for name, row in [*stats["categories"].items(), ("total", total)] if row["audit_checked"])]
     if "verdicts" in stats:
         lines += _verdict_lines(stats["verdicts"])
+    if "routing" in stats:
+        from injector.triage.step_audit.routing import routing_lines
+
+        lines += routing_lines(stats["routing"])
     if with_cues:
         lines += _cue_notes(stats["cues"])
     if stats["total"]["reject_codes"]:

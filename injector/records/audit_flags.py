@@ -27,6 +27,8 @@ class StepAuditFindings(BaseModel):
     steps: int
     checked_steps: int
     findings: list[Finding] = Field(default_factory=list)
+    false_in_error_steps: int = 0
+    """False relations in the steps labelled as errors: the algebra agreeing with the labels (triage routing)."""
 
     @property
     def flagged(self) -> bool:

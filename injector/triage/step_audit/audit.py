@@ -85,7 +85,9 @@ class RecordAudit(BaseModel):
 
     def recorded(self) -> StepAuditFindings:
         """What a candidate keeps of this audit."""
-        return StepAuditFindings(steps=self.steps, checked_steps=self.checked_steps, findings=self.findings)
+        agreeing = sum(len(step.false_checks) for step in self.solution.steps if step.step in self.error_steps)
+        return StepAuditFindings(steps=self.steps, checked_steps=self.checked_steps, findings=self.findings,
+                                 false_in_error_steps=agreeing)
 
 
 def _record_fields(record: Any) -> tuple[str, list[str], list[int], list[int]]:
