@@ -83,6 +83,7 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool) -> str:
     original, modified = candidate.original_process, shown.modified_process
     changed, errors = set(shown.modified_steps), set(shown.error_steps)
     explanations = shown.explanations or {}
+    flags = candidate.step_audit.findings if candidate.step_audit else []  # as the run recorded them
     out = ['<table class="steps"><thead><tr><th>#</th><th>original</th><th>#</th><th>modified</th>'
            '<th>marks</th></tr></thead><tbody>']
     for i, j in _rows(original, modified):
@@ -104,6 +105,9 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool) -> str:
                          _badge("error", "error") if step in errors else ""])
         if step in errors and str(step) in explanations:
             right += f'<div class="explanation">explanation: {e(explanations[str(step)])}</div>'
+        for flag in (flag for flag in flags if flag.step == step):
+            marks += _badge("audit flag", "error")
+            right += f'<div class="explanation audit-flag">step audit: {e(flag.message)}</div>'
         box = "" if multi else (f'<label class="fix"><input type="checkbox" class="err-box" value="{step}"'
                                 f'{" checked" if step in errors else ""}> error</label>')
         # A newline right after <textarea> is dropped by the HTML parser, so one is added to keep the text exact.
