@@ -74,7 +74,7 @@ def stats(path, as_json, plots, cues, taxonomy_path) -> None:
     "inject audit PRMBench/data/circular.jsonl", "inject audit splits/v1/prmbench/circular.jsonl --json --report-only",
     "inject audit mine.jsonl --taxonomy my/taxonomy.yaml && publish mine.jsonl",
     "inject audit PRMBench/data/confidence.jsonl --steps", "inject audit processbench/gsm8k.jsonl --steps --json"))
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True,
               help="The file's record format (PRMBench's JSONL, the one format audited so far).")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH", help="A bundled taxonomy or a YAML file.")
@@ -93,6 +93,12 @@ def audit(file, input_format, taxonomy_path, as_json, report_only, steps) -> Non
 
     if steps:
         return _audit_steps(file, taxonomy_path, as_json, report_only)
+    from pathlib import Path
+
+    from injector.util.errors import UserError
+
+    if Path(file).is_dir():
+        raise UserError(f"{file}: a directory; audit one file at a time (--steps reads a directory of JSONL files)")
 
     from injector.curate.audit import audit_prmbench, audit_table
     from injector.util.errors import AuditFailed
