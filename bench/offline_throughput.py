@@ -16,7 +16,7 @@ import time
 from injector import IterableInput, OfflineEngine, RunSpec, Taxonomy, inject_one, load_trajectories, run
 from injector.engines.base import NotApplicable
 from injector.engines.offline import OPERATORS
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 
 
 def stage_operator(taxonomy, categories, trajectories, engine):
@@ -46,7 +46,7 @@ def stage_run(taxonomy, categories, trajectories, engine):
     with tempfile.TemporaryDirectory() as out:
         spec = RunSpec(taxonomy=taxonomy, categories=categories, out=out)
         result = run(IterableInput(trajectories, identity={"input": "bench"}), spec, engine, command=["bench"])
-        return result.manifest.counts["candidates"]
+        return result.manifest.counts.candidates
 
 
 def main() -> None:

@@ -75,10 +75,8 @@ def test_a_bad_line_is_file_line_exit_2_and_prints_no_item(tmp_path):
     assert "planted-1" not in result.output
 
 
-def test_a_directory_is_read_with_steps_and_refused_without(tmp_path):
+def test_a_directory_of_jsonl_files_is_read_with_steps(tmp_path):
     shutil.copy(PLANTED, tmp_path / "a.jsonl")
     shutil.copy(CLEAN, tmp_path / "b.jsonl")
     result = audit(str(tmp_path))
     assert result.exit_code == 4 and "| all | 8 | 3 | 37.5 [" in result.output
-    refused = CliRunner().invoke(main, ["audit", str(tmp_path)], catch_exceptions=False)
-    assert refused.exit_code == 2 and "a directory; audit one file at a time" in refused.output

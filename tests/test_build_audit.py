@@ -124,13 +124,14 @@ def test_stats_route_each_candidate_from_the_three_signals(run_dir, tmp_path):
 
 
 def test_the_review_page_shows_the_flag_beside_its_step(run_dir):
+    from injector.curate.review.diff import DiffBudget
     from injector.curate.review.render import _steps_table
-    from injector.records.directory import Candidate
+    from injector.records.models import Candidate
 
     flagged = Candidate.model_validate(next(c for c in candidates(run_dir) if c["step_audit"]["findings"]))
     step = flagged.step_audit.findings[0].step
-    html = _steps_table(flagged, flagged, multi=False)
+    html = _steps_table(flagged, flagged, False, DiffBudget())  # a flagged unchanged step is never folded away
     row = next(part for part in html.split("<tr ") if f'data-step="{step}"' in part.split(">")[0])
     assert "audit flag" in row and "step audit: step" in row and "12 \\cdot 5 = 65 (left side = 60)" in row
     clean = Candidate.model_validate(next(c for c in candidates(run_dir) if not c["step_audit"]["findings"]))
-    assert "audit flag" not in _steps_table(clean, clean, multi=False)
+    assert "audit flag" not in _steps_table(clean, clean, False, DiffBudget())

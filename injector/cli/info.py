@@ -82,37 +82,40 @@ def stats(path, as_json, plots, cues, taxonomy_path) -> None:
 @click.option("--report-only", is_flag=True, help="Exit 0 even when records fail the audit (default: exit 4).")
 @click.option("--steps", is_flag=True, help="The step audit instead: every closed relation of every step checked "
               "exactly, flags per item, and the label-noise estimate (flagged items per 100 with a Wilson interval, "
-              "per category, and coverage). Reads PRMBench, ProcessBench and split files.")
+              "per category, and coverage). Reads PRMBench, ProcessBench and split files, or a directory of them.")
 def audit(file, input_format, taxonomy_path, as_json, report_only, steps) -> None:
-    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary.
+    """Audit a benchmark file, or a split directory `inject build` wrote, against the toolkit's rules: each
+    record's verdict, then a summary; for a split, also every source problem found on two sides of it.
 
-    Exits 4 when any record fails the audit (--steps: any item is flagged), so a pipeline can gate on it
+    Exits 4 when any record fails the audit or a problem is on two sides (--steps: any item is flagged), so a
+    pipeline can gate on it
     (--report-only: exit 0).
     """
     import json
+    from pathlib import Path
 
     if steps:
         return _audit_steps(file, taxonomy_path, as_json, report_only)
-    from pathlib import Path
-
-    from injector.util.errors import UserError
-
-    if Path(file).is_dir():
-        raise UserError(f"{file}: a directory; audit one file at a time (--steps reads a directory of JSONL files)")
-
-    from injector.curate.audit import audit_prmbench, audit_table
+    from injector.curate.audit import audit_prmbench, audit_split, audit_table
     from injector.util.errors import AuditFailed
     from injector.taxonomy import Taxonomy
 
-    report = audit_prmbench(file, Taxonomy.load(taxonomy_path))
+    auditing = audit_split if Path(file).is_dir() else audit_prmbench
+    report = auditing(file, Taxonomy.load(taxonomy_path))
     for record in report.records:
         if as_json:
             click.echo(json.dumps(record, ensure_ascii=False))
         else:
             verdict = "valid" if record["valid"] else " ".join(record["codes"])
-            click.echo(f"{file}:{record['line']}\t{record['idx']}\t{record['category']}\t{verdict}")
+            where = f"{record.get('file', file)}:{record['line']}"
+            click.echo(f"{where}\t{record['idx']}\t{record['category']}\t{verdict}")
     click.echo(audit_table(report), err=as_json)
+    for finding in report.findings:
+        click.echo(f"{file}: {finding}", err=as_json)
     invalid = sum(not record["valid"] for record in report.records)
+    if report.findings and not report_only:
+        raise AuditFailed(f"{file}: {len(report.findings)} source problem(s) on two sides of the split (build it "
+                          "again: `inject build` keeps a problem on one side); exit 4, --report-only exits 0")
     if invalid and not report_only:
         raise AuditFailed(f"{file}: {invalid} of {len(report.records)} records fail the audit "
                           "(exit 4; --report-only exits 0)")
@@ -157,9 +160,8 @@ def status(run_dir) -> None:
         from injector.util.errors import UserError
 
         raise UserError(f"{run_dir}: no manifest.json; not a run directory")
-    counts = manifest.get("counts") or {}
-    click.echo(f"{run_dir}: {manifest.get('status')}, {counts.get('candidates', 0)} candidates, "
-               f"{counts.get('rejects', 0)} rejects")
+    counts = manifest.counts
+    click.echo(f"{run_dir}: {manifest.status}, {counts.candidates} candidates, {counts.rejects} rejects")
     click.echo(batch_table(run_dir))
 
 

@@ -1,15 +1,19 @@
 """The dataset card (`SPLIT_DIR/README.md`, Hugging Face card format) of a built split."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from injector.answer.final import answers_equivalent, final_answer_of_steps
 from injector.util.version import __version__
+
+if TYPE_CHECKING:
+    from injector.model.split_row import SplitRow
 
 POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -42,7 +46,36 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
-    rows = report.rows
+    """The card of the split `report` describes: its header, counts, acceptance, triage, models, error positions,
+    what the categories produce, files, licence and the command that reproduces it."""
+    records = [row.record() for row in report.rows]
+    parts = [_front_matter(report, license), _counts_section(report.rows, report.splits),
+             _acceptance_section(report), *_triage_sections(report), _models_section(report.rows)]
+    parts.extend(_positions_section(records))
+    parts.append(_production_section(records, getattr(report, "cue_sample", None)))
+    if getattr(report, "reviews", None):
+        from injector.curate.calibration import review_section
+
+        parts.append(review_section(report.reviews))
+    parts.append(FILES_SECTION)
+    parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
+                 "PRMBench: Apache-2.0) and of the model outputs.\n")
+    parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")
+    return "\n".join(parts)
+
+
+FILES_SECTION = (
+    "## Files\n\n- `parquet/<split>.parquet`, `jsonl/<split>.jsonl`, and the `datasets.save_to_disk` "
+    "layout at the top (`load_from_disk`)\n- `prmbench/<classification>.jsonl`: exactly PRMBench's fields, "
+    "unique `idx` per category, readable by PRMBench's evaluation\n- `processbench/<split>.jsonl`: "
+    "ProcessBench's shape (`label` = 0-based first error step, -1 for none)\n- `judge/<split>.jsonl`: "
+    "judge-training items (prompt = question + numbered steps; target = a verdict per step)\n"
+    "- `projudge/<split>.jsonl`: ProJudgeBench's shape (`process_evaluation` = [step, \"1\"|\"0\", "
+    "error type, explanation] per step)\n")
+
+
+def _front_matter(report: Any, license: str) -> str:
+    """The Hugging Face YAML header and the card's title."""
     header = {
         "license": license,
         "pretty_name": f"Process-error benchmark ({', '.join(sorted(report.splits))})",
@@ -50,28 +83,34 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
         "configs": [{"config_name": "default", "data_files": [
             {"split": name, "path": f"parquet/{name}.parquet"} for name in sorted(report.splits)]}],
     }
-    parts = [f"---\n{yaml.safe_dump(header, sort_keys=False).strip()}\n---\n"]
-    parts.append(f"# Process-error benchmark\n\nBuilt with prm-injector {__version__}: solutions known to be correct, "
-                 "with one injected error each (or a different correct solution), labelled by the toolkit from the "
-                 "text and checked by human reviewers.\n")
+    return (f"---\n{yaml.safe_dump(header, sort_keys=False).strip()}\n---\n\n"
+            f"# Process-error benchmark\n\nBuilt with prm-injector {__version__}: solutions known to be correct, "
+            "with one injected error each (or a different correct solution), labelled by the toolkit from the "
+            "text and checked by human reviewers.\n")
 
+
+def _counts_section(rows: list[SplitRow], splits: dict[str, int]) -> str:
+    """Rows per category (with its domain and how many were reviewed), per domain and per split."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     domain_of: dict[str, str] = {}
     domains: Counter = Counter()
     for row in rows:
-        per_category[row["category"]]["rows"] += 1
-        per_category[row["category"]]["reviewed"] += row["reviewed"]
-        domain_of[row["category"]] = row["domain"]
-        domains[row["domain"] or "(none)"] += 1
-    parts.append("## Counts\n\n" + _table(
+        per_category[row.category]["rows"] += 1
+        per_category[row.category]["reviewed"] += row.reviewed
+        domain_of[row.category] = row.domain
+        domains[row.domain or "(none)"] += 1
+    return "## Counts\n\n" + _table(
         ["category", "domain", "rows", "reviewed"],
         [[c, domain_of[c], n["rows"], n["reviewed"]] for c, n in sorted(per_category.items())]
     ) + "\n\n" + _table(["domain", "rows"], [[d, n] for d, n in sorted(domains.items())]) + "\n\n" + _table(
-        ["split", "rows"], [[name, count] for name, count in sorted(report.splits.items())]) + "\n")
+        ["split", "rows"], [[name, count] for name, count in sorted(splits.items())]) + "\n"
 
+
+def _acceptance_section(report: Any) -> str:
+    """How many units became candidates, how many reviewers accepted, and why the rest were rejected."""
     made = report.candidates_seen + report.run_rejects
     reviewed = report.candidates_seen - report.unreviewed_left_out
-    accepted_by_reviewers = sum(row["reviewed"] for row in rows if row["category"] != "correct")
+    accepted_by_reviewers = sum(row.reviewed for row in report.rows if row.category != "correct")
     lines = [
         f"- units attempted: {made}; candidates that passed validation: {report.candidates_seen}"
         + (f" ({report.candidates_seen / made:.0%})" if made else ""),
@@ -79,61 +118,84 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
         f"{report.rejected_by_reviewer}" + (f" (acceptance {accepted_by_reviewers / reviewed:.0%})" if reviewed else ""),
         f"- unreviewed candidates left out: {report.unreviewed_left_out}",
     ]
-    parts.append("## Acceptance\n\n" + "\n".join(lines) + "\n")
+    parts = ["## Acceptance\n\n" + "\n".join(lines) + "\n"]
     if report.reject_codes:
         parts.append("Validation and provider reject reasons (codes, from `rejects.jsonl`):\n\n" + _table(
             ["code", "count"], [[c, n] for c, n in report.reject_codes.most_common()]) + "\n")
     if report.reviewer_reasons:
         parts.append("Reviewer reject reasons:\n\n" + _table(
             ["reason", "count"], [[r, n] for r, n in report.reviewer_reasons.most_common()]) + "\n")
-    parts.extend(_triage_sections(report))
+    return "\n".join(parts)
 
+
+def _models_section(rows: list[SplitRow]) -> str:
+    """Rows per (engine, model, category, template, output mode), from each row's provenance."""
     used: Counter = Counter()
     for row in rows:
-        provenance = json.loads(row["provenance"])
-        used[(provenance.get("engine", ""), provenance.get("model", ""), row["category"],
+        provenance = json.loads(row.provenance)
+        used[(provenance.get("engine", ""), provenance.get("model", ""), row.category,
               provenance.get("template_hash", ""), provenance.get("output_mode", ""))] += 1
-    parts.append("## Models and templates\n\n" + _table(
+    return "## Models and templates\n\n" + _table(
         ["engine", "model", "category", "template hash", "output mode", "rows"],
-        [[*key, n] for key, n in sorted(used.items())]) + "\n")
+        [[*key, n] for key, n in sorted(used.items())]) + "\n"
 
+
+def _positions_section(rows: list[dict[str, Any]]) -> list[str]:
+    """A histogram of where the first error sits, per category (none when no row has an error step)."""
     histogram: dict[str, Counter] = defaultdict(Counter)
     for row in rows:
         position = relative_error_position(row)
         if position is not None:
             histogram[row["category"]][next(b for b in POSITION_BINS if position <= b)] += 1
-    if histogram:
-        bins = [f"≤{b:.1f}" for b in POSITION_BINS]
-        parts.append("## Error positions\n\nFirst error step ÷ number of steps (judges tend to do better on late "
-                     "errors; balance this across a benchmark):\n\n" + _table(
-                         ["category", *bins], [[c, *(h[b] for b in POSITION_BINS)] for c, h in
-                                               sorted(histogram.items())]) + "\n")
-    parts.append(_production_section(rows))
-    parts.append("## Files\n\n- `parquet/<split>.parquet`, `jsonl/<split>.jsonl`, and the `datasets.save_to_disk` "
-                 "layout at the top (`load_from_disk`)\n- `prmbench/<classification>.jsonl`: exactly PRMBench's fields, "
-                 "unique `idx` per category, readable by PRMBench's evaluation\n- `processbench/<split>.jsonl`: "
-                 "ProcessBench's shape (`label` = 0-based first error step, -1 for none)\n- `judge/<split>.jsonl`: "
-                 "judge-training items (prompt = question + numbered steps; target = a verdict per step)\n"
-                 "- `projudge/<split>.jsonl`: ProJudgeBench's shape (`process_evaluation` = [step, \"1\"|\"0\", "
-                 "error type, explanation] per step)\n")
-    parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
-                 "PRMBench: Apache-2.0) and of the model outputs.\n")
-    parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")
-    return "\n".join(parts)
+    if not histogram:
+        return []
+    bins = [f"≤{b:.1f}" for b in POSITION_BINS]
+    return ["## Error positions\n\nFirst error step ÷ number of steps (judges tend to do better on late "
+            "errors; balance this across a benchmark):\n\n" + _table(
+                ["category", *bins], [[c, *(h[b] for b in POSITION_BINS)] for c, h in
+                                      sorted(histogram.items())]) + "\n"]
 
 
-def _production_section(rows: list[dict[str, Any]]) -> str:
-    """Per category: how often the final answer changed, how many error steps, where the first one sits, and
-    how well wording alone finds the error steps (the surface-cue probe)."""
+def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, Any]]:
+    """At most `per_category` rows of each category, chosen by a hash of their ids (the same rows on every
+    machine), so the cue probe's cost stays flat however large the split."""
+    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_category[row["category"]].append(row)
+    picked = []
+    for category_rows in by_category.values():
+        if len(category_rows) > per_category:
+            category_rows = sorted(category_rows, key=lambda r: hashlib.sha256(str(r["id"]).encode()).digest())
+        picked.extend(category_rows[:per_category])
+    return picked
+
+
+def _cue_figures(rows: list[dict[str, Any]], sample: int | None) -> tuple[dict[str, Any] | None, str]:
+    """The cue probe's report on a sample of the rows (None when `sample` is None: `--no-cues`), and what the
+    card says of it."""
+    if sample is None:
+        return None, " Cue AUC: not computed (`--no-cues`)."
     from injector.triage.cues import cue_records, cue_report
 
-    cues = cue_report(cue_records([(row, "in_split") for row in rows]))
+    sampled = cue_sample(rows, sample)
+    cues = cue_report(cue_records([(row, "in_split") for row in sampled]))
+    overall = "" if cues["overall"]["auc"] is None else f"; over all categories {cues['overall']['auc']:.2f}"
+    note = (" Cue AUC: ROC AUC of a bag-of-words model that finds the error steps from wording alone (grouped "
+            "5-fold cross-validation; 0.5 = no surface cue, 1 = the wording gives every error away; recipe in the "
+            f"toolkit's README), on at most {sample} rows per category (a seeded sample){overall}.")
+    return cues, note
+
+
+def _production_section(rows: list[dict[str, Any]], sample: int | None = 5000) -> str:
+    """Per category: how often the final answer changed, how many error steps, where the first one sits, and
+    how well wording alone finds the error steps (the surface-cue probe, on a sample; none with `--no-cues`)."""
+    cues, cue_note = _cue_figures(rows, sample)
     table, notes = [], []
     for category in sorted({row["category"] for row in rows}):
         mine = [row for row in rows if row["category"] == category]
         changed = [c for c in map(record_answer_changed, mine) if c is not None]
         positions = [p for p in map(relative_error_position, mine) if p is not None]
-        cue = cues["per_category"].get(category)
+        cue = cues["per_category"].get(category) if cues else None
         if cue and cue.get("reason"):
             notes.append(f"- {category}: no cue AUC ({cue['reason']})")
         table.append([
@@ -143,13 +205,9 @@ def _production_section(rows: list[dict[str, Any]]) -> str:
             f"{sum(positions) / len(positions):.2f}" if positions else "-",
             "-" if not cue or cue["auc"] is None else f"{cue['auc']:.2f}",
         ])
-    overall = cues["overall"]
     text = ("## What the categories produce\n\nFinal answer changed: share of rows whose final answer differs from "
             "the source's (among rows where both answers were found). Error steps: mean per row. First error: "
-            "first error step ÷ number of steps, mean. Cue AUC: ROC AUC of a bag-of-words model that finds the "
-            "error steps from wording alone (grouped 5-fold cross-validation; 0.5 = no surface cue, 1 = the "
-            "wording gives every error away; recipe in the toolkit's README)" +
-            ("" if overall["auc"] is None else f"; over all categories {overall['auc']:.2f}") + ".\n\n")
+            "first error step ÷ number of steps, mean." + cue_note + "\n\n")
     text += _table(["category", "rows", "final answer changed", "error steps", "first error", "cue AUC"], table)
     return text + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
 
@@ -193,6 +251,14 @@ def _triage_sections(report: Any) -> list[str]:
         lines.append(f"`--dedup` (MinHash Jaccard over word 5-grams ≥ {report.dedup_threshold}: the same category "
                      "and source with near-identical solutions, or near-identical questions of different sources): "
                      f"{sum(d.rule.startswith('duplicate') for d in report.dropped)} dropped.")
+    hard = getattr(report, "hard_for", None)
+    if hard is not None:
+        from injector.curate.hard_for import summary_lines
+
+        lines.append(f"`--hard-for` (adversarial filtering against {len(hard.panel)} models: "
+                     f"{', '.join(hard.panel)}) dropped {len(hard.dropped)} items fewer than {hard.min_wrong} of "
+                     "them miss; the ids are in `hard-for.json`.\n\n```\n"
+                     + "\n".join(summary_lines(hard)) + "\n```")
     if report.dropped:
         lines.append(_table(["id", "category", "rule", "why"], [
             [f"`{d.id}`", d.category, d.rule, d.detail.replace("|", "\\|")] for d in report.dropped]))

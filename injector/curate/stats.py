@@ -11,7 +11,9 @@ from injector.curate.card import error_steps_inside, record_answer_changed, rela
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines, loads_bounded
 from injector.sources.labelled import check_prmbench_fields
-from injector.records.directory import Candidate, Rejection, RunDirectory, read_jsonl_numbered, read_records
+from injector.records.directory import RunDirectory
+from injector.records.jsonl import read_jsonl_numbered, read_records
+from injector.records.models import Candidate, Rejection
 
 log = logging.getLogger("injector")
 
@@ -179,6 +181,11 @@ def compute_stats(path: str | Path, *, cues: bool = False,
         from injector.triage.step_audit.routing import agreement_table, run_routing
 
         result["routing"] = agreement_table(run_routing(path))
+    if path.is_dir():
+        from injector.curate.calibration import review_figures
+
+        if (reviews := review_figures([path])) is not None:
+            result["reviews"] = reviews
     if cues:
         from injector.triage.cues import cue_records, cue_report
 
@@ -280,6 +287,10 @@ def stats_table(stats: dict[str, Any]) -> str:
         lines += routing_lines(stats["routing"])
     if with_cues:
         lines += _cue_notes(stats["cues"])
+    if "reviews" in stats:
+        from injector.curate.calibration import review_lines
+
+        lines += review_lines(stats["reviews"])
     if stats["total"]["reject_codes"]:
         lines += ["", "reject codes: " + ", ".join(f"{c} {n}" for c, n in stats["total"]["reject_codes"].items())]
     return "\n".join(lines)

@@ -135,7 +135,7 @@ class _LocalLoop:
                 self.failures.append(exc)
                 self.write_failed.set()
                 continue
-            except Exception as exc:  # authentication refused, a bug: stop the whole run
+            except Exception as exc:  # noqa: BLE001 - authentication refused, a bug: kept, raised when the run stops
                 self.failures.append(exc)
                 continue
             self.progress.record(record)

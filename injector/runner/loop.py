@@ -15,7 +15,8 @@ from injector.answer.contract import answer_mode
 from injector.engines.base import Engine
 from injector.inject.prompts import render_messages
 from injector.model.trajectory import Trajectory
-from injector.records.directory import RunDirectory, RunManifest
+from injector.records.directory import RunDirectory
+from injector.records.models import RunManifest, SourceCounts
 from injector.runner.estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from injector.runner.local import run_units
 from injector.runner.spec import (RunProgress, RunResult, RunSpec, UnitExecutor, config_hash,  # noqa: F401
@@ -105,9 +106,8 @@ def _close(run_dir: RunDirectory, manifest: RunManifest, source: TrajectoryInput
     """Compact the rejects, write the final counts into the manifest and release the run directory."""
     try:
         run_dir.compact_rejects()
-        manifest.source = source.stats.as_dict()
-        manifest.counts = run_dir.count_outcomes()
-        manifest.totals = manifest.counts.pop("totals")
+        manifest.source = SourceCounts.model_validate(source.stats.as_dict())
+        manifest.counts, manifest.totals = run_dir.count_outcomes()
         manifest.finished = utc_now()
         run_dir.write_manifest(manifest)
     except WriteFailed:

@@ -18,7 +18,8 @@ from injector.engines.base import Engine
 from injector.inject.unit import DEFAULT_MAX_ATTEMPTS, Unit
 from injector.model.codes import ReasonCode
 from injector.model.trajectory import Trajectory
-from injector.records.directory import Candidate, Rejection, RunDirectory, RunManifest
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate, Rejection, RunManifest
 from injector.sources import TrajectoryInput
 from injector.taxonomy import Category, Taxonomy
 from injector.util.errors import UserError
@@ -128,10 +129,10 @@ class RunProgress:
                 self.codes[code] = self.codes.get(code, 0) + 1
             if ReasonCode.TRANSIENT_FAILURE in record.codes and record.messages:
                 self.transient_message = record.messages[-1]
-        usage = record.provenance.get("usage") or {}
-        self.prompt_tokens += usage.get("prompt_tokens", 0)
-        self.completion_tokens += usage.get("completion_tokens", 0)
-        cost = record.provenance.get("cost")
+        usage = record.provenance.usage
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        cost = record.provenance.cost
         self.cost = None if self.cost is None or cost is None else self.cost + cost
 
 

@@ -33,7 +33,9 @@ from injector.runner.executors.ray_worker import (BatchResult, Record, ShardWork
                                                  WorkerJob, sees_run_directory)
 from injector.taxonomy.hooks import HOOK_MODULE_PREFIX
 from injector.runner.spec import RunProgress, RunSpec
-from injector.records.directory import Candidate, Rejection, RunDirectory, scan_records, unit_id
+from injector.records.directory import RunDirectory
+from injector.records.jsonl import scan_records
+from injector.records.models import Candidate, Rejection, unit_id
 from injector.runner.shards import shard_of
 from injector.inject.unit import Unit
 
@@ -88,7 +90,7 @@ def connect_ray(init_options: dict[str, Any] | None = None) -> tuple[Any, bool]:
             ray.init(address=address, namespace=RAY_NAMESPACE, **QUIET_RAY)
         else:  # address="local": a new local session, never one some earlier `ray start` left running
             ray.init(address="local", namespace=RAY_NAMESPACE, **QUIET_RAY, **(init_options or {}))
-    except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError, TimeoutError...
+    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; its first line reaches the user (exit 2)
         where = f"the Ray cluster at RAY_ADDRESS={address}" if address else "a local Ray"
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot start or reach {where} ({reason}); check it with `ray status`, or unset "
@@ -160,10 +162,10 @@ class _Dispatch:
         self.batch_size = [max(MIN_BATCH, c) for c in self.concurrency]
         self.budget = None if spec.max_cost is None else spec.max_cost / self.workers
         send_loaded_hooks_by_value()
-        manifest = run_dir.read_manifest() or {}
+        manifest = run_dir.read_manifest()
         self.job = WorkerJob(spec=spec, make_engine=executor.make_engine, workers=self.workers, concurrency=1,
                              budget=self.budget, run_path=str(run_dir.path.resolve()),
-                             config_hash=str(manifest.get("config_hash")), engine_description=engine.describe(),
+                             config_hash=str(manifest.config_hash if manifest else None), engine_description=engine.describe(),
                              append=executor.append_in_workers)
         # Actors are requested with a CPU share, so a cluster with fewer CPUs than workers still places them all.
         self.actor_class = ray.remote(ShardWorker)

@@ -14,7 +14,8 @@ from injector.engines import from_model
 from injector.engines.base import Engine
 from injector.inject.unit import inject_one
 from injector.model.trajectory import Trajectory
-from injector.records.directory import Candidate, Rejection, RunDirectory
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate, Rejection
 from injector.runner.spec import RunSpec
 from injector.util.errors import InjectorError, UserError
 
@@ -166,11 +167,11 @@ class ShardWorker:
             except InjectorError as exc:  # authentication refused, a full disk: stop this worker, and the run
                 self.failure = (str(exc), exc.exit_code)
                 return None
-            except Exception as exc:  # a bug: keep where it happened (the driver's traceback would not show it)
+            except Exception as exc:  # noqa: BLE001 - a bug: reported with where it happened (exit 1), not swallowed
                 where = traceback.format_exc(limit=-3).strip().splitlines()
                 self.failure = (f"internal error in a Ray worker: {type(exc).__name__}: {exc} ({' | '.join(where)})",
                                 1)
                 return None
-        cost = record.provenance.get("cost")
-        self.spent = None if self.spent is None or not isinstance(cost, (int, float)) else self.spent + cost
+        cost = record.provenance.cost
+        self.spent = None if self.spent is None or cost is None else self.spent + cost
         return record

@@ -6,7 +6,7 @@ import logging
 from collections import Counter
 
 from injector.records.audit_flags import StepAuditFindings
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 from injector.triage.step_audit.audit import audit_candidate
 
 log = logging.getLogger("injector")
