@@ -18,7 +18,7 @@ from injector.engines.base import TransientProviderError
 from injector.evaluate.metrics import EvalItem
 from injector.evaluate.judge import JOURNAL_FILE, LLMJudge
 from injector.evaluate.prm_server import PRMServer, PRMServerError
-from injector.records.directory import Rejection
+from injector.records.models import Rejection
 from injector.util.errors import ProviderUnreachable
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
@@ -161,5 +161,36 @@ def test_a_trickling_server_behind_the_router_is_a_transient_failure_not_a_wait(
         engine = RouterEngine(deployments, model="scripted", timeout=1.0, transient_attempts=2, backoff_seconds=0)
         record = run_one(engine)
         assert isinstance(record, Rejection) and record.codes == ["transient_failure"]
+    finally:
+        server.stop()
+
+
+def test_the_cap_is_a_flag_of_run_and_eval(scripted_server, tmp_path):
+    """`--max-answer-bytes` reaches the chat client of `inject run` and the PRM server client of `inject eval`."""
+    from click.testing import CliRunner
+
+    from injector.cli.commands import main
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"id": "t", "question": TRAJECTORY.question, "steps": STEPS, "answer": "5"}) + "\n")
+    scripted_server.script = lambda request: Reply(content="x" * 200_000)
+    run = CliRunner().invoke(main, ["run", "--category", "counterfactual", "--input", str(source), "--model",
+                                    "openai/scripted", "--api-base", scripted_server.api_base, "--out",
+                                    str(tmp_path / "run"), "--max-answer-bytes", "100000"], catch_exceptions=False)
+    assert run.exit_code == 0, run.output
+    rejects = [json.loads(line) for line in (tmp_path / "run" / "rejects.jsonl").read_text().splitlines()]
+    assert [r["codes"] for r in rejects] == [["answer_too_large"]]
+    split = tmp_path / "split.jsonl"
+    split.write_text(json.dumps({"id": "a", "category": "counterfactual", "modified_process": ["one", "two"],
+                                 "error_steps": [2]}) + "\n")
+    server = PoolingStub(pad=300_000).start()
+    try:
+        args = ["eval", str(split), "--prm-server", server.url, "--prm-model", "prm", "--out", str(tmp_path / "r"),
+                "--no-cache"]
+        capped = CliRunner().invoke(main, [*args, "--max-answer-bytes", "100000"], catch_exceptions=False)
+        assert capped.exit_code != 0 and "more than the 100,000 bytes" in capped.output
+        fits = CliRunner().invoke(main, [*args, "--max-answer-bytes", "1000000", "--out", str(tmp_path / "r2")],
+                                  catch_exceptions=False)
+        assert fits.exit_code == 0, fits.output
     finally:
         server.stop()

@@ -88,7 +88,7 @@ def test_the_judge_re_asks_once_then_counts_the_answer_invalid(split, tmp_path, 
     assert reask[3]["content"].startswith("No verdict for step(s) 2. Answer again")
     first = scripted_server.requests[0]["body"]
     assert first["response_format"]["json_schema"]["name"] == "step_verdicts" and first["temperature"] == 0.0
-    assert "## Step 3\n\nstep 3 of a::circular_logic::0" in next(
+    assert "<step_3>\nstep 3 of a::circular_logic::0\n</step_3>" in next(
         r["body"]["messages"][1]["content"] for r in scripted_server.requests
         if item_of(r["body"]) == "a::circular_logic::0")
     # 6 requests of 100 prompt and 50 completion tokens at $1 / $2 per million.

@@ -2,6 +2,7 @@
 earlier decision is never overwritten without the reviewer's confirmation (issue 27)."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -35,6 +36,9 @@ def test_twenty_quick_presses_save_at_most_one_decision_per_candidate(browser, t
         page.goto(server.url)
         for _ in range(20):
             page.keyboard.press("a")  # Playwright sends them back to back, a few ms apart
+        # The first press saved t1 and moved on to t2 (the later presses were refused; t2's earlier decision
+        # needs a confirmation the test declines): read the messages once that page has loaded.
+        page.wait_for_url(re.compile("t2"))
         page.wait_for_load_state()
         messages = page.evaluate("JSON.parse(sessionStorage.getItem('seen-messages') || '[]')")
         rows = ReviewStore(run).rows()

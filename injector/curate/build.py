@@ -80,6 +80,15 @@ class BuildRequest(BaseModel):
     require_audit_clean: bool = False
     """Leave out candidates the step audit flags (`triage/step_audit/hooks.py`)."""
 
+    @field_validator("consensus")
+    @classmethod
+    def _consensus_rule(cls, value: str | None) -> str | None:
+        if value is not None:
+            from injector.curate.review.consensus import parse_rule
+
+            parse_rule(value)  # a bad rule stops the build before anything is read
+        return value
+
     @field_validator("require", mode="before")
     @classmethod
     def _verdicts(cls, value: Any) -> tuple[str, ...]:
@@ -95,6 +104,9 @@ class BuildRequest(BaseModel):
             raise SettingsConflict("`hard_check` and `hard_min_wrong` go with `hard_for` (the panel's reports)")
         if self.private and not self.push_to_hub:
             raise SettingsConflict("`private` goes with `push_to_hub`")
+        if self.consensus is not None and self.include_unreviewed:
+            raise SettingsConflict("`consensus` and `include_unreviewed` do not go together: a consensus build takes "
+                                   "only candidates whose reviewers meet the rule; drop one of them")
         if not 0 < self.dedup_threshold <= 1:
             raise SettingsConflict(f"`dedup_threshold` {self.dedup_threshold}: give a Jaccard similarity in (0, 1], "
                                    "e.g. 0.9")
@@ -236,6 +248,9 @@ def build(request: BuildRequest) -> BuildReport:
     from injector.curate.calibration import review_figures
 
     report.reviews = review_figures(list(request.run_dirs))
+    from injector.curate.funnel import funnel
+
+    report.funnel = None if (figures := funnel(request.run_dirs, request.consensus)) is None else figures.model_dump()
     if not rows:
         left_out = (" or `require`" if report.left_out_by_verdict else "") + (
             " or `require_audit_clean`" if report.left_out_by_audit else "")

@@ -170,13 +170,6 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
     """
     from injector.taxonomy import Taxonomy
 
-    if consensus is not None:
-        from injector.curate.review.consensus import parse_rule
-
-        parse_rule(consensus)  # a bad rule stops the build before anything is read
-        if include_unreviewed:
-            raise UserError("--consensus and --include-unreviewed do not go together: a consensus build takes only "
-                            "candidates whose reviewers meet the rule; drop one of them")
     collector = _RowCollector(report=report, include_unreviewed=include_unreviewed, taxonomy=taxonomy,
                               require=require, named=Taxonomy.load(taxonomy) if taxonomy is not None else None,
                               consensus=consensus)

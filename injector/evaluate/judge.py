@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from jinja2 import FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
+from injector.triage.critique import as_data
 from injector.answer.contract import AnswerError, parse_json_object
 from injector.engines.base import ProviderError, TransientProviderError
 from injector.engines.llm import LLMEngine
@@ -47,14 +48,16 @@ def template_path(path: str | Path | None = None) -> Path:
 
 
 def judge_messages(item: EvalItem, template: str | Path | None = None) -> list[dict[str, Any]]:
-    """The system message (the same for every solution) and the user message (the question and numbered steps)."""
+    """The system message (the same for every solution) and the user message (the question and numbered steps,
+    fenced as data: `as_data`)."""
     path = template_path(template)
     environment = SandboxedEnvironment(loader=FileSystemLoader(str(path.parent)), undefined=StrictUndefined,
                                        trim_blocks=True, lstrip_blocks=True, autoescape=False)
     try:
         compiled = environment.get_template(path.name)
         system = compiled.render(part="system").strip()
-        user = compiled.render(part="user", question=item.question, steps=list(item.steps)).strip()
+        user = compiled.render(part="user", question=as_data(item.question),
+                               steps=[as_data(step) for step in item.steps]).strip()
     except TemplateError as exc:
         raise UserError(f"{path}: template error: {exc}") from None
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
