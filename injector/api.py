@@ -121,15 +121,16 @@ class RunRequest(BaseModel):
 
 def run_spec(request: RunRequest, taxonomy: Taxonomy, categories: list[Category], limit: int | None) -> RunSpec:
     """The `RunSpec` of a run request over `categories` of `taxonomy` (a dry run writes nowhere; a run without
-    `out` writes to `runs/<UTC date-time>`)."""
+    `out` writes to `runs/<UTC date-time>`); every candidate gets its step audit as it is written."""
     from injector.runner.loop import default_run_dir
     from injector.runner.spec import RunSpec
+    from injector.triage.step_audit.hooks import audit_on_write
 
     out = request.out if request.out is not None else None if request.dry_run else default_run_dir()
     return RunSpec(taxonomy=taxonomy, categories=categories, samples=request.samples, seed=request.seed,
                    output_mode=request.output_mode, limit=limit, max_attempts=request.max_attempts,
                    retry_rejects=request.retry_rejects, out=out, concurrency=request.requests_in_flight,
-                   max_cost=request.max_cost)
+                   max_cost=request.max_cost, candidate_audit=audit_on_write)  # the step audit, recorded per candidate
 
 
 def build_engine(request: RunRequest) -> Any:

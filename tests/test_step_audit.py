@@ -152,6 +152,20 @@ def test_a_hostile_line_in_an_audited_file_is_file_line_not_a_crash(tmp_path, li
     from injector.util.errors import InputError
 
     path = tmp_path / "hostile.jsonl"
-    path.write_bytes(b'{"modified_process": ["2 + 2 = 4"], "error_steps": []}\n' + line.encode("latin-1") + b"\n")
+    path.write_bytes(b'{"idx": "1", "classification": "confidence", "modified_process": ["2 + 2 = 4"], "error_steps": []}\n' + line.encode("latin-1") + b"\n")
     with pytest.raises(InputError, match=r"hostile\.jsonl:2: "):
         estimate_label_noise([path])
+
+
+def test_in_a_daemonic_process_a_sympy_link_is_skipped_not_a_crash(monkeypatch):
+    """`inject run --workers N` runs units in daemonic processes, which may not start the sympy worker: before,
+    the start raised and the audit hook dropped the whole candidate's audit."""
+    import multiprocessing
+
+    from injector.triage.step_audit.worker import SympyWorker
+
+    monkeypatch.setitem(multiprocessing.current_process()._config, "daemon", True)
+    audit = audit_steps(["So $\\log_{3} 81 = 4$ and $2 + 2 = 5$."], SympyWorker())
+    (step,) = audit.steps
+    assert [check.relation for check in step.checks] == ["2 + 2 = 5"] and step.skipped == 1
+    assert audit.skip_reasons == {"no sympy worker in a daemonic process": 1}

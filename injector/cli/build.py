@@ -40,6 +40,8 @@ from injector.cli.base import examples, invocation, main
 @click.option("--decontaminate-field", metavar="FIELD",
               help="The benchmark files' question field (default: question, problem, original_question or "
                    "modified_question).")
+@click.option("--require-audit-clean", is_flag=True, help="Leave out candidates the step audit flags (a false "
+              "relation in a step not labelled an error, ...; docs/step-audit.md); counted in the card.")
 @click.option("--hard-for", "hard_for", multiple=True, type=click.Path(), metavar="REPORT",
               help="An `inject eval` report of a panel model (repeatable): keep only the items at least "
                    "--hard-min-wrong of them miss at the first error step.")
@@ -64,6 +66,8 @@ def build(**options) -> None:
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "
                f"reviewers, {report.unreviewed_left_out} unreviewed left out"
                + (f", {left_out} left out by --require" if report.required else "")
+               + (f", {sum(report.left_out_by_audit.values())} left out by --require-audit-clean"
+                  if options.get("require_audit_clean") else "")
                + (f", {len(report.dropped)} dropped by --decontaminate/--dedup (listed in the card)"
                   if options["decontaminate"] or options["dedup"] else ""))
     if report.hard_for is not None:

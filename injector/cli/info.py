@@ -73,23 +73,30 @@ def stats(path, as_json, plots, cues, taxonomy_path) -> None:
 
 @main.command(epilog=examples(
     "inject audit PRMBench/data/circular.jsonl", "inject audit splits/v1/prmbench/circular.jsonl --json --report-only",
-    "inject audit mine.jsonl --taxonomy my/taxonomy.yaml && publish mine.jsonl"))
+    "inject audit mine.jsonl --taxonomy my/taxonomy.yaml && publish mine.jsonl",
+    "inject audit PRMBench/data/confidence.jsonl --steps", "inject audit processbench/gsm8k.jsonl --steps --json"))
 @click.argument("file", type=click.Path())
 @click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True,
               help="The file's record format (PRMBench's JSONL, the one format audited so far).")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH", help="A bundled taxonomy or a YAML file.")
 @click.option("--json", "as_json", is_flag=True, help="Print every record's verdict as JSON lines.")
 @click.option("--report-only", is_flag=True, help="Exit 0 even when records fail the audit (default: exit 4).")
-def audit(file, input_format, taxonomy_path, as_json, report_only) -> None:
+@click.option("--steps", is_flag=True, help="The step audit instead: every closed relation of every step checked "
+              "exactly, flags per item, and the label-noise estimate (flagged items per 100 with a Wilson interval, "
+              "per category, and coverage). Reads PRMBench, ProcessBench and split files, or a directory of them.")
+def audit(file, input_format, taxonomy_path, as_json, report_only, steps) -> None:
     """Audit a benchmark file, or a split directory `inject build` wrote, against the toolkit's rules: each
     record's verdict, then a summary; for a split, also every source problem found on two sides of it.
 
-    Exits 4 when any record fails the audit or a problem is on two sides, so a pipeline can gate on it
+    Exits 4 when any record fails the audit or a problem is on two sides (--steps: any item is flagged), so a
+    pipeline can gate on it
     (--report-only: exit 0).
     """
     import json
     from pathlib import Path
 
+    if steps:
+        return _audit_steps(file, taxonomy_path, as_json, report_only)
     from injector.curate.audit import audit_prmbench, audit_split, audit_table
     from injector.util.errors import AuditFailed
     from injector.taxonomy import Taxonomy
@@ -112,6 +119,21 @@ def audit(file, input_format, taxonomy_path, as_json, report_only) -> None:
                           "again: `inject build` keeps a problem on one side); exit 4, --report-only exits 0")
     if invalid and not report_only:
         raise AuditFailed(f"{file}: {invalid} of {len(report.records)} records fail the audit "
+                          "(exit 4; --report-only exits 0)")
+
+
+def _audit_steps(file: str, taxonomy_path: str | None, as_json: bool, report_only: bool) -> None:
+    from pathlib import Path
+
+    from injector.taxonomy import Taxonomy
+    from injector.triage.step_audit.report import audit_steps_of_file, item_lines, json_lines, noise_table
+    from injector.util.errors import AuditFailed
+
+    report = audit_steps_of_file(Path(file), Taxonomy.load(taxonomy_path))
+    click.echo("\n".join(json_lines(report) if as_json else item_lines(report)))
+    click.echo(noise_table(report.estimate), err=as_json)
+    if report.flagged and not report_only:
+        raise AuditFailed(f"{file}: {report.flagged} of {len(report.items)} items flagged by the step audit "
                           "(exit 4; --report-only exits 0)")
 
 

@@ -77,6 +77,8 @@ class BuildRequest(BaseModel):
     cue_sample: int = Field(default=5000, ge=10)
     consensus: str | None = None
     """Only candidates whose reviewers meet this rule: `K-of-N` or `adjudicated` (`review/consensus.py`)."""
+    require_audit_clean: bool = False
+    """Leave out candidates the step audit flags (`triage/step_audit/hooks.py`)."""
 
     @field_validator("consensus")
     @classmethod
@@ -196,6 +198,9 @@ def _count_verdicts(report: BuildReport, rows: list[SplitRow]) -> None:
     """The verdicts of the rows into the report (those of verified runs only)."""
     for row in rows:
         report.verdicts[(row.category, row._verdict)] += 1
+        if row._audit_flagged is not None:
+            report.audited[row.category] += 1
+            report.audit_flagged[row.category] += row._audit_flagged
     report.verdicts = Counter({key: n for key, n in report.verdicts.items() if key[1] is not None})
 
 
@@ -233,7 +238,8 @@ def build(request: BuildRequest) -> BuildReport:
         raise UserError(f"{out} is not empty; choose another `out` or pass `overwrite`")
     report = BuildReport(out_dir=out, required=request.require,
                          dedup_threshold=request.dedup_threshold if request.dedup else None,
-                         cue_sample=request.cue_sample if request.cues else None)
+                         cue_sample=request.cue_sample if request.cues else None,
+                         require_audit_clean=request.require_audit_clean)
     benchmark = _read_benchmarks(request, report)
     # Every row is read and checked before anything is written.
     rows = collect_rows(request.run_dirs, include_unreviewed=request.include_unreviewed,
@@ -246,7 +252,8 @@ def build(request: BuildRequest) -> BuildReport:
 
     report.funnel = None if (figures := funnel(request.run_dirs, request.consensus)) is None else figures.model_dump()
     if not rows:
-        left_out = " or `require`" if report.left_out_by_verdict else ""
+        left_out = (" or `require`" if report.left_out_by_verdict else "") + (
+            " or `require_audit_clean`" if report.left_out_by_audit else "")
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "
                         "RUN_DIR`), or pass `include_unreviewed`")
     rows = _hard_rows(request, report, rows)

@@ -41,3 +41,9 @@ class BuildReport:
     """`hard_for.HardFilter`: what `hard_for` kept and dropped, and the ranking change."""
     cue_sample: int | None = None
     """Rows per category the card's cue probe read at most (None: no cue figures)."""
+    require_audit_clean: bool = False
+    left_out_by_audit: Counter = field(default_factory=Counter)
+    """category -> candidates `require_audit_clean` left out (a step-audit flag)."""
+    audit_flagged: Counter = field(default_factory=Counter)
+    """category -> rows of the split with a step-audit flag (audited rows in `audited`)."""
+    audited: Counter = field(default_factory=Counter)

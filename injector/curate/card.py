@@ -236,12 +236,16 @@ def _triage_sections(report: Any) -> list[str]:
         parts.append("## Triage verdicts\n\nThe blind judge's verdict (`inject verify`) on the rows of this split, "
                      "per category (`unverified`: the run was verified, this candidate not yet):\n\n"
                      + verdict_table(report.verdicts) + "\n")
+    parts.extend(_step_audit_section(report))
     lines = []
     if report.required:
         left_out = sum(report.left_out_by_verdict.values())
         lines.append(f"`--require {','.join(report.required)}` kept only candidates with "
                      f"{'that verdict' if len(report.required) == 1 else 'those verdicts'}; it left out {left_out}"
                      + (":\n\n" + verdict_table(report.left_out_by_verdict) if left_out else "."))
+    if report.require_audit_clean:
+        lines.append(f"`--require-audit-clean` left out {sum(report.left_out_by_audit.values())} candidates with a "
+                     "step-audit flag" + "".join(f"; {c}: {n}" for c, n in sorted(report.left_out_by_audit.items())))
     if report.benchmark_files:
         files = ", ".join(f"`{name}`" for name in report.benchmark_files)
         lines.append(f"`--decontaminate` checked every question against the {report.benchmark_questions} questions "
@@ -266,3 +270,14 @@ def _triage_sections(report: Any) -> list[str]:
         parts.append("## Left out\n\n" + "\n\n".join(lines) + "\n")
     return parts
 
+
+
+def _step_audit_section(report: Any) -> list[str]:
+    """Rows of the split the step audit flagged (a false relation in an unlabelled step, ...), per category."""
+    if not report.audited:
+        return []
+    from injector.triage.step_audit.hooks import flag_table
+
+    return ["## Step audit\n\nEvery closed relation of every step evaluated exactly (docs/step-audit.md); a flag "
+            "marks a row whose labels the arithmetic disagrees with, for a reviewer to judge:\n\n"
+            + flag_table(report.audit_flagged, report.audited) + "\n"]

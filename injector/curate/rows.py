@@ -15,6 +15,7 @@ from injector.records.directory import RunDirectory
 from injector.model.problem import row_problem_key
 from injector.model.provenance import Provenance
 from injector.records.models import Candidate
+from injector.triage.step_audit.hooks import flagged_for_build
 from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
@@ -123,12 +124,16 @@ class _RowCollector:
             return
         if decision is not None:
             candidate = apply_decision(candidate, decision)
+        flagged = flagged_for_build(candidate, decision is not None, self.report.require_audit_clean)
+        if self.report.require_audit_clean and flagged:
+            self.report.left_out_by_audit[candidate.category] += 1
+            return
         category = run.categories.get(candidate.category, {})
         _check_classification(run.path, candidate, run.categories)
         self.rows.append(_row(candidate, run.path.name, category.get("domain", ""),
                               category.get("name", candidate.category), reviewed=decision is not None,
                               reviewer=decision.reviewer if decision else "", config_hash=run.config_hash))
-        self.rows[-1]._verdict = verdict
+        self.rows[-1]._verdict, self.rows[-1]._audit_flagged = verdict, flagged
         self.sources.setdefault(candidate.trajectory_id, candidate)
 
     @staticmethod

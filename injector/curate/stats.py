@@ -12,6 +12,7 @@ from injector.curate.rows import CORRECT
 from injector.util.money import money
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines, loads_bounded
+from injector.sources.labelled import check_prmbench_fields
 from injector.records.directory import RunDirectory
 from injector.records.jsonl import read_jsonl_numbered, read_records
 from injector.records.models import Candidate, Rejection
@@ -93,16 +94,7 @@ def _classifications(taxonomy: Any) -> dict[str, str]:
 def _prmbench_records(path: Path, by_classification: dict[str, str]) -> Iterator[dict[str, Any]]:
     """The records of one PRMBench-format file, each checked for the fields the numbers need."""
     for number, record in jsonl_lines(path, "each line must be one PRMBench-format record"):
-        if not isinstance(record, dict) or not isinstance(record.get("classification"), str):
-            raise InputError(path, number, "a PRMBench record needs a classification string, "
-                             "original_process, modified_process and error_steps")
-        for field in ("original_process", "modified_process"):
-            if not isinstance(record.get(field), list) or not all(isinstance(s, str) for s in record[field]):
-                raise InputError(path, number, f"{field} must be a list of step strings")
-        errors = record.get("error_steps")
-        if not isinstance(errors, list) or not all(isinstance(k, int) and not isinstance(k, bool)
-                                                   for k in errors):
-            raise InputError(path, number, "error_steps must be a list of 1-based step numbers")
+        check_prmbench_fields(record, path, number)
         classification = record["classification"]
         yield {**record, "category": by_classification.get(classification, classification),
                "_where": (path, number)}
@@ -130,7 +122,13 @@ def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, An
         "tokens": tokens,
         "cost": cost,
         "cost_known": cost is not None or provenance.get("engine") in ("offline", "source"),
+        "audit_flagged": _audit_flagged(record.get("step_audit")),
     }
+
+
+def _audit_flagged(recorded: Any) -> bool | None:
+    """Whether the step audit recorded a flag on the candidate (`Candidate.step_audit`); None: not audited."""
+    return bool(recorded.get("findings")) if isinstance(recorded, dict) else None
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -176,7 +174,7 @@ def compute_stats(path: str | Path, *, cues: bool = False,
         "category": pl.Utf8, "status": pl.Utf8, "in_split": pl.Boolean, "codes": pl.List(pl.Utf8),
         "steps": pl.Int64,
         "position": pl.Float64, "error_steps": pl.Int64, "answer_changed": pl.Boolean, "tokens": pl.Int64,
-        "cost": pl.Float64, "cost_known": pl.Boolean,
+        "cost": pl.Float64, "cost_known": pl.Boolean, "audit_flagged": pl.Boolean,
     })
     result: dict[str, Any] = {"path": str(path), "categories": {}}
     for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
@@ -185,6 +183,10 @@ def compute_stats(path: str | Path, *, cues: bool = False,
     verdicts = verdict_counts(path)
     if verdicts is not None:
         result["verdicts"] = verdicts
+    if verdicts is not None or result["total"]["audit_checked"]:
+        from injector.triage.step_audit.routing import agreement_table, run_routing
+
+        result["routing"] = agreement_table(run_routing(path))
     if path.is_dir():
         from injector.curate.calibration import review_figures
 
@@ -254,6 +256,8 @@ def _summarize(group: Any, pl: Any) -> dict[str, Any]:
         "error_position_histogram": dict(zip(["0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1"], bins)),
         "tokens": int(group["tokens"].sum()),
         "cost": _round(group["cost"].drop_nulls().sum(), 6) if known else None,
+        "audit_checked": int(group["audit_flagged"].drop_nulls().len()),
+        "audit_flagged": int(group["audit_flagged"].drop_nulls().sum()),
     }
 
 
@@ -283,8 +287,13 @@ def stats_table(stats: dict[str, Any]) -> str:
                   f"{candidates} solutions where both final answers were found (\\boxed{{}} or `# Answer`)"]
     if total.get("correct_control"):
         lines += ["", f"correct controls: {total['correct_control']} (source solutions, not reviewed)"]
+    lines += _audit_lines(stats)
     if "verdicts" in stats:
         lines += _verdict_lines(stats["verdicts"])
+    if "routing" in stats:
+        from injector.triage.step_audit.routing import routing_lines
+
+        lines += routing_lines(stats["routing"])
     if "funnel" in stats:
         from injector.curate.funnel import funnel_lines
 
@@ -298,6 +307,15 @@ def stats_table(stats: dict[str, Any]) -> str:
     if stats["total"]["reject_codes"]:
         lines += ["", "reject codes: " + ", ".join(f"{c} {n}" for c, n in stats["total"]["reject_codes"].items())]
     return "\n".join(lines)
+
+
+def _audit_lines(stats: dict[str, Any]) -> list[str]:
+    """Flagged / audited candidates per category (the step audit `inject run` recorded), when any was audited."""
+    rows = [*stats["categories"].items(), ("total", stats["total"])]
+    if not stats["total"].get("audit_checked"):
+        return []
+    return ["", "step audit (flagged / audited candidates): " + ", ".join(
+        f"{name} {row['audit_flagged']}/{row['audit_checked']}" for name, row in rows if row.get("audit_checked"))]
 
 
 def _verdict_lines(verdicts: dict[str, dict[str, int]]) -> list[str]:

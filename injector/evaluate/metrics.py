@@ -16,7 +16,9 @@
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -246,13 +248,91 @@ def candidate_thresholds(items: Iterable[EvalItem], scores: Scores) -> list[floa
 
 def sweep_threshold(items: Sequence[EvalItem], scores: Scores, metric: str) -> tuple[float | None, float | None]:
     """The threshold among `candidate_thresholds` that maximises `metric` on `items` (ties: the smallest), and its
-    value; (None, None) when the metric is undefined at every threshold."""
+    value; (None, None) when the metric is undefined at every threshold.
+
+    The value at every threshold comes from one sort and running counts (`sweep_values`), O(n log n), the same
+    figures `metric_value` gives at each threshold (which would cost a full pass per threshold)."""
+    thresholds = candidate_thresholds(items, scores)
     best: tuple[float | None, float | None] = (None, None)
-    for threshold in candidate_thresholds(items, scores):
-        value = metric_value(metric, items, scores, threshold)
+    for threshold, value in zip(thresholds, sweep_values(items, scores, metric, thresholds)):
         if value is not None and (best[1] is None or value > best[1]):
             best = (threshold, value)
     return best
+
+
+def sweep_values(items: Sequence[EvalItem], scores: Scores, metric: str,
+                 thresholds: Sequence[float]) -> list[float | None]:
+    """`metric_value(metric, items, scores, t)` for every t of the ascending `thresholds`, in one pass."""
+    for item in items:  # the per-threshold pass refuses a score list whose length is not the steps' (zip strict)
+        item_scores = scores.get(item.id)
+        if item.error_steps is not None and item_scores is not None and len(item_scores) != len(item.steps):
+            item_vector(item, scores, LabelRule("threshold", DEFAULT_THRESHOLD))
+    if metric == "prmscore":
+        if not items or any(item.error_steps is None for item in items):
+            return [None] * len(thresholds)
+        return _prmscore_sweep(items, scores, thresholds)
+    return _processbench_sweep(items, scores, thresholds)
+
+
+def _prmscore_sweep(items: Sequence[EvalItem], scores: Scores, thresholds: Sequence[float]) -> list[float | None]:
+    """Overall PRMScore per threshold: a step is predicted positive when its score is above the threshold, so
+    TP(t) = correct steps scoring above t, FP(t) = error steps scoring above t (pooled: error and multi-solution
+    categories, as `prmbench_from_totals`)."""
+    kinds = {item.category: item.kind for item in items}
+    correct_steps: list[float] = []
+    error_steps: list[float] = []
+    for item in items:
+        item_scores = scores.get(item.id)
+        if kinds[item.category] == CORRECT or item_scores is None:
+            continue
+        for reference, score in zip(item.step_labels or [], item_scores):
+            (correct_steps if reference else error_steps).append(score)
+    correct_steps.sort()
+    error_steps.sort()
+    values: list[float | None] = []
+    for threshold in thresholds:
+        tp = len(correct_steps) - bisect.bisect_right(correct_steps, threshold)
+        fp = len(error_steps) - bisect.bisect_right(error_steps, threshold)
+        total = [tp, fp, len(error_steps) - fp, len(correct_steps) - tp] + [0] * (len(VECTOR) - 4)
+        values.append(step_figures(total, f1_only=False)["prmscore"])
+    return values
+
+
+def _processbench_sweep(items: Sequence[EvalItem], scores: Scores,
+                        thresholds: Sequence[float]) -> list[float | None]:
+    """ProcessBench's F1 per threshold. A solution's first-error prediction is right on an interval of
+    thresholds: with an error at step f, from its score s_f up to (not including) the lowest score before f;
+    without one, below its lowest score. Each interval is added to a difference array over the thresholds."""
+    size = len(thresholds)
+    error_right, correct_right = [0] * (size + 1), [0] * (size + 1)
+    n_error = n_correct = 0
+    for item in items:
+        has_error = item.first_error is not None
+        n_error, n_correct = n_error + has_error, n_correct + (not has_error)
+        item_scores = scores.get(item.id)
+        if item_scores is None:
+            continue
+        shown = list(item_scores[:len(item.steps)])
+        if has_error:
+            first = item.first_error or 0
+            if first > len(shown):
+                continue
+            low, high = shown[first - 1], min(shown[:first - 1], default=math.inf)
+        else:
+            low, high = -math.inf, min(shown, default=math.inf)
+        start, end = bisect.bisect_left(thresholds, low), bisect.bisect_left(thresholds, high)
+        if start < end:
+            tally = error_right if has_error else correct_right
+            tally[start] += 1
+            tally[end] -= 1
+    values: list[float | None] = []
+    running_error = running_correct = 0
+    for index in range(size):
+        running_error += error_right[index]
+        running_correct += correct_right[index]
+        total = [0] * 6 + [running_error, n_error, running_correct, n_correct]
+        values.append(accuracy_figures(total)["f1"])
+    return values
 
 
 def error_detection_curve(items: Sequence[EvalItem], scores: Scores,

@@ -19,6 +19,7 @@ from injector.taxonomy import Taxonomy
 from injector.evaluate.metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
 from injector.evaluate.protocols import PRMBENCH, STRICT, check_protocol
 from injector.util.json_bounds import jsonl_lines
+from injector.sources.labelled import detect_labelled_format as detect_split_format
 from injector.model.split_row import SplitRow
 
 CONTROL_CATEGORY = "correct"  # the category `inject build --include-sources` gives the source solutions
@@ -211,19 +212,6 @@ def _steps(record: dict, key: str, location: tuple[str, int | None]) -> tuple[st
     if not isinstance(steps, list) or not steps or not all(isinstance(step, str) for step in steps):
         raise InputError(*location, f"`{key}` must be a non-empty list of step texts")
     return tuple(steps)
-
-
-def detect_split_format(record: Any) -> str | None:
-    """The format of a record: an `inject build` row, a PRMBench record or a ProcessBench one (None: none)."""
-    if not isinstance(record, dict):
-        return None
-    if "steps" in record and "label" in record:
-        return "processbench"
-    if "modified_process" in record and "id" in record and "category" in record:
-        return "split"
-    if "modified_process" in record and "classification" in record:
-        return "prmbench"
-    return None
 
 
 def _read_jsonl(path: Path, reader: _Reader) -> None:

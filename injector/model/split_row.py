@@ -65,6 +65,7 @@ class SplitRow(BaseModel):
     # What a build needs while it assembles the rows, never written.
     _config_hash: str = PrivateAttr(default="")
     _verdict: str | None = PrivateAttr(default=None)
+    _audit_flagged: bool | None = PrivateAttr(default=None)
 
     def record(self) -> dict[str, Any]:
         """The row as the split's files hold it (a JSON object; the columns in order)."""

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from injector.answer.contract import FullAnswer, MultiSolutionAnswer
 from injector.model.provenance import Provenance, Usage
 from injector.model.trajectory import Trajectory
+from injector.records.audit_flags import StepAuditFindings
 
 CANDIDATES_FILE = "candidates.jsonl"
 REJECTS_FILE = "rejects.jsonl"
@@ -78,6 +79,8 @@ class Candidate(StoredRecord):
     """The trajectory's images, by reference (paths or URLs), never their data."""
     problem_key: str | None = None
     """The source problem (`injector.model.problem.trajectory_problem_key`): splits keep one problem on one side."""
+    step_audit: StepAuditFindings | None = None
+    """The step audit's flags, recorded as the candidate is written (injector/triage/step_audit/)."""
 
     @field_validator("explanations")
     @classmethod

@@ -129,6 +129,7 @@ class _LocalLoop:
                                           sample=unit.sample, seed=spec.seed, max_attempts=spec.max_attempts,
                                           output_mode=spec.output_mode,
                                           read_cache=unit.id not in self.written.rejected)
+                record = spec.audited(record)
                 self.run_dir.append(record)
             except WriteFailed as exc:  # nothing more can be written: stop now, not after the requests in flight
                 self.failures.append(exc)

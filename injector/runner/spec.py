@@ -59,6 +59,15 @@ class RunSpec(BaseModel):
     """Units in flight."""
     max_cost: float | None = Field(default=None, ge=0)
     """Dollars this invocation may spend; reaching it raises `BudgetExceeded` (resumable)."""
+    candidate_audit: Callable[[Candidate], Candidate] | None = None
+    """Called on every candidate before it is written (`inject run`: the step audit, which records its flags on
+    the candidate); a module-level function, so process and Ray workers receive it."""
+
+    def audited(self, record: Candidate | Rejection) -> Candidate | Rejection:
+        """`record` as it is written: a candidate passed through `candidate_audit`, a reject as it is."""
+        if self.candidate_audit is None or not isinstance(record, Candidate):
+            return record
+        return self.candidate_audit(record)
 
     def units(self, trajectories: Iterable[Trajectory], categories: list[Category]) -> Iterator[Unit]:
         """Every unit of `categories` (those of the spec the engine can make), in order, up to `limit`."""

@@ -58,6 +58,7 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool, budget: Di
     original, modified = candidate.original_process, shown.modified_process
     changed, errors = set(shown.modified_steps), set(shown.error_steps)
     explanations = shown.explanations or {}
+    flags = candidate.step_audit.findings if candidate.step_audit else []  # as the run recorded them
     out: list[tuple[str, int | None]] = []  # each row, and its step when it is a plain unchanged one
     for i, j in _rows(original, modified):
         if j is None:
@@ -79,6 +80,10 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool, budget: Di
                          _badge("error", "error") if step in errors else ""])
         if step in errors and str(step) in explanations:
             right += f'<div class="explanation">explanation: {e(explanations[str(step)])}</div>'
+        flagged = [flag for flag in flags if flag.step == step]
+        for flag in flagged:
+            marks += _badge("audit flag", "error")
+            right += f'<div class="explanation audit-flag">step audit: {e(flag.message)}</div>'
         box = "" if multi else (f'<label class="fix"><input type="checkbox" class="err-box" value="{step}"'
                                 f'{" checked" if step in errors else ""}> error</label>')
         # A newline right after <textarea> is dropped by the HTML parser, so one is added to keep the text exact.
@@ -87,7 +92,7 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool, budget: Di
         out.append((f'<tr class="step {classes}" data-step="{step}"><td class="n">{"" if i is None else i + 1}</td>'
                     f'<td class="text orig{_tex(original[i] if i is not None else "")}">{left}</td>'
                     f'<td class="n">{step}</td><td class="text mod{_tex(modified[j])}">{right}</td>'
-                    f'<td class="marks">{marks}{fix}</td></tr>', None if classes or i is None else step))
+                    f'<td class="marks">{marks}{fix}</td></tr>', None if classes or i is None or flagged else step))
     return ('<table class="steps"><thead><tr><th>#</th><th>original</th><th>#</th><th>modified</th>'
             '<th>marks</th></tr></thead><tbody>' + "".join(collapse(out)) + "</tbody></table>")
 

@@ -159,6 +159,7 @@ class ShardWorker:
                 record = await inject_one(spec.taxonomy, category, trajectory, self.engine, sample=sample,
                                           seed=spec.seed, max_attempts=spec.max_attempts,
                                           output_mode=spec.output_mode, read_cache=read_cache)
+                record = spec.audited(record)
                 if self.run_dir is not None:
                     if not driver_holds_run(self.run_dir.path, self.job.driver, lock_required=self.job.append is None):
                         # The driver is gone (a resume may hold the directory now): write nothing more.

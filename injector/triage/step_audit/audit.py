@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from injector.records.audit_flags import Finding, StepAuditFindings
+from injector.sources.labelled import StepRecord
 from injector.triage.step_audit.check import LinkCheck, check_link
 from injector.triage.step_audit.relations import find_links
 from injector.triage.step_audit.worker import SympyWorker
@@ -70,21 +72,6 @@ def audit_steps(steps: list[str], worker: SympyWorker | None = None) -> Solution
     return SolutionAudit(steps=audits, skip_reasons=dict(reasons))
 
 
-FindingKind = Literal["unlabelled_false_step", "error_step_true", "error_step_out_of_range"]
-
-
-class Finding(BaseModel):
-    """One flag on a labelled record. The record's labels are never changed; a reviewer decides."""
-
-    kind: FindingKind
-    step: int
-    """1-based step number (for an out-of-range index: the index as labelled)."""
-    relation: str = ""
-    written_value: str = ""
-    true_value: str = ""
-    message: str
-
-
 class RecordAudit(BaseModel):
     """A labelled record's audit: the per-step checks and the flags."""
 
@@ -96,9 +83,17 @@ class RecordAudit(BaseModel):
     error_steps: list[int] = Field(default_factory=list)
     solution: SolutionAudit
 
+    def recorded(self) -> StepAuditFindings:
+        """What a candidate keeps of this audit."""
+        agreeing = sum(len(step.false_checks) for step in self.solution.steps if step.step in self.error_steps)
+        return StepAuditFindings(steps=self.steps, checked_steps=self.checked_steps, findings=self.findings,
+                                 false_in_error_steps=agreeing)
+
 
 def _record_fields(record: Any) -> tuple[str, list[str], list[int], list[int]]:
     """(id, steps, error steps, modified steps) of a Candidate, a PRMBench record or a split row."""
+    if isinstance(record, StepRecord):
+        return record.id, record.modified_process, record.error_steps, record.modified_steps
     data = record.model_dump() if hasattr(record, "model_dump") else dict(record)
     steps = data.get("modified_process")
     if not isinstance(steps, list):

@@ -3,17 +3,17 @@ audit's coverage (the share of steps it could check), on PRMBench-, ProcessBench
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from injector.triage.step_audit.audit import RecordAudit, audit_candidate
 from injector.triage.step_audit.worker import SympyWorker
+from injector.sources.labelled import LabelledLine, labelled_lines, step_record
+from injector.taxonomy import Taxonomy
 from injector.util.errors import InputError
-from injector.util.json_bounds import jsonl_lines
 
 
 def wilson_interval(flagged: int, total: int, z: float = 1.959964) -> tuple[float, float]:
@@ -43,60 +43,77 @@ class CategoryNoise(BaseModel):
 
 
 class NoiseEstimate(BaseModel):
-    """A file's estimate: every category, all of them together, and each item's audit."""
+    """A file's estimate: every category, all of them together, and (when kept) each item's audit."""
 
     path: str
     categories: list[CategoryNoise]
     overall: CategoryNoise
-    audits: list[RecordAudit]
+    audits: list[RecordAudit] = Field(default_factory=list)
 
 
-def _normalised(value: dict[str, Any], location: str) -> tuple[dict[str, Any], str]:
-    """A record as `audit_candidate` reads it, and its category; InputError on a record of no known format."""
-    if "modified_process" in value:
-        category = value.get("category") or value.get("classification")
-        return value, str(category or "unknown")
-    if "steps" in value and "label" in value:  # ProcessBench: label = 0-based first wrong step, -1 for none
-        label = int(value["label"])
-        return ({"id": value.get("id", location), "modified_process": value["steps"],
-                 "error_steps": [label + 1] if label >= 0 else [], "modified_steps": []},
-                str(value.get("subset") or value.get("category") or "processbench"))
-    raise ValueError("not a PRMBench, ProcessBench or split record (no `modified_process`, no `steps` + `label`)")
+class _Counts:
+    """One category's running counts (no audit kept: a file of any size costs the same memory)."""
+
+    def __init__(self) -> None:
+        self.items = self.flagged = self.steps = self.checked = 0
+        self.kinds: Counter[str] = Counter()
+
+    def add(self, audit: RecordAudit) -> None:
+        self.items += 1
+        self.flagged += bool(audit.findings)
+        self.steps += audit.steps
+        self.checked += audit.checked_steps
+        self.kinds.update(finding.kind for finding in audit.findings)
+
+    def summary(self, category: str) -> CategoryNoise:
+        low, high = wilson_interval(self.flagged, self.items)
+        return CategoryNoise(category=category, items=self.items, flagged_items=self.flagged,
+                             per_100=100 * self.flagged / self.items if self.items else 0.0, low_per_100=100 * low,
+                             high_per_100=100 * high, steps=self.steps, checked_steps=self.checked,
+                             coverage=self.checked / self.steps if self.steps else 0.0, findings=dict(self.kinds))
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, value in jsonl_lines(path):
-        if not isinstance(value, dict):
-            raise InputError(path, number, "a JSON object expected")
-        yield number, value
+class NoiseTally:
+    """The label-noise estimate, built one audit at a time."""
+
+    def __init__(self) -> None:
+        self.by_category: dict[str, _Counts] = defaultdict(_Counts)
+        self.overall = _Counts()
+
+    def add(self, audit: RecordAudit) -> None:
+        self.by_category[audit.category].add(audit)
+        self.overall.add(audit)
+
+    def estimate(self, path: str, audits: list[RecordAudit] | None = None) -> NoiseEstimate:
+        return NoiseEstimate(path=path, categories=[self.by_category[name].summary(name)
+                                                    for name in sorted(self.by_category)],
+                             overall=self.overall.summary("all"), audits=audits or [])
 
 
-def _summary(category: str, audits: list[RecordAudit]) -> CategoryNoise:
-    flagged = sum(bool(audit.findings) for audit in audits)
-    low, high = wilson_interval(flagged, len(audits))
-    steps, checked = sum(a.steps for a in audits), sum(a.checked_steps for a in audits)
-    kinds: dict[str, int] = defaultdict(int)
-    for audit in audits:
-        for finding in audit.findings:
-            kinds[finding.kind] += 1
-    return CategoryNoise(category=category, items=len(audits), flagged_items=flagged,
-                         per_100=100 * flagged / len(audits) if audits else 0.0, low_per_100=100 * low,
-                         high_per_100=100 * high, steps=steps, checked_steps=checked,
-                         coverage=checked / steps if steps else 0.0, findings=dict(kinds))
+def _classifications(taxonomy: Taxonomy | None) -> dict[str, str]:
+    return {category.classification: category.id for category in (taxonomy or Taxonomy.load()).categories}
 
 
-def estimate_label_noise(paths: list[Path], worker: SympyWorker | None = None) -> NoiseEstimate:
-    """Audit every record of the files and estimate, per category, the share of items with a flag."""
-    by_category: dict[str, list[RecordAudit]] = defaultdict(list)
+def audit_labelled(paths: list[Path], worker: SympyWorker | None = None,
+                   taxonomy: Taxonomy | None = None) -> Iterator[tuple[LabelledLine, RecordAudit]]:
+    """Every record of the files, audited (PRMBench's classifications named by the taxonomy's category ids)."""
+    by_classification = _classifications(taxonomy)
     for path in paths:
-        for number, value in _records(Path(path)):
+        for line in labelled_lines(Path(path)):
+            record = step_record(line, by_classification)
             try:
-                record, category = _normalised(value, f"{path}:{number}")
-                audit = audit_candidate(record, category, worker)
+                audit = audit_candidate(record, record.category, worker)
             except (ValueError, TypeError) as exc:
-                raise InputError(Path(path), number, str(exc).splitlines()[0]) from None
-            by_category[category].append(audit)
-    everything = [audit for audits in by_category.values() for audit in audits]
-    return NoiseEstimate(path=", ".join(str(p) for p in paths),
-                         categories=[_summary(name, by_category[name]) for name in sorted(by_category)],
-                         overall=_summary("all", everything), audits=everything)
+                raise InputError(line.path, line.number, str(exc).splitlines()[0]) from None
+            yield line, audit
+
+
+def estimate_label_noise(paths: list[Path], worker: SympyWorker | None = None,
+                         taxonomy: Taxonomy | None = None) -> NoiseEstimate:
+    """Audit every record of the files and estimate, per category, the share of items with a flag (every
+    item's audit kept in `audits`)."""
+    tally, audits = NoiseTally(), []
+    for _, audit in audit_labelled(paths, worker, taxonomy):
+        tally.add(audit)
+        audits.append(audit)
+    return tally.estimate(", ".join(str(p) for p in paths), audits)

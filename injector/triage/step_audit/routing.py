@@ -8,10 +8,12 @@ step is valid: they can only *support* a disagreement another signal raises, nev
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
+from injector.records.audit_flags import StepAuditFindings
 from injector.triage.step_audit.audit import RecordAudit
 from injector.triage.verdicts import VerifyRecord
 
@@ -37,14 +39,15 @@ class Routing(BaseModel):
     """The signals that disagree with the labels, shown to the reviewer."""
 
 
-def algebra_opinion(audit: RecordAudit | None) -> Opinion:
+def algebra_opinion(audit: RecordAudit | StepAuditFindings | None) -> Opinion:
     """A flag disagrees; an item whose error steps hold a checkably false relation and no flag agrees."""
+    if isinstance(audit, RecordAudit):
+        audit = audit.recorded()
     if audit is None:
         return "silent"
     if audit.findings:
         return "disagree"
-    error_checks = [check for step in audit.solution.steps if step.step in audit.error_steps for check in step.checks]
-    return "agree" if any(check.status == "false" for check in error_checks) else "silent"
+    return "agree" if audit.false_in_error_steps else "silent"
 
 
 def judge_opinion(verdict: VerifyRecord | None) -> Opinion:
@@ -64,7 +67,8 @@ def rollout_opinion(verdict: VerifyRecord | None) -> Opinion:
     return "agree" if drop >= ROLLOUT_DROP else "disagree"
 
 
-def route(item_id: str, category: str, audit: RecordAudit | None, verdict: VerifyRecord | None) -> Routing:
+def route(item_id: str, category: str, audit: RecordAudit | StepAuditFindings | None,
+          verdict: VerifyRecord | None) -> Routing:
     """All speaking signals agree -> fast track; any of algebra or judge disagreeing -> review first (rollouts
     shown beside it); rollouts disagreeing alone, or no signal speaking -> ordinary review."""
     opinions = {"algebra": algebra_opinion(audit), "judge": judge_opinion(verdict), "rollouts": rollout_opinion(verdict)}
@@ -95,3 +99,25 @@ def agreement_table(routings: list[Routing]) -> dict[str, dict[str, int]]:
         table[item.category][f"algebra={item.algebra} judge={item.judge} rollouts={item.rollouts}"] += 1
         table[item.category][f"route={item.route}"] += 1
     return {category: dict(counts) for category, counts in sorted(table.items())}
+
+
+def run_routing(run_dir: Path) -> list[Routing]:
+    """Every candidate of a run directory routed from the audit it recorded (`inject run`) and its verdict in
+    `verify.jsonl` (`inject verify`, with its rollouts when `--mc` ran); a signal missing is silent."""
+    from injector.records.directory import RunDirectory
+    from injector.triage.verdicts import VERIFY_FILE, read_verdicts
+
+    verdicts = read_verdicts(run_dir) if (run_dir / VERIFY_FILE).is_file() else {}
+    return [route(candidate.id, candidate.category, candidate.step_audit, verdicts.get(candidate.id))
+            for _, candidate in RunDirectory(run_dir).numbered_candidates()]
+
+
+def routing_lines(table: dict[str, dict[str, int]]) -> list[str]:
+    """The agreement table as text lines: per category, each route's count, then each signal combination's."""
+    lines = ["", "triage routing (algebra = step audit, judge = inject verify, rollouts = --mc; all speaking agree -> "
+             "fast_track, algebra or judge disagreeing -> review_first; rollouts never decide alone):"]
+    for category, counts in table.items():
+        routes = ", ".join(f"{name} {counts.get(f'route={name}', 0)}" for name in ROUTE_ORDER)
+        lines.append(f"  {category}: {routes}")
+        lines += [f"    {key}: {n}" for key, n in sorted(counts.items()) if not key.startswith("route=")]
+    return lines

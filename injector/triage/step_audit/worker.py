@@ -80,7 +80,11 @@ class SympyWorker:
         return parent
 
     def sides(self, left: str, right: str) -> SympySides | str:
-        """Evaluate both sides; a string says why the link cannot be checked (not closed, timeout)."""
+        """Evaluate both sides; a string says why the link cannot be checked (not closed, timeout, no worker)."""
+        if self._connection is None and multiprocessing.current_process().daemon:
+            # A daemonic process (an `inject run --workers N` worker) may not start one: such a link is left
+            # unchecked and counted, never evaluated without a time bound.
+            return "no sympy worker in a daemonic process"
         connection = self._connection or self._start()
         limit = self.timeout + (_STARTUP_GRACE if self._fresh else 0.0)
         try:
