@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from injector.cli.base import examples, main
-from injector.cli.options import engine_fields, present, request_options
+from injector.cli.options import engine_fields, judge_options, present, request_options
 
 def _every_ten_seconds(line):
     """A progress callback that prints `line(*args)` to stderr at most every 10 s, and at the end."""
@@ -62,12 +62,7 @@ def _every_ten_seconds(line):
 @click.option("--compare", is_flag=True, help="Put the reports given as arguments side by side; for two reports of "
               "the same split, their paired bootstrap difference.")
 @click.option("--no-plots", is_flag=True, help="Do not write the PNG plots.")
-@click.option("--api-base", help="Judge: base URL of an OpenAI-compatible (or other) server.")
-@click.option("--temperature", type=float, default=0.0, show_default=True, help="Judge: sampling temperature.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
-              help="Judge: most completion tokens per answer.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Judge: the seed sent.")
-@click.option("--no-schema", is_flag=True, help="Judge: do not send a JSON-schema response_format.")
+@judge_options("Judge: ", temperature=0.0, temperature_help="sampling temperature.", seed_help="the seed sent.")
 @request_options("Judge: ")
 def eval_(paths, compare, **options) -> None:
     """Score a PRM or an LLM judge on a split (PRMBench's PRMScore, ProcessBench's F1); or --compare reports."""

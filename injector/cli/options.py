@@ -128,6 +128,32 @@ def request_options(who: str):
     return decorate
 
 
+def judge_options(who: str, *, temperature: float, temperature_help: str, seed_help: str):
+    """The judge's sampling options that `verify` and `eval --judge` share (server, temperature, tokens, seed,
+    schema), declared once; each command gives its temperature default and what its seed and temperature do."""
+    def lead(text: str) -> str:
+        text = who + text
+        return text[:1].upper() + text[1:]
+
+    options = [
+        click.option("--api-base", help=lead("base URL of an OpenAI-compatible (or other) server, e.g. "
+                                             "http://127.0.0.1:8000/v1.")),
+        click.option("--temperature", type=float, default=temperature, show_default=True,
+                     help=lead(temperature_help)),
+        click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+                     help=lead("most completion tokens per answer.")),
+        click.option("--seed", type=int, default=0, show_default=True, help=lead(seed_help)),
+        click.option("--no-schema", is_flag=True, help=lead("do not send a JSON-schema response_format.")),
+    ]
+
+    def decorate(function):
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
+
+
 def engine_fields(options: dict[str, Any]) -> dict[str, Any]:
     """The engine settings among a command's `request_options` values, taken out of `options`."""
     fields = {name: options.pop(name) for name in REQUEST_ENGINE_OPTIONS}

@@ -6,7 +6,7 @@ from typing import Any
 import click
 
 from injector.cli.base import EXIT_INTERRUPTED, examples, main
-from injector.cli.options import engine_fields, present, request_options
+from injector.cli.options import engine_fields, judge_options, present, request_options
 
 @main.command(epilog=examples(
     "inject verify runs/gpt4o --model gpt-4o --dry-run          # critiques, tokens, estimated cost; sends nothing",
@@ -15,7 +15,6 @@ from injector.cli.options import engine_fields, present, request_options
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--model", envvar="INJECT_VERIFY_MODEL", show_envvar=True, required=True,
               help="The judge: any litellm model string (gpt-4o, anthropic/..., openai/NAME with --api-base).")
-@click.option("--api-base", help="Base URL of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8000/v1.")
 @click.option("--votes", type=click.IntRange(min=1), default=1, show_default=True,
               help="Critiques per solution for candidates whose first verdict is not `confirmed`; the majority's "
                    "verdict wins, a tie is `disputed`.")
@@ -24,12 +23,8 @@ from injector.cli.options import engine_fields, present, request_options
               help="Continuations per prefix (before and through the first error step) for candidates whose final "
                    "answer changed and whose question did not; 0: none.")
 @click.option("--rollout-model", help="The model that continues solutions (default: --model; same --api-base).")
-@click.option("--temperature", type=float, default=1.0, show_default=True,
-              help="Sampling temperature of the judge and the rollouts (votes need it above 0).")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
-              help="Most completion tokens per answer.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sample k of a critique is sent seed+k.")
-@click.option("--no-schema", is_flag=True, help="Do not send the JSON-schema response_format.")
+@judge_options("", temperature=1.0, temperature_help="sampling temperature of the judge and the rollouts (votes need "
+               "it above 0).", seed_help="sample k of a critique is sent seed+k.")
 @request_options("")
 @click.option("--dry-run", is_flag=True, help="Print the critiques, prompt tokens and estimated cost; send nothing.")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
