@@ -100,6 +100,12 @@ class Engine(ABC):
     def check_ready(self) -> None:
         """Raise a UserError if the engine cannot run (e.g. a missing API key). Default: always ready."""
 
+    def take_worker_share(self, workers: int) -> list[Any]:
+        """In one of `workers` worker processes: take this process's share of the rate limits and its own
+        connections; return what was replaced, for the caller to keep alive (a forked copy must not close what the
+        parent still uses). Default: nothing shared, nothing replaced."""
+        return []
+
     def unsupported_reason(self, category: Category) -> str | None:
         """Why this engine cannot make `category`, or None when it can (the default: it can make every one)."""
         return None

@@ -114,6 +114,14 @@ class LLMEngine(Engine):
             "schema": self.use_schema,
         }
 
+    def take_worker_share(self, workers: int) -> list[Any]:
+        """Its share of --rpm/--tpm, and its own connection to the request cache (`Engine.take_worker_share`)."""
+        self.limiter = self.limiter.divided(workers)
+        if self.cache is None:
+            return []
+        inherited, self.cache = self.cache, RequestCache(self.cache.path)
+        return [inherited]
+
     def check_ready(self) -> None:
         """A missing key is a one-line error naming the variable; with --api-base a placeholder key is sent."""
         if self._openai is not None:

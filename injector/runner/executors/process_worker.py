@@ -16,8 +16,6 @@ from multiprocessing.connection import Connection
 from typing import Any, AsyncIterator, Callable
 
 from injector.engines.base import Engine
-from injector.engines.cache import RequestCache
-from injector.engines.limits import RateLimiter
 from injector.inject.unit import Unit
 from injector.records.directory import RunDirectory
 from injector.runner.local import run_units
@@ -152,13 +150,7 @@ def _fresh_stdio() -> None:
 
 def _own_resources(engine: Engine, count: int) -> None:
     """The worker's own share of the rate limits, and its own connection to the request cache."""
-    limiter = getattr(engine, "limiter", None)
-    if isinstance(limiter, RateLimiter):
-        setattr(engine, "limiter", limiter.divided(count))
-    cache = getattr(engine, "cache", None)
-    if isinstance(cache, RequestCache):
-        _inherited.append(cache)
-        setattr(engine, "cache", RequestCache(cache.path))
+    _inherited.extend(engine.take_worker_share(count))
 
 
 def _snapshot(progress: RunProgress) -> dict[str, Any]:
