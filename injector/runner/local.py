@@ -75,6 +75,13 @@ class _LocalLoop:
         self.queue: asyncio.Queue[Unit | None] = asyncio.Queue(maxsize=2 * spec.concurrency)
         self.failures: list[BaseException] = []
         self.write_failed = asyncio.Event()
+        self.first_answer = asyncio.Event()
+        """Set once the first unit is done: until then one unit goes alone, so that a configuration the provider
+        refuses (a mistyped model, a bad key) stops the run after one request, not `concurrency` of them. A batch
+        engine sends nothing before every worker waits: it is not held back."""
+        if engine.collects_batches:
+            self.first_answer.set()
+        self.first_taken = False
 
     def over_budget(self) -> bool:
         max_cost = self.spec.max_cost
@@ -122,7 +129,11 @@ class _LocalLoop:
     async def work(self) -> None:
         spec = self.spec
         while (unit := await self.queue.get()) is not None:
+            if self.first_taken:
+                await self.first_answer.wait()
+            self.first_taken = True
             if self.failures or self.over_budget():
+                self.first_answer.set()
                 continue  # keep draining so the producer never blocks on a full queue
             try:
                 record = await inject_one(spec.taxonomy, unit.category, unit.trajectory, self.engine,
@@ -134,9 +145,11 @@ class _LocalLoop:
                 self.failures.append(exc)
                 self.write_failed.set()
                 continue
-            except Exception as exc:  # authentication refused, a bug: stop the whole run
+            except Exception as exc:  # authentication refused, a misconfigured model, a bug: stop the whole run
                 self.failures.append(exc)
                 continue
+            finally:
+                self.first_answer.set()
             self.progress.record(record)
             if self.on_progress:
                 self.on_progress(self.progress)

@@ -16,6 +16,7 @@ from injector.engines.base import Engine
 from injector.inject.prompts import render_messages
 from injector.model.trajectory import Trajectory
 from injector.records.directory import RunDirectory, RunManifest
+from injector.runner.configuration import open_run_directory
 from injector.runner.estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from injector.runner.local import run_units
 from injector.runner.spec import (RunProgress, RunResult, RunSpec, UnitExecutor, config_hash,  # noqa: F401
@@ -54,7 +55,7 @@ def run(
     config = run_configuration(spec, engine, source.identity(), categories)
     run_dir = RunDirectory(spec.out if spec.out is not None else default_run_dir())
     digest = config_hash(config)
-    run_dir.prepare(digest)
+    open_run_directory(run_dir, config, digest)
     manifest = _new_manifest(command, config, digest, categories, skipped_categories, source, engine)
     try:
         run_dir.write_manifest(manifest)
