@@ -23,8 +23,14 @@ def open_run_directory(run_dir: RunDirectory, config: dict[str, Any], digest: st
     if manifest is None or recorded == digest:
         run_dir.prepare(digest)
         return
+    old = manifest.get("config")
+    differences = config_differences(old if isinstance(old, dict) else {}, config)
     if holds_records(run_dir):
-        run_dir.prepare(digest)  # refused: the configuration of a run with records is fixed
+        raise UserError(f"{run_dir.path} holds a run with a different configuration:\n"
+                        + "\n".join(f"  {line}" for line in differences)
+                        + f"\nchoose another --out for the new settings, or run again with the recorded ones "
+                          f"(its manifest.json); only {', '.join(FREE_BETWEEN_INVOCATIONS)} may change between "
+                          "invocations")
     run_dir.prepare(str(recorded))  # the lock; the caller writes the new configuration's manifest next
 
 
