@@ -130,7 +130,7 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
                    out=Path(out) if out else None if dry_run else default_run_dir(), concurrency=concurrency,
                    max_cost=max_cost)
     if dry_run:
-        click.echo(dry_run_table(plan_run(source, spec, engine)))
+        click.echo(dry_run_table(plan_run(source, spec, engine), rpm=rpm, tpm=tpm))
         return
     command = invocation()
     try:

@@ -6,6 +6,7 @@ import time
 from typing import Any, TextIO
 
 from injector.model.codes import ReasonCode
+from injector.runner.estimates import LONG_RUN_SECONDS, rate_limited_seconds
 from injector.runner.loop import DryRunReport, RunProgress
 
 PLAIN_INTERVAL_SECONDS = 10.0
@@ -48,10 +49,11 @@ class ProgressDisplay:
     def __enter__(self) -> "ProgressDisplay":
         if self.interactive:
             from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, Progress, TextColumn
 
+            # No TimeRemainingColumn: the status line has the ETA already (two ETAs that disagree help nobody).
             self._bar = Progress(TextColumn("[bold]inject"), BarColumn(), TextColumn("{task.description}"),
-                                 TimeRemainingColumn(), console=Console(file=self.stream), transient=False)
+                                 console=Console(file=self.stream), transient=False)
             self._bar.__enter__()
             self._task = self._bar.add_task("starting", total=None)
         return self
@@ -100,7 +102,8 @@ def summary_table(progress: RunProgress) -> str:
     return "\n".join(lines)
 
 
-def dry_run_table(report: DryRunReport) -> str:
+def dry_run_table(report: DryRunReport, rpm: float | None = None, tpm: float | None = None) -> str:
+    """The dry run's figures; with `rpm` / `tpm`, also the time those limits imply (a warning above an hour)."""
     requests = (f"{report.units}" if report.max_attempts == 1
                 else f"{report.units} (up to {report.units * report.max_attempts} with re-asks)")
     return "\n".join([
@@ -111,4 +114,17 @@ def dry_run_table(report: DryRunReport) -> str:
         + (f"; pooled fit for {', '.join(report.pooled_categories)}, which PRMBench lacks"
            if report.pooled_categories else "") + ")",
         f"estimated cost     {_cost(report.cost_estimate)} for one attempt per unit",
+        *_rate_limit_lines(report, rpm, tpm),
     ])
+
+
+def _rate_limit_lines(report: DryRunReport, rpm: float | None, tpm: float | None) -> list[str]:
+    seconds = rate_limited_seconds(report.units, report.prompt_tokens + report.completion_tokens_estimate, rpm, tpm)
+    if seconds is None:
+        return []
+    limits = " and ".join(f"--{name} {value:g}" for name, value in (("rpm", rpm), ("tpm", tpm)) if value)
+    lines = [f"time at the limits at least {_duration(seconds)} ({limits}, one attempt per unit)"]
+    if seconds > LONG_RUN_SECONDS:
+        lines.append(f"warning: at {limits} this run takes over an hour; raise the limits if your provider allows "
+                     "more, or run part of it now (--limit) and the rest later with the same --out")
+    return lines
