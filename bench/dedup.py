@@ -52,13 +52,15 @@ def main() -> None:
                 run(load_trajectories(source), spec, OfflineEngine())
                 rows = collect_rows([out], include_unreviewed=True, report=BuildReport(out_dir=out))
                 splits = assign_splits(rows, by="category", test_size=None, seed=0)
+                records = [row.record() for row in rows]
+                split_records = [[row.record() for row in split] for split in splits.values()]
                 start = time.perf_counter()
-                dropped = [d for split in splits.values() for d in near_duplicates(split, 0.9)]
+                dropped = [d for split in split_records for d in near_duplicates(split, 0.9)]
                 seconds = time.perf_counter() - start
                 rules = Counter(d.rule for d in dropped)
                 print(f"| {data} | {samples} | {len(rows)} | {len(dropped)} ({rules['duplicate_solution']} / "
-                      f"{rules['duplicate_question']}) | {seconds:.2f} | {len(contaminated(rows, fixtures))} | "
-                      f"{len(contaminated(rows, own))} |")
+                      f"{rules['duplicate_question']}) | {seconds:.2f} | {len(contaminated(records, fixtures))} | "
+                      f"{len(contaminated(records, own))} |")
                 for d in dropped:
                     print(f"|  | | `{d.id}` | {d.rule}: {d.detail} | | | |")
 

@@ -44,7 +44,7 @@ from injector.answer.final import answers_equivalent, final_answer_of_steps  # n
 from injector.triage.cues import cue_records, cue_report, matched_comparison  # noqa: E402
 from injector.triage.holdout import in_part, source_part  # noqa: E402
 from injector.engines.offline import OPERATORS  # noqa: E402
-from injector.records.directory import Candidate  # noqa: E402
+from injector.records.models import Candidate  # noqa: E402
 
 DATA = {"bundled": None, "prmbench": ROOT / "bench" / "data" / "train-p1-originals.jsonl"}
 # numerical_calculation is ProJudge's category: it needs that taxonomy.

@@ -16,7 +16,7 @@ import time
 from injector import IterableInput, OfflineEngine, RunSpec, Taxonomy, inject_one, load_trajectories, run
 from injector.engines.base import NotApplicable
 from injector.engines.offline import OPERATORS
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 
 
 def stage_operator(taxonomy, categories, trajectories, engine):

@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 from injector.triage.critique import critique_kind, critique_messages, rollout_messages  # noqa: E402
 from injector.engines.base import Engine, Proposal  # noqa: E402
 from injector.engines.llm import import_litellm  # noqa: E402
-from injector.records.directory import Candidate, RunDirectory, RunManifest  # noqa: E402
+from injector.records.directory import RunDirectory  # noqa: E402
+from injector.records.models import Candidate, RunManifest  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
 from injector.triage.verify import VerifySpec, rollout_truth, verify  # noqa: E402
 

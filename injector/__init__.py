@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from injector.util.errors import BudgetExceeded, InjectorError, InputError, UserError
     from injector.runner.loop import DryRunReport, RunProgress, RunResult, RunSpec, dry_run, run, split_by_support
     from injector.inject.prompts import render_messages
-    from injector.records.directory import Candidate, Rejection, RunManifest
+    from injector.records.models import Candidate, Rejection, RunManifest
     from injector.sources import IterableInput, TrajectoryInput, TrajectorySource, load_trajectories
     from injector.taxonomy import Category, Rules, Taxonomy
     from injector.model.trajectory import Trajectory
@@ -40,7 +40,7 @@ _MODULES = {
     ".inject.unit": ("inject_one",),
     ".runner.loop": ("DryRunReport", "RunProgress", "RunResult", "RunSpec", "dry_run", "run", "split_by_support"),
     ".inject.prompts": ("render_messages",),
-    ".records.directory": ("Candidate", "Rejection", "RunManifest"),
+    ".records.models": ("Candidate", "Rejection", "RunManifest"),
     ".sources": ("IterableInput", "TrajectoryInput", "TrajectorySource", "load_trajectories"),
     ".taxonomy": ("Category", "Rules", "Taxonomy"),
     ".model.trajectory": ("Trajectory",),

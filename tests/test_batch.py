@@ -85,7 +85,8 @@ def test_a_thousand_units_over_several_batches_with_failed_lines_and_an_expired_
     times = Counter(custom_id for _, custom_id in server.submitted)
     resubmitted = {custom_id for custom_id, n in times.items() if n > 1}
     assert resubmitted == set(server.failed_lines) and len(server.failed_lines) == len(resubmitted)
-    assert 200 + 15 <= len(resubmitted) <= 200 + 60  # the expired half, and about 3 % of the rest
+    # The expired half, and about 3 % of the other 800 (binomial: 24 ± 5; the custom ids, request hashes, vary from run to run)
+    assert 200 + 5 <= len(resubmitted) <= 200 + 60
     assert max(times.values()) == 2 and len(times) == 1000
     # Within limits, and each batch is recorded with the run and its chunk as metadata.
     assert all(n <= 400 for n in sizes.values())

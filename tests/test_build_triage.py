@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from injector.curate.build import BuildRequest
 from injector.curate.build import build as build_split
 from injector.cli.commands import main
 from injector.triage.dedup import normalise
@@ -116,7 +117,8 @@ def test_stats_show_verdict_counts_per_category(verified, sample_run):
 # -- --dedup -------------------------------------------------------------------------------------------------------
 
 def test_dedup_on_the_bundled_sample_drops_nothing(sample_run, tmp_path):
-    report = build_split([sample_run], tmp_path / "split", include_unreviewed=True, dedup_threshold=0.9)
+    report = build_split(BuildRequest(run_dirs=[sample_run], out=tmp_path / "split", include_unreviewed=True,
+                                       dedup=True, dedup_threshold=0.9))
     assert report.dropped == []
     assert len(report.rows) == len(candidates(sample_run)) > 50
     assert "`--dedup` (MinHash Jaccard over word 5-grams ≥ 0.9" in (tmp_path / "split" / "README.md").read_text()
@@ -162,8 +164,8 @@ def test_planted_near_duplicates_are_all_dropped(sample_run, tmp_path):
         assert f"| `{row['id']}` | {row['category']} | duplicate_" in card
     assert card.count("| duplicate_solution |") == 5 and card.count("| duplicate_question |") == 4
     # --by train-test dedups within each split as well
-    report = build_split([run_dir], tmp_path / "tt", include_unreviewed=True, dedup_threshold=0.9, by="train-test",
-                         test_size=0.3)
+    report = build_split(BuildRequest(run_dirs=[run_dir], out=tmp_path / "tt", include_unreviewed=True, dedup=True,
+                                       dedup_threshold=0.9, by="train-test", test_size=0.3))
     assert {d.id for d in report.dropped} <= {row["id"] for row in planted}
     assert {d.id for d in report.dropped if d.rule == "duplicate_solution"} == {
         row["id"] for row in planted if "~" in row["id"]}
@@ -240,8 +242,8 @@ def test_decontaminate_field_names_the_question(sample_run, tmp_path):
     question = candidates(sample_run)[0]["original_question"]
     bench = tmp_path / "bench.jsonl"
     bench.write_text(json.dumps({"stem": question, "question": "something else entirely"}) + "\n")
-    report = build_split([sample_run], tmp_path / "s", include_unreviewed=True, decontaminate=[bench],
-                         decontaminate_field="stem")
+    report = build_split(BuildRequest(run_dirs=[sample_run], out=tmp_path / "s", include_unreviewed=True,
+                                       decontaminate=[bench], decontaminate_field="stem"))
     assert report.dropped and all(d.detail == f"question equal to {bench}:1 after normalisation"
                                   for d in report.dropped)
     # a dotted name reaches into nested objects: the bundled sample is PRM800K-shaped (question.problem), so

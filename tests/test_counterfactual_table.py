@@ -11,7 +11,7 @@ from semantic_checks.counterfactual import false_forms
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one
 from injector.engines.offline.counterfactual import TABLE
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 
 USES = {
     "minutes_per_hour": "There are 60 minutes in an hour, so 3 hours is $3 \\cdot 60 = 180$ minutes.",

@@ -8,7 +8,7 @@ import pytest
 from scripted_server import Reply
 
 from injector import LLMEngine, Taxonomy, Trajectory, inject_one
-from injector.records.directory import Candidate, Rejection
+from injector.records.models import Candidate, Rejection
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
 TRAJECTORY = Trajectory(id="t", question="What is $2 + 3$?", steps=STEPS, answer="5")

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from injector import Category, LLMEngine, Rules, Taxonomy, inject_one, load_trajectories
 from injector.cli.commands import main
-from injector.records.directory import Candidate, Rejection
+from injector.records.models import Candidate, Rejection
 
 STEPS = ["The graph shows a line through $(0, 1)$ and $(2, 5)$.", "Its slope is $\\frac{5 - 1}{2 - 0} = 2$.",
          "So the slope is 2.\n\n# Answer\n\n2"]

@@ -13,7 +13,7 @@ from injector import OfflineEngine, Taxonomy, inject_one, load_trajectories
 from injector.cli.commands import main
 from injector.engines.base import NotApplicable
 from injector.engines.offline import NUMBER, OPERATORS, split_answer
-from injector.records.directory import Candidate, Rejection
+from injector.records.models import Candidate, Rejection
 
 ENGINE = OfflineEngine()
 # The operators for the bundled PRMBench taxonomy (numerical_calculation serves projudge; tested with it).

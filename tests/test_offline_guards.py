@@ -13,7 +13,7 @@ from injector import Taxonomy, inject_one, load_trajectories
 from injector.answer.final import final_answer_of_steps
 from injector.engines.offline import OfflineEngine
 from injector.engines.offline.plausible import cleanly_delimited, implausible, letter_answer, refusal
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 
 NAMED = Path(__file__).parent / "fixtures" / "offline_regressions" / "named-failures.jsonl"
 ANSWER_CHANGING = ("counterfactual", "step_contradiction", "confidence")

@@ -12,7 +12,7 @@ from semantic_checks import checks_for
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
 from injector.engines.offline import OPERATORS
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 
 SAMPLES = 3
 PRMBENCH = Path(__file__).parent / "fixtures" / "prmbench"

@@ -15,7 +15,7 @@ from injector import LLMEngine, Taxonomy, Trajectory, inject_one
 from injector.engines.base import ProviderError, TransientProviderError
 from injector.engines.openai_client import choose_client, model_entry, price_table, serves
 from injector.util.errors import AuthenticationRefused, ProviderMisconfigured, UserError
-from injector.records.directory import Candidate, Rejection
+from injector.records.models import Candidate, Rejection
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
 TRAJECTORY = Trajectory(id="t", question="What is $2 + 3$?", steps=STEPS, answer="5")

@@ -10,7 +10,7 @@ from scripted_server import Reply
 
 from injector import LLMEngine, Taxonomy, Trajectory, inject_one
 from injector.engines.limits import BURST_429S, BURST_SECONDS, RateLimiter
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
 ANSWER = json.dumps({"question": None, "edits": [{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.",

@@ -298,7 +298,7 @@ def test_a_correction_is_revalidated(run_dir: Path) -> None:
 
 
 def test_apply_decision() -> None:
-    from injector.records.directory import Candidate
+    from injector.records.models import Candidate
 
     record = Candidate.model_validate(candidate("t1::counterfactual::0"))
     edited = apply_decision(record, Decision("t1::counterfactual::0", "accept", corrected_error_steps=[2, 3],

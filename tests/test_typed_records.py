@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
 from injector.cli.commands import main
-from injector.records.directory import Candidate, Rejection, RunDirectory
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate, Rejection
 from injector.curate.review.server import make_server
 from injector.curate.review.session import ReviewSession
 from injector.curate.review.store import Decision, ReviewStore
@@ -313,7 +314,8 @@ def test_a_corrupt_run_directory_never_crashes_a_reader(received: Path, tmp_path
 
 WRITER = r"""
 import sys
-from injector.records.directory import Candidate, RunDirectory
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate
 directory, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.stdin.readline()  # the start signal: both writers begin together
 run_dir = RunDirectory(directory)
@@ -381,7 +383,7 @@ def test_a_second_run_is_still_refused_while_helpers_join(tmp_path: Path) -> Non
     """Helpers append without the run lock; two runs (`prepare`) of one directory still exclude each other, and a
     helper joins only the run of its own configuration."""
     from injector.util.errors import UserError
-    from injector.records.directory import RunManifest
+    from injector.records.models import RunManifest
 
     first = RunDirectory(tmp_path / "run")
     first.prepare("hash")

@@ -16,7 +16,8 @@ from scripted_server import Reply
 
 from injector.cli.commands import main
 from injector.triage.critique import critique_kind, majority, parse_judgement, UnreadableJudgement, verdict_of
-from injector.records.directory import Candidate, RunDirectory, RunManifest
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate, RunManifest
 from injector.taxonomy import Taxonomy
 from injector.triage.verdicts import VERIFY_FILE, VERIFY_SUMMARY_FILE, JudgeAnswer, read_verdicts
 

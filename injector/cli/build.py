@@ -34,21 +34,18 @@ from injector.cli.base import examples, invocation, main
 @click.option("--decontaminate-field", metavar="FIELD",
               help="The benchmark files' question field (default: question, problem, original_question or "
                    "modified_question).")
-def build(run_dirs, out, by, test_size, seed, include_unreviewed, include_sources, license_, overwrite,
-          push_to_hub, taxonomy_path, require, dedup, dedup_threshold, decontaminate, decontaminate_field) -> None:
+def build(**options) -> None:
     """Build benchmark splits from reviewed run directories."""
+    from injector.curate.build import BuildRequest
     from injector.curate.build import build as build_splits
 
-    report = build_splits(list(run_dirs), out, by=by, test_size=test_size, seed=seed,
-                          include_unreviewed=include_unreviewed, include_sources=include_sources,
-                          overwrite=overwrite, license=license_, command=invocation(),
-                          push_to_hub=push_to_hub, taxonomy=taxonomy_path, require=require or None,
-                          dedup_threshold=dedup_threshold if dedup else None, decontaminate=decontaminate,
-                          decontaminate_field=decontaminate_field)
+    options["license"] = options.pop("license_")
+    options["taxonomy"] = options.pop("taxonomy_path")
+    report = build_splits(BuildRequest(**options, command=invocation()))
     splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
     left_out = sum(report.left_out_by_verdict.values())
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "
                f"reviewers, {report.unreviewed_left_out} unreviewed left out"
                + (f", {left_out} left out by --require" if report.required else "")
                + (f", {len(report.dropped)} dropped by --decontaminate/--dedup (listed in the card)"
-                  if decontaminate or dedup else ""))
+                  if options["decontaminate"] or options["dedup"] else ""))

@@ -4,12 +4,15 @@ from __future__ import annotations
 import json
 import shlex
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from injector.answer.final import answers_equivalent, final_answer_of_steps
 from injector.util.version import __version__
+
+if TYPE_CHECKING:
+    from injector.model.split_row import SplitRow
 
 POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -42,7 +45,32 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
-    rows = report.rows
+    """The card of the split `report` describes: its header, counts, acceptance, triage, models, error positions,
+    what the categories produce, files, licence and the command that reproduces it."""
+    records = [row.record() for row in report.rows]
+    parts = [_front_matter(report, license), _counts_section(report.rows, report.splits),
+             _acceptance_section(report), *_triage_sections(report), _models_section(report.rows)]
+    parts.extend(_positions_section(records))
+    parts.append(_production_section(records))
+    parts.append(FILES_SECTION)
+    parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
+                 "PRMBench: Apache-2.0) and of the model outputs.\n")
+    parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")
+    return "\n".join(parts)
+
+
+FILES_SECTION = (
+    "## Files\n\n- `parquet/<split>.parquet`, `jsonl/<split>.jsonl`, and the `datasets.save_to_disk` "
+    "layout at the top (`load_from_disk`)\n- `prmbench/<classification>.jsonl`: exactly PRMBench's fields, "
+    "unique `idx` per category, readable by PRMBench's evaluation\n- `processbench/<split>.jsonl`: "
+    "ProcessBench's shape (`label` = 0-based first error step, -1 for none)\n- `judge/<split>.jsonl`: "
+    "judge-training items (prompt = question + numbered steps; target = a verdict per step)\n"
+    "- `projudge/<split>.jsonl`: ProJudgeBench's shape (`process_evaluation` = [step, \"1\"|\"0\", "
+    "error type, explanation] per step)\n")
+
+
+def _front_matter(report: Any, license: str) -> str:
+    """The Hugging Face YAML header and the card's title."""
     header = {
         "license": license,
         "pretty_name": f"Process-error benchmark ({', '.join(sorted(report.splits))})",
@@ -50,28 +78,34 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
         "configs": [{"config_name": "default", "data_files": [
             {"split": name, "path": f"parquet/{name}.parquet"} for name in sorted(report.splits)]}],
     }
-    parts = [f"---\n{yaml.safe_dump(header, sort_keys=False).strip()}\n---\n"]
-    parts.append(f"# Process-error benchmark\n\nBuilt with prm-injector {__version__}: solutions known to be correct, "
-                 "with one injected error each (or a different correct solution), labelled by the toolkit from the "
-                 "text and checked by human reviewers.\n")
+    return (f"---\n{yaml.safe_dump(header, sort_keys=False).strip()}\n---\n\n"
+            f"# Process-error benchmark\n\nBuilt with prm-injector {__version__}: solutions known to be correct, "
+            "with one injected error each (or a different correct solution), labelled by the toolkit from the "
+            "text and checked by human reviewers.\n")
 
+
+def _counts_section(rows: list[SplitRow], splits: dict[str, int]) -> str:
+    """Rows per category (with its domain and how many were reviewed), per domain and per split."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     domain_of: dict[str, str] = {}
     domains: Counter = Counter()
     for row in rows:
-        per_category[row["category"]]["rows"] += 1
-        per_category[row["category"]]["reviewed"] += row["reviewed"]
-        domain_of[row["category"]] = row["domain"]
-        domains[row["domain"] or "(none)"] += 1
-    parts.append("## Counts\n\n" + _table(
+        per_category[row.category]["rows"] += 1
+        per_category[row.category]["reviewed"] += row.reviewed
+        domain_of[row.category] = row.domain
+        domains[row.domain or "(none)"] += 1
+    return "## Counts\n\n" + _table(
         ["category", "domain", "rows", "reviewed"],
         [[c, domain_of[c], n["rows"], n["reviewed"]] for c, n in sorted(per_category.items())]
     ) + "\n\n" + _table(["domain", "rows"], [[d, n] for d, n in sorted(domains.items())]) + "\n\n" + _table(
-        ["split", "rows"], [[name, count] for name, count in sorted(report.splits.items())]) + "\n")
+        ["split", "rows"], [[name, count] for name, count in sorted(splits.items())]) + "\n"
 
+
+def _acceptance_section(report: Any) -> str:
+    """How many units became candidates, how many reviewers accepted, and why the rest were rejected."""
     made = report.candidates_seen + report.run_rejects
     reviewed = report.candidates_seen - report.unreviewed_left_out
-    accepted_by_reviewers = sum(row["reviewed"] for row in rows if row["category"] != "correct")
+    accepted_by_reviewers = sum(row.reviewed for row in report.rows if row.category != "correct")
     lines = [
         f"- units attempted: {made}; candidates that passed validation: {report.candidates_seen}"
         + (f" ({report.candidates_seen / made:.0%})" if made else ""),
@@ -79,47 +113,42 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
         f"{report.rejected_by_reviewer}" + (f" (acceptance {accepted_by_reviewers / reviewed:.0%})" if reviewed else ""),
         f"- unreviewed candidates left out: {report.unreviewed_left_out}",
     ]
-    parts.append("## Acceptance\n\n" + "\n".join(lines) + "\n")
+    parts = ["## Acceptance\n\n" + "\n".join(lines) + "\n"]
     if report.reject_codes:
         parts.append("Validation and provider reject reasons (codes, from `rejects.jsonl`):\n\n" + _table(
             ["code", "count"], [[c, n] for c, n in report.reject_codes.most_common()]) + "\n")
     if report.reviewer_reasons:
         parts.append("Reviewer reject reasons:\n\n" + _table(
             ["reason", "count"], [[r, n] for r, n in report.reviewer_reasons.most_common()]) + "\n")
-    parts.extend(_triage_sections(report))
+    return "\n".join(parts)
 
+
+def _models_section(rows: list[SplitRow]) -> str:
+    """Rows per (engine, model, category, template, output mode), from each row's provenance."""
     used: Counter = Counter()
     for row in rows:
-        provenance = json.loads(row["provenance"])
-        used[(provenance.get("engine", ""), provenance.get("model", ""), row["category"],
+        provenance = json.loads(row.provenance)
+        used[(provenance.get("engine", ""), provenance.get("model", ""), row.category,
               provenance.get("template_hash", ""), provenance.get("output_mode", ""))] += 1
-    parts.append("## Models and templates\n\n" + _table(
+    return "## Models and templates\n\n" + _table(
         ["engine", "model", "category", "template hash", "output mode", "rows"],
-        [[*key, n] for key, n in sorted(used.items())]) + "\n")
+        [[*key, n] for key, n in sorted(used.items())]) + "\n"
 
+
+def _positions_section(rows: list[dict[str, Any]]) -> list[str]:
+    """A histogram of where the first error sits, per category (none when no row has an error step)."""
     histogram: dict[str, Counter] = defaultdict(Counter)
     for row in rows:
         position = relative_error_position(row)
         if position is not None:
             histogram[row["category"]][next(b for b in POSITION_BINS if position <= b)] += 1
-    if histogram:
-        bins = [f"≤{b:.1f}" for b in POSITION_BINS]
-        parts.append("## Error positions\n\nFirst error step ÷ number of steps (judges tend to do better on late "
-                     "errors; balance this across a benchmark):\n\n" + _table(
-                         ["category", *bins], [[c, *(h[b] for b in POSITION_BINS)] for c, h in
-                                               sorted(histogram.items())]) + "\n")
-    parts.append(_production_section(rows))
-    parts.append("## Files\n\n- `parquet/<split>.parquet`, `jsonl/<split>.jsonl`, and the `datasets.save_to_disk` "
-                 "layout at the top (`load_from_disk`)\n- `prmbench/<classification>.jsonl`: exactly PRMBench's fields, "
-                 "unique `idx` per category, readable by PRMBench's evaluation\n- `processbench/<split>.jsonl`: "
-                 "ProcessBench's shape (`label` = 0-based first error step, -1 for none)\n- `judge/<split>.jsonl`: "
-                 "judge-training items (prompt = question + numbered steps; target = a verdict per step)\n"
-                 "- `projudge/<split>.jsonl`: ProJudgeBench's shape (`process_evaluation` = [step, \"1\"|\"0\", "
-                 "error type, explanation] per step)\n")
-    parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
-                 "PRMBench: Apache-2.0) and of the model outputs.\n")
-    parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")
-    return "\n".join(parts)
+    if not histogram:
+        return []
+    bins = [f"≤{b:.1f}" for b in POSITION_BINS]
+    return ["## Error positions\n\nFirst error step ÷ number of steps (judges tend to do better on late "
+            "errors; balance this across a benchmark):\n\n" + _table(
+                ["category", *bins], [[c, *(h[b] for b in POSITION_BINS)] for c, h in
+                                      sorted(histogram.items())]) + "\n"]
 
 
 def _production_section(rows: list[dict[str, Any]]) -> str:

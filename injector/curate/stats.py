@@ -10,7 +10,9 @@ from typing import Any, Iterator
 from injector.curate.card import error_steps_inside, record_answer_changed, relative_error_position
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines, loads_bounded
-from injector.records.directory import Candidate, Rejection, RunDirectory, read_jsonl_numbered, read_records
+from injector.records.directory import RunDirectory
+from injector.records.jsonl import read_jsonl_numbered, read_records
+from injector.records.models import Candidate, Rejection
 
 log = logging.getLogger("injector")
 

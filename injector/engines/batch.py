@@ -27,7 +27,8 @@ from typing import Any, Callable
 from injector.engines.cache import request_key
 from injector.engines.limits import RateLimiter
 from injector.util.errors import AuthenticationRefused, BatchesPending, UserError
-from injector.records.directory import RunDirectory, read_jsonl
+from injector.records.directory import RunDirectory
+from injector.records.jsonl import read_jsonl
 from injector.util.redaction import redact
 from injector.taxonomy import Category
 from injector.model.trajectory import Trajectory

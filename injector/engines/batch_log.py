@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from injector.records.directory import read_jsonl
+from injector.records.jsonl import read_jsonl
 from injector.util.redaction import redact
 
 BATCHES_FILE = "batches.jsonl"

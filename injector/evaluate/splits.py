@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from pydantic import ValidationError
+
 from injector.util.errors import InputError, UserError
 from injector.taxonomy import Taxonomy
 from injector.evaluate.metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
 from injector.evaluate.protocols import PRMBENCH, STRICT, check_protocol
 from injector.util.json_bounds import jsonl_lines
+from injector.model.split_row import SplitRow
 
 CONTROL_CATEGORY = "correct"  # the category `inject build --include-sources` gives the source solutions
 FORMATS = ("split", "prmbench", "processbench")
@@ -114,11 +117,11 @@ class _Reader:
             self.loaded.controls += 1
 
     def _split_row(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem | None:
-        item_id = _text(record, "id", location)
-        category = _text(record, "category", location)
-        kind = CORRECT if category == CONTROL_CATEGORY else MULTI_SOLUTION if category in self.multi_solution \
+        row = _split_row(record, location)
+        kind = CORRECT if row.category == CONTROL_CATEGORY else MULTI_SOLUTION if row.category in self.multi_solution \
             else ERROR
-        return self._labelled(item_id, category, kind, record, location)
+        return self._labelled(row.id, row.category, kind, _Solution(tuple(row.modified_process), row.error_steps,
+                                                                   row.modified_question or row.question), location)
 
     def _prmbench(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem | None:
         classification = _text(record, "classification", location)
@@ -127,14 +130,13 @@ class _Reader:
         category = known.id if known is not None else classification
         multi = (known is not None and known.rules.multi_solution) or classification == "multi_solutions"
         kind = MULTI_SOLUTION if multi else CORRECT if classification == CONTROL_CATEGORY else ERROR
-        return self._labelled(f"{idx}::{classification}", category, kind, record, location)
+        solution = _Solution(_steps(record, "modified_process", location), _error_steps(record, location),
+                             str(record.get("modified_question") or record.get("question") or ""))
+        return self._labelled(f"{idx}::{classification}", category, kind, solution, location)
 
-    def _labelled(self, item_id: str, category: str, kind: str, record: dict,
+    def _labelled(self, item_id: str, category: str, kind: str, solution: _Solution,
                   location: tuple[str, int | None]) -> EvalItem | None:
-        steps = _steps(record, "modified_process", location)
-        numbers = record.get("error_steps")
-        if not isinstance(numbers, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
-            raise InputError(*location, "`error_steps` must be a list of step numbers (1-based integers)")
+        steps, numbers = solution.steps, solution.error_steps
         kept = frozenset(n for n in numbers if 1 <= n <= len(steps))
         self.loaded.dropped_error_steps += len(set(numbers) - kept)
         if kind != ERROR:
@@ -147,8 +149,7 @@ class _Reader:
         elif not kept:
             self.loaded.excluded.append(f"{location[0]}:{location[1]}")
             return None
-        question = record.get("modified_question") or record.get("question") or ""
-        return EvalItem(id=item_id, category=category, kind=kind, steps=steps, question=str(question),
+        return EvalItem(id=item_id, category=category, kind=kind, steps=steps, question=solution.question,
                         error_steps=kept, first_error=min(kept) if kept else None,
                         given_error_steps=frozenset(numbers) if kind == ERROR else frozenset())
 
@@ -165,6 +166,37 @@ class _Reader:
         first_error = label + 1 if label >= 0 else None
         return EvalItem(id=str(raw_id), category=stem, kind=ERROR if first_error else CORRECT, steps=steps,
                         question=str(record.get("problem") or ""), error_steps=None, first_error=first_error)
+
+
+@dataclass(frozen=True)
+class _Solution:
+    """What scoring needs of a labelled record: its steps, the error step numbers it gives, its question."""
+
+    steps: tuple[str, ...]
+    error_steps: list[int]
+    question: str
+
+
+def _split_row(record: dict, location: tuple[str, int | None]) -> SplitRow:
+    """An `inject build` row as a `SplitRow`: the fields scoring needs checked first (their messages say what is
+    expected), then the rest of the model (other columns are left out)."""
+    _text(record, "id", location)
+    _text(record, "category", location)
+    _steps(record, "modified_process", location)
+    _error_steps(record, location)
+    try:
+        return SplitRow.from_record(record)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InputError(*location, f"`{where}`: {first['msg']} (an `inject build` row)") from None
+
+
+def _error_steps(record: dict, location: tuple[str, int | None]) -> list[int]:
+    numbers = record.get("error_steps")
+    if not isinstance(numbers, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        raise InputError(*location, "`error_steps` must be a list of step numbers (1-based integers)")
+    return numbers
 
 
 def _text(record: dict, key: str, location: tuple[str, int | None]) -> str:

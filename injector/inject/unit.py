@@ -9,7 +9,7 @@ from injector.model.codes import ReasonCode
 from injector.answer.contract import DEFAULT_OUTPUT_MODE, AnswerError, answer_mode, parse_answer, response_schema
 from injector.engines.base import Engine, NotApplicable, Proposal, ProviderError, TransientProviderError
 from injector.inject.prompts import render_messages
-from injector.records.directory import Candidate, Rejection, unit_id
+from injector.records.models import Candidate, Rejection, unit_id
 from injector.answer.step_labels import without_labels
 from injector.taxonomy import Category, Taxonomy
 from injector.model.trajectory import Trajectory

@@ -1,8 +1,5 @@
-"""What a run writes: `Candidate`, `Rejection` and `RunManifest`, and the run directory that holds them.
-
-Records are written typed and read back typed: `RunDirectory.candidates()` and `.rejections()` yield validated
-models, and a line that is not a record (hand-edited, received from someone else) is skipped with a warning naming
-FILE:LINE (or, with `strict=True`, is an `InputError` naming it), so no reader crashes on a received directory.
+"""The run directory: append-only candidates and rejects plus the manifest, one run at a time, any number of
+appending processes (the records are in records/models.py, their line reader in records/jsonl.py).
 
 Several writers, one directory: every append takes an exclusive `flock` on the JSONL file itself for the length of
 one line, first cuts off a torn last line a killed writer left behind, then writes the whole line (or, on a full
@@ -10,8 +7,9 @@ disk, nothing). So any number of processes holding a `RunDirectory` of the same 
 verify pass, Ray workers) may append at once: lines never interleave, and readers, who read whole lines only, see
 every record each writer finished. The run lock (`.lock`, taken by `prepare`) still admits one *run* at a time:
 a second `inject run` is refused, and a different configuration is refused by the manifest's `config_hash`.
-Helpers append without it (`RunDirectory(path).join(config_hash)`, then `.append(...)`). The one rewrite, `compact_rejects`, replaces the file
-under the same lock; an appender holding the old file notices (its inode is no longer the path's) and reopens.
+Helpers append without it (`RunDirectory(path).join(config_hash)`, then `.append(...)`). The one rewrite,
+`compact_rejects`, replaces the file under the same lock; an appender holding the old file notices (its inode is no
+longer the path's) and reopens.
 """
 from __future__ import annotations
 
@@ -22,244 +20,18 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel
 
 from injector.model.codes import ReasonCode
-from injector.answer.contract import FullAnswer, MultiSolutionAnswer
-from injector.util.errors import InputError, UserError, WriteFailed
+from injector.records.jsonl import read_records, scan_records
+from injector.records.models import CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunManifest
+from injector.util.errors import UserError, WriteFailed
 from injector.util.json_bounds import JsonRefused, loads_bounded
-from injector.util.safe_files import (
-    MAX_MANIFEST_BYTES,
-    MAX_SIDE_FILE_BYTES,
-    create_temporary,
-    open_fd,
-    open_read,
-    read_text,
-    write_replacing,
-)
-from injector.model.trajectory import Trajectory
-
-CANDIDATES_FILE = "candidates.jsonl"
-REJECTS_FILE = "rejects.jsonl"
-MANIFEST_FILE = "manifest.json"
+from injector.util.safe_files import MAX_MANIFEST_BYTES, create_temporary, open_fd, open_read, read_text, write_replacing
 
 log = logging.getLogger("injector")
-
-
-class Candidate(BaseModel):
-    """An injected solution that passed validation, in PRMBench's record format plus our own fields."""
-
-    model_config = ConfigDict(extra="allow")
-
-    original_question: str
-    modified_question: str
-    original_process: list[str] = Field(min_length=1)
-    modified_process: list[str] = Field(min_length=1)
-    modified_steps: list[int]
-    """1-based indices into `modified_process` of the changed or inserted steps, computed from the text."""
-    error_steps: list[int]
-    reason: str
-    idx: str
-    """The source's own id (PRMBench `idx`, or the trajectory id)."""
-    question: str
-    """The raw problem text."""
-    classification: str
-    """The category's PRMBench id."""
-    id: str
-    category: str
-    trajectory_id: str
-    sample: int
-    warnings: list[str] = Field(default_factory=list)
-    provenance: dict[str, Any] = Field(default_factory=dict)
-    # Written only when they apply (`RunDirectory.append` writes the fields that were set), so records keep the
-    # shape they have always had on disk.
-    ground_truth: str | None = None
-    """The source's known final answer (PRM800K `ground_truth_answer`, PRMBench `ground_truth`), when it has one."""
-    explanations: dict[str, str] | None = None
-    """Error step (its 1-based number in modified_process, as a string) -> what is wrong with it."""
-    subject: str | None = None
-    images: list[str] = Field(default_factory=list)
-    """The trajectory's images, by reference (paths or URLs), never their data."""
-
-    @field_validator("explanations")
-    @classmethod
-    def _explanations_name_steps(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        if value is not None and not all(key.isdigit() for key in value):
-            raise ValueError("expected an object {step number: text}")
-        return value
-
-    @model_validator(mode="after")
-    def _steps_exist(self) -> "Candidate":
-        size = len(self.modified_process)
-        for name in ("modified_steps", "error_steps"):
-            outside = [k for k in getattr(self, name) if not 1 <= k <= size]
-            if outside:
-                raise ValueError(f"{name} {outside} lie outside steps 1..{size} of modified_process")
-        return self
-
-    def as_answer(self, *, multi_solution: bool = False) -> FullAnswer | MultiSolutionAnswer:
-        """The full-form answer this candidate corresponds to (explanations included), as `validate_answer` takes
-        it; `multi_solution` (the category's rule) gives the multi-solution form."""
-        if multi_solution:
-            return MultiSolutionAnswer(modified_process=list(self.modified_process), reason=self.reason)
-        return FullAnswer(modified_question=self.modified_question, modified_process=list(self.modified_process),
-                          modified_steps=list(self.modified_steps), error_steps=list(self.error_steps),
-                          reason=self.reason, explanations=dict(self.explanations) if self.explanations else None)
-
-    def source_trajectory(self) -> Trajectory:
-        """The correct solution this candidate was made from, as far as the record keeps it."""
-        return Trajectory(id=self.trajectory_id, question=self.original_question, steps=list(self.original_process),
-                          answer=self.ground_truth, images=list(self.images), subject=self.subject,
-                          meta={"idx": self.idx, "question": self.question})
-
-
-class Rejection(BaseModel):
-    """A unit that produced no candidate, with every reason code that applied."""
-
-    model_config = ConfigDict(extra="allow")
-
-    id: str
-    trajectory_id: str
-    idx: str
-    category: str
-    sample: int
-    codes: list[str]
-    messages: list[str] = Field(default_factory=list)
-    raw: str | None = None
-    """The model's last answer text, when there was one."""
-    provenance: dict[str, Any] = Field(default_factory=dict)
-
-
-class RunManifest(BaseModel):
-    """`manifest.json`: how a run was made and what it produced."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    command: list[str]
-    config: dict[str, Any]
-    config_hash: str
-    toolkit_version: str
-    started: str
-    finished: str | None = None
-    status: str = "running"
-    """running, finished, interrupted, budget_exceeded, batches_pending (`--batch --no-wait`) or failed."""
-    categories: dict[str, dict[str, str]] = Field(default_factory=dict)
-    """id -> name, domain and classification of each category run (categories built in Python included)."""
-    skipped_categories: dict[str, str] = Field(default_factory=dict)
-    """Categories the engine cannot make, with the reason (they are not units)."""
-    source: dict[str, Any] = Field(default_factory=dict)
-    """What the input loader read, selected and skipped (this invocation)."""
-    image_base: str | None = None
-    """The directory the run's local images were checked to lie under (the review app serves only from there)."""
-    counts: dict[str, Any] = Field(default_factory=dict)
-    totals: dict[str, Any] = Field(default_factory=dict)
-    deployments: list[dict[str, Any]] = Field(default_factory=list)
-    """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
-
-
-def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:
-    """Deterministic id of a unit of work (trajectory, category, sample)."""
-    return f"{trajectory_id}::{category_id}::{sample}"
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file we wrote; a torn line (a write cut short by a kill) is skipped with a warning."""
-    for _, record in read_jsonl_numbered(path):
-        yield record
-
-
-def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, Any]]:
-    """`read_jsonl` with the line number of each record; a line that is not UTF-8 is skipped as torn too (so is
-    a last line another writer is still writing: it is not JSON until its end). A file that cannot be read at all
-    is a `UserError`."""
-    for number, _, value in _scan(path):
-        yield number, value
-
-
-def _scan(path: Path) -> Iterator[tuple[int, int, Any]]:
-    """(line number, byte offset, decoded value) of every line of `path` that is JSON; see `read_jsonl_numbered`."""
-    if not path.exists():
-        return
-    try:  # never through a symlink, never a FIFO or a device; side files within a size cap
-        handle = open_read(path, None if path.name == CANDIDATES_FILE else MAX_SIDE_FILE_BYTES)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
-    offset = 0
-    with handle:
-        for number, raw in enumerate(_lines(handle, path), 1):
-            start, offset = offset, offset + len(raw)
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                yield number, start, loads_bounded(line.decode("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
-            except JsonRefused as exc:  # never written by `inject run`: a received directory may hold anything
-                log.warning("%s:%d: ignoring a line that is not a record (%s)", path, number, exc)
-
-
-def _lines(handle: Any, path: Path) -> Iterator[bytes]:
-    try:
-        yield from handle
-    except OSError as exc:  # e.g. an I/O error halfway, or a directory opened as a file on some systems
-        raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
-
-
-Record = TypeVar("Record", Candidate, Rejection)
-
-
-def problem_of(exc: ValidationError) -> str:
-    """The first thing a `ValidationError` found wrong, in one line: `field.path: what is wrong`."""
-    problem = exc.errors()[0]
-    message = str(problem["msg"]).removeprefix("Value error, ")
-    where = ".".join(map(str, problem["loc"]))
-    return f"{where}: {message}" if where else message
-
-
-def read_records(path: Path, model: type[Record], *, strict: bool = False) -> Iterator[tuple[int, Record]]:
-    """(line, record) for every line of a JSONL file of `model` records that validates as one.
-
-    Torn lines are skipped as `read_jsonl` does. A line that is JSON but no `model` record (a wrong type, a missing
-    field, not an object) is skipped with a warning naming FILE:LINE; with `strict`, it is an `InputError` instead
-    (a build must not silently leave a record out).
-    """
-    for number, _, record in scan_records(path, model, strict=strict):
-        yield number, record
-
-
-def scan_records(path: Path, model: type[Record], *, strict: bool = False) -> Iterator[tuple[int, int, Record]]:
-    """`read_records` with each record's byte offset, for readers that come back to one record later
-    (`record_at`)."""
-    for number, offset, value in _scan(path):
-        try:
-            if not isinstance(value, dict):
-                raise ValueError("a JSON object expected")
-            yield number, offset, model.model_validate(value)
-        except ValueError as exc:  # ValidationError is one
-            problem = problem_of(exc) if isinstance(exc, ValidationError) else str(exc)
-            message = f"not a {_noun(model)} record ({problem}); use a {path.name} written by `inject run`"
-            if strict:
-                raise InputError(str(path), number, message) from None
-            log.warning("%s:%d: %s; skipped", path, number, message)
-
-
-def record_at(path: Path, offset: int, model: type[Record]) -> Record:
-    """The record on the line starting at byte `offset` of `path` (as `scan_records` gave it); a `UserError` if
-    it is no longer there (the file was changed since)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            return model.model_validate(loads_bounded(handle.readline()))
-    except (OSError, ValueError) as exc:  # ValidationError, JSONDecodeError and TooDeep are ValueErrors
-        raise UserError(f"{path}: the {_noun(model)} at byte {offset} cannot be read any more ({exc}); the file "
-                        "changed while it was open: start again") from None
-
-
-def _noun(model: type[BaseModel]) -> str:
-    return "candidate" if model is Candidate else "reject"
 
 
 @dataclass

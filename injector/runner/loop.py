@@ -15,7 +15,8 @@ from injector.answer.contract import answer_mode
 from injector.engines.base import Engine
 from injector.inject.prompts import render_messages
 from injector.model.trajectory import Trajectory
-from injector.records.directory import RunDirectory, RunManifest
+from injector.records.directory import RunDirectory
+from injector.records.models import RunManifest
 from injector.runner.configuration import open_run_directory
 from injector.runner.estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from injector.runner.local import run_units

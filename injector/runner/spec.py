@@ -18,7 +18,8 @@ from injector.engines.base import Engine
 from injector.inject.unit import DEFAULT_MAX_ATTEMPTS, Unit
 from injector.model.codes import ReasonCode
 from injector.model.trajectory import Trajectory
-from injector.records.directory import Candidate, Rejection, RunDirectory, RunManifest
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate, Rejection, RunManifest
 from injector.sources import TrajectoryInput
 from injector.taxonomy import Category, Taxonomy
 from injector.util.errors import UserError

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from injector.records.directory import problem_of, read_jsonl_numbered
+from injector.records.jsonl import problem_of, read_jsonl_numbered
 
 log = logging.getLogger(__name__)
 

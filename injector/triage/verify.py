@@ -24,7 +24,8 @@ from injector.triage.critique import (JUDGE_SCHEMA, critique_kind, critique_mess
 from injector.engines.base import Engine, Proposal, ProviderError, TransientProviderError
 from injector.util.safe_files import write_replacing
 from injector.util.errors import BudgetExceeded, UserError, WriteFailed
-from injector.records.directory import Candidate, RunDirectory
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate
 from injector.taxonomy import Taxonomy, run_taxonomy
 from injector.util.clock import utc_now
 from injector.triage.verdicts import VERDICTS, VERIFY_FILE, VERIFY_SUMMARY_FILE, JudgeAnswer, VerifyRecord, read_verdicts

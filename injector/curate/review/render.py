@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from injector.answer.align import align_steps
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 from injector.triage.verdicts import VerifyRecord
 from injector.curate.review.assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_CSS, PAGE_JS
 from injector.curate.review.session import ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, UNVERIFIED, Entry, ReviewSession, View

@@ -8,7 +8,9 @@ from typing import Any
 
 from injector.answer.align import normalize_step
 from injector.util.errors import InjectorError, UserError
-from injector.records.directory import CANDIDATES_FILE, Candidate, RunDirectory, record_at
+from injector.records.directory import RunDirectory
+from injector.records.jsonl import record_at
+from injector.records.models import CANDIDATES_FILE, Candidate
 from injector.taxonomy import Category, Taxonomy, run_taxonomy
 from injector.inject.validation import validate_answer
 from injector.triage.verdicts import VERDICTS, VerifyRecord, read_verdicts, verdict_rank

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 from injector.answer.align import align_steps
 from injector.util.errors import UserError
 from injector.util.safe_files import require_regular_or_missing
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 from injector.util.json_bounds import JsonRefused, loads_bounded
 
 log = logging.getLogger("injector")

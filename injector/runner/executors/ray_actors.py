@@ -33,7 +33,9 @@ from injector.runner.executors.ray_worker import (BatchResult, Record, ShardWork
                                                  WorkerJob, sees_run_directory)
 from injector.taxonomy.hooks import HOOK_MODULE_PREFIX
 from injector.runner.spec import RunProgress, RunSpec
-from injector.records.directory import Candidate, Rejection, RunDirectory, scan_records, unit_id
+from injector.records.directory import RunDirectory
+from injector.records.jsonl import scan_records
+from injector.records.models import Candidate, Rejection, unit_id
 from injector.runner.shards import shard_of
 from injector.inject.unit import Unit
 

@@ -14,7 +14,8 @@ from injector.engines import from_model
 from injector.engines.base import Engine
 from injector.inject.unit import inject_one
 from injector.model.trajectory import Trajectory
-from injector.records.directory import Candidate, Rejection, RunDirectory
+from injector.records.directory import RunDirectory
+from injector.records.models import Candidate, Rejection
 from injector.runner.spec import RunSpec
 from injector.util.errors import InjectorError, UserError
 

@@ -1,0 +1,130 @@
+"""What a run writes, as records: `Candidate` and `Rejection` (one JSONL line each) and `RunManifest`
+(`manifest.json`). `RunDirectory` (records/directory.py) writes and reads them; records/jsonl.py reads their lines."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from injector.answer.contract import FullAnswer, MultiSolutionAnswer
+from injector.model.trajectory import Trajectory
+
+CANDIDATES_FILE = "candidates.jsonl"
+REJECTS_FILE = "rejects.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+class Candidate(BaseModel):
+    """An injected solution that passed validation, in PRMBench's record format plus our own fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    original_question: str
+    modified_question: str
+    original_process: list[str] = Field(min_length=1)
+    modified_process: list[str] = Field(min_length=1)
+    modified_steps: list[int]
+    """1-based indices into `modified_process` of the changed or inserted steps, computed from the text."""
+    error_steps: list[int]
+    reason: str
+    idx: str
+    """The source's own id (PRMBench `idx`, or the trajectory id)."""
+    question: str
+    """The raw problem text."""
+    classification: str
+    """The category's PRMBench id."""
+    id: str
+    category: str
+    trajectory_id: str
+    sample: int
+    warnings: list[str] = Field(default_factory=list)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    # Written only when they apply (`RunDirectory.append` writes the fields that were set), so records keep the
+    # shape they have always had on disk.
+    ground_truth: str | None = None
+    """The source's known final answer (PRM800K `ground_truth_answer`, PRMBench `ground_truth`), when it has one."""
+    explanations: dict[str, str] | None = None
+    """Error step (its 1-based number in modified_process, as a string) -> what is wrong with it."""
+    subject: str | None = None
+    images: list[str] = Field(default_factory=list)
+    """The trajectory's images, by reference (paths or URLs), never their data."""
+
+    @field_validator("explanations")
+    @classmethod
+    def _explanations_name_steps(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is not None and not all(key.isdigit() for key in value):
+            raise ValueError("expected an object {step number: text}")
+        return value
+
+    @model_validator(mode="after")
+    def _steps_exist(self) -> "Candidate":
+        size = len(self.modified_process)
+        for name in ("modified_steps", "error_steps"):
+            outside = [k for k in getattr(self, name) if not 1 <= k <= size]
+            if outside:
+                raise ValueError(f"{name} {outside} lie outside steps 1..{size} of modified_process")
+        return self
+
+    def as_answer(self, *, multi_solution: bool = False) -> FullAnswer | MultiSolutionAnswer:
+        """The full-form answer this candidate corresponds to (explanations included), as `validate_answer` takes
+        it; `multi_solution` (the category's rule) gives the multi-solution form."""
+        if multi_solution:
+            return MultiSolutionAnswer(modified_process=list(self.modified_process), reason=self.reason)
+        return FullAnswer(modified_question=self.modified_question, modified_process=list(self.modified_process),
+                          modified_steps=list(self.modified_steps), error_steps=list(self.error_steps),
+                          reason=self.reason, explanations=dict(self.explanations) if self.explanations else None)
+
+    def source_trajectory(self) -> Trajectory:
+        """The correct solution this candidate was made from, as far as the record keeps it."""
+        return Trajectory(id=self.trajectory_id, question=self.original_question, steps=list(self.original_process),
+                          answer=self.ground_truth, images=list(self.images), subject=self.subject,
+                          meta={"idx": self.idx, "question": self.question})
+
+
+class Rejection(BaseModel):
+    """A unit that produced no candidate, with every reason code that applied."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    trajectory_id: str
+    idx: str
+    category: str
+    sample: int
+    codes: list[str]
+    messages: list[str] = Field(default_factory=list)
+    raw: str | None = None
+    """The model's last answer text, when there was one."""
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunManifest(BaseModel):
+    """`manifest.json`: how a run was made and what it produced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str]
+    config: dict[str, Any]
+    config_hash: str
+    toolkit_version: str
+    started: str
+    finished: str | None = None
+    status: str = "running"
+    """running, finished, interrupted, budget_exceeded, batches_pending (`--batch --no-wait`) or failed."""
+    categories: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """id -> name, domain and classification of each category run (categories built in Python included)."""
+    skipped_categories: dict[str, str] = Field(default_factory=dict)
+    """Categories the engine cannot make, with the reason (they are not units)."""
+    source: dict[str, Any] = Field(default_factory=dict)
+    """What the input loader read, selected and skipped (this invocation)."""
+    image_base: str | None = None
+    """The directory the run's local images were checked to lie under (the review app serves only from there)."""
+    counts: dict[str, Any] = Field(default_factory=dict)
+    totals: dict[str, Any] = Field(default_factory=dict)
+    deployments: list[dict[str, Any]] = Field(default_factory=list)
+    """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
+
+
+def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:
+    """Deterministic id of a unit of work (trajectory, category, sample)."""
+    return f"{trajectory_id}::{category_id}::{sample}"

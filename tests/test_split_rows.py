@@ -1,0 +1,66 @@
+"""`SplitRow`: the rows `inject build` writes and `inject eval` reads, as one pydantic model. A split written before
+the model existed (tests/fixtures/split_from_main) still reads, and a build today writes the same rows."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from injector.cli.commands import main
+from injector.evaluate.splits import load_split
+from injector.model.split_row import SplitRow
+
+OLD = Path(__file__).parent / "fixtures" / "split_from_main"
+
+
+def _records(directory: Path) -> dict[str, list[dict]]:
+    return {path.name: [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+            for path in sorted((directory / "jsonl").glob("*.jsonl"))}
+
+
+def test_every_row_of_an_old_split_is_a_split_row_and_round_trips():
+    records = [record for rows in _records(OLD).values() for record in rows]
+    assert len(records) == 5
+    for record in records:
+        # every column is a field of the model (nothing left out) and written back unchanged, in the same order
+        assert list(SplitRow.from_record(record).record().items()) == list(record.items())
+
+
+@pytest.mark.parametrize("path", [OLD, OLD / "jsonl"], ids=["dataset", "jsonl"])
+def test_an_old_split_still_reads(path):
+    loaded = load_split(path)
+    assert len(loaded.items) == 5 and loaded.formats == {"split"}
+    kinds = sorted(item.kind for item in loaded.items)
+    assert kinds == ["correct", "correct", "error", "error", "error"]
+    counterfactual = next(item for item in loaded.items if item.category == "counterfactual")
+    assert counterfactual.error_steps == frozenset({4, 5, 6}) and counterfactual.first_error == 4
+
+
+def test_a_build_today_writes_the_rows_main_wrote(tmp_path):
+    run = tmp_path / "run"  # the run's directory name is a column
+    shutil.copytree(OLD / "run", run)
+    result = CliRunner().invoke(main, ["build", str(run), "--out", str(tmp_path / "split"), "--include-unreviewed",
+                                       "--include-sources"])
+    assert result.exit_code == 0, result.output
+    for name in ("correct.jsonl", "counterfactual.jsonl", "redundancy.jsonl"):
+        assert (tmp_path / "split" / "jsonl" / name).read_bytes() == (OLD / "jsonl" / name).read_bytes()
+
+
+def test_a_wrong_column_names_its_line(tmp_path):
+    rows = _records(OLD)["counterfactual.jsonl"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(rows[0]) + "\n" + json.dumps({**rows[0], "id": "other", "sample": "first"}) + "\n")
+    result = CliRunner().invoke(main, ["eval", str(bad), "--scores", str(tmp_path / "none.jsonl"),
+                                       "--out", str(tmp_path / "report")])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {bad}:2: `sample`: Input should be a valid integer")
+    assert "Traceback" not in result.output
+
+
+def test_other_columns_are_left_out_and_minimal_rows_read():
+    row = SplitRow.from_record({"id": "a", "category": "redundancy", "modified_process": ["x"], "error_steps": [1],
+                                "score": 0.3})
+    assert row.id == "a" and row.model_extra is None and "score" not in row.record()
