@@ -9,7 +9,7 @@ import click
 from injector.cli.base import EXIT_INTERRUPTED, examples, invocation, main
 from injector.cli.options import InputOptions, input_options, output_mode_option, request_options
 from injector.model.choices import CLIENTS, OFFLINE_MODEL
-from injector.util.errors import BatchesPending
+from injector.util.errors import BatchesPending, BudgetExceeded
 
 class EngineModelOption(click.Option):
     """`--model`, whose help lists the registered engine names, read from the registry only when help is shown."""
@@ -133,13 +133,18 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
         click.echo(dry_run_table(plan_run(source, spec, engine), rpm=rpm, tpm=tpm))
         return
     command = invocation()
+    display = ProgressDisplay()
     try:
-        with ProgressDisplay() as display:
+        with display:
             result = run_injection(source, spec, engine, on_progress=display.update, command=command,
                                    executor=units_executor)
+    except BudgetExceeded:
+        click.echo(summary_table(display.shown()), err=True)  # what was done before the stop, as on exit 0
+        raise
     except KeyboardInterrupt:
         from injector.util.redaction import redact_command
 
+        click.echo(summary_table(display.shown()), err=True)
         resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {spec.out}")
         click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None

@@ -45,6 +45,12 @@ class ProgressDisplay:
         self._last_bar = 0.0
         self._pending: RunProgress | None = None
         """The latest progress not yet shown on the bar (shown at exit)."""
+        self._last: RunProgress | None = None
+
+    def shown(self) -> RunProgress:
+        """The latest progress this display was given (an empty one before the first unit): the summary of a run
+        stopped by an exception, which returns no result."""
+        return self._last if self._last is not None else RunProgress()
 
     def __enter__(self) -> "ProgressDisplay":
         if self.interactive:
@@ -59,6 +65,7 @@ class ProgressDisplay:
         return self
 
     def update(self, progress: RunProgress) -> None:
+        self._last = progress
         now = time.monotonic()
         if self._bar is not None:
             self._pending = progress
@@ -93,8 +100,10 @@ def summary_table(progress: RunProgress) -> str:
         for code, count in sorted(progress.codes.items(), key=lambda item: -item[1]):
             lines.append(f"{code:24} {count:9d}")
     lines.append("")
+    per_candidate = ("" if progress.cost is None or not progress.accepted
+                     else f" (${progress.cost / progress.accepted:.4f} per candidate)")
     lines.append(f"tokens: {progress.prompt_tokens} prompt + {progress.completion_tokens} completion; "
-                 f"cost {_cost(progress.cost)}; {progress.retries()} transient retries")
+                 f"cost {_cost(progress.cost)}{per_candidate}; {progress.retries()} transient retries")
     if progress.provider_unreachable():
         lines.append(f"no candidates: {progress.codes[ReasonCode.TRANSIENT_FAILURE]} of {progress.done} units failed "
                      f"transiently after every retry (last: {progress.transient_message}); the provider looks "
