@@ -57,8 +57,8 @@ def test_the_summary_is_printed_when_max_cost_stops_the_run(scripted_server, inp
     result = run_cli(scripted_server, input_file, tmp_path / "run", "--price-in", "10", "--price-out", "20",
                      "--max-cost", "0.003", "--concurrency", "1")
     assert result.exit_code == 3, result.output
-    assert "counterfactual                   2         0" in result.output
-    assert "cost $0.0040 ($0.0020 per candidate)" in result.output
+    assert "counterfactual                   1         0" in result.output
+    assert "cost $0.0020 ($0.0020 per candidate)" in result.output
 
 
 def test_the_summary_is_printed_on_ctrl_c(scripted_server, input_file, tmp_path, monkeypatch):

@@ -61,8 +61,9 @@ class EngineModelOption(click.Option):
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the request cache.")
 @click.option("--price-in", type=click.FloatRange(min=0), help="Dollars per million prompt tokens (unknown models).")
 @click.option("--price-out", type=click.FloatRange(min=0), help="Dollars per million completion tokens.")
-@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly (exit 3, resumable) once this run has "
-              "spent this many dollars.")
+@click.option("--max-cost", type=click.FloatRange(min=0), help="The run directory's budget in dollars, over all its "
+              "invocations (the manifest keeps the total): a unit starts only if the total cannot pass it; then "
+              "exit 3, and a higher --max-cost continues.")
 @click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
               show_envvar=True, default="auto", show_default=True,
               help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "

@@ -98,6 +98,17 @@ class Rejection(BaseModel):
     provenance: dict[str, Any] = Field(default_factory=dict)
 
 
+class Spending(BaseModel):
+    """What a run directory has spent over all its invocations: what `--max-cost` caps (the manifest keeps it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    total: float | None = 0.0
+    """Dollars; None once any answer had no known price."""
+    largest_unit: float = 0.0
+    """The most one unit has cost (all its attempts): the reserve a unit needs before it may start under a cap."""
+
+
 class RunManifest(BaseModel):
     """`manifest.json`: how a run was made and what it produced."""
 
@@ -123,6 +134,8 @@ class RunManifest(BaseModel):
     totals: dict[str, Any] = Field(default_factory=dict)
     deployments: list[dict[str, Any]] = Field(default_factory=list)
     """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
+    spending: Spending | None = None
+    """Spent over every invocation (None in manifests written before it was kept: `totals.cost` stands in)."""
 
 
 def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:

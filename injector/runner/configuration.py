@@ -15,14 +15,15 @@ FREE_BETWEEN_INVOCATIONS = ("--limit", "--concurrency", "--workers", "--max-atte
 how, not what a unit's output is)."""
 
 
-def open_run_directory(run_dir: RunDirectory, config: dict[str, Any], digest: str) -> None:
+def open_run_directory(run_dir: RunDirectory, config: dict[str, Any], digest: str) -> dict[str, Any] | None:
     """`run_dir.prepare(digest)`, except that a directory holding no record takes the new configuration (a run that
-    stopped on a mistyped model continues with the corrected one), and a refusal names every differing setting."""
+    stopped on a mistyped model continues with the corrected one), and a refusal names every differing setting.
+    Returns the manifest the directory held (None: a new run directory)."""
     manifest = run_dir.read_manifest()
     recorded = manifest.get("config_hash") if manifest is not None else None
     if manifest is None or recorded == digest:
         run_dir.prepare(digest)
-        return
+        return manifest
     old = manifest.get("config")
     differences = config_differences(old if isinstance(old, dict) else {}, config)
     if holds_records(run_dir):
@@ -32,6 +33,7 @@ def open_run_directory(run_dir: RunDirectory, config: dict[str, Any], digest: st
                           f"(its manifest.json); only {', '.join(FREE_BETWEEN_INVOCATIONS)} may change between "
                           "invocations")
     run_dir.prepare(str(recorded))  # the lock; the caller writes the new configuration's manifest next
+    return manifest
 
 
 def holds_records(run_dir: RunDirectory) -> bool:

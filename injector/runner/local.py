@@ -82,10 +82,27 @@ class _LocalLoop:
         if engine.collects_batches:
             self.first_answer.set()
         self.first_taken = False
+        self.budget, self.run_left = spec.invocation_budget(), spec.run_budget_left()
+        self.reserved = 0.0
+        """What the units in flight may spend (reserved when each started)."""
+        self.held_back = False
+        """Whether a unit was left for a later invocation because the budget had no room for it."""
 
     def over_budget(self) -> bool:
-        max_cost = self.spec.max_cost
-        return max_cost is not None and self.progress.cost is not None and self.progress.cost >= max_cost
+        """Whether this invocation's budget is spent (`--max-cost-per-invocation`, or what --max-cost leaves)."""
+        budget = self.budget
+        return budget is not None and self.progress.cost is not None and self.progress.cost >= budget
+
+    def room_for_a_unit(self) -> bool:
+        """Whether one more unit may start under --max-cost: what is spent, what the units in flight may still
+        spend and one more unit (each reserved at the largest unit's cost so far) stay within the run's cap."""
+        if self.run_left is None:
+            return True
+        spent = self.progress.cost or 0.0
+        return self.run_left > 0 and spent + self.reserved + self.unit_reserve() <= self.run_left
+
+    def unit_reserve(self) -> float:
+        return max(self.spec.spent_before.largest_unit, self.progress.largest_unit_cost)
 
     async def run(self, units: Iterator[Unit] | AsyncIterator[Unit]) -> None:
         workers = [asyncio.create_task(self.worker()) for _ in range(self.workers)]
@@ -102,13 +119,12 @@ class _LocalLoop:
             await asyncio.gather(everything, stop, return_exceptions=True)
         if self.failures:
             raise self.failures[0]
-        if self.over_budget():
-            raise BudgetExceeded(f"spent ${self.progress.cost:.4f}, reaching --max-cost ${self.spec.max_cost:g}; "
-                                 "run the same command again to continue")
+        if self.held_back or self.over_budget():
+            raise BudgetExceeded(self.spec.budget_message(self.progress.cost))
 
     async def produce(self, units: Iterator[Unit] | AsyncIterator[Unit]) -> None:
         async for unit in _unit_stream(units):
-            if self.failures or self.over_budget():
+            if self.failures or self.over_budget() or self.held_back:
                 break
             if unit.id in self.finished:
                 self.progress.skipped_existing += 1
@@ -132,9 +148,12 @@ class _LocalLoop:
             if self.first_taken:
                 await self.first_answer.wait()
             self.first_taken = True
-            if self.failures or self.over_budget():
+            if self.failures or self.over_budget() or not self.room_for_a_unit():
+                self.held_back = self.held_back or not self.failures
                 self.first_answer.set()
                 continue  # keep draining so the producer never blocks on a full queue
+            reserve = self.unit_reserve()
+            self.reserved += reserve
             try:
                 record = await inject_one(spec.taxonomy, unit.category, unit.trajectory, self.engine,
                                           sample=unit.sample, seed=spec.seed, max_attempts=spec.max_attempts,
@@ -149,6 +168,7 @@ class _LocalLoop:
                 self.failures.append(exc)
                 continue
             finally:
+                self.reserved -= reserve
                 self.first_answer.set()
             self.progress.record(record)
             if self.on_progress:

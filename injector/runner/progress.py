@@ -124,6 +124,9 @@ def dry_run_table(report: DryRunReport, rpm: float | None = None, tpm: float | N
            if report.pooled_categories else "") + ")",
         f"estimated cost     {_cost(report.cost_estimate)} for one attempt per unit",
         *_rate_limit_lines(report, rpm, tpm),
+        *([f"already spent      ${report.spent_before:.4f} in this run directory (--max-cost caps the total)"]
+          if report.spent_before else []),
+        *([f"refused            the run would stop here: {report.refusal}"] if report.refusal else []),
     ])
 
 
