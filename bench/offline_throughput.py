@@ -46,7 +46,7 @@ def stage_run(taxonomy, categories, trajectories, engine):
     with tempfile.TemporaryDirectory() as out:
         spec = RunSpec(taxonomy=taxonomy, categories=categories, out=out)
         result = run(IterableInput(trajectories, identity={"input": "bench"}), spec, engine, command=["bench"])
-        return result.manifest.counts["candidates"]
+        return result.manifest.counts.candidates
 
 
 def main() -> None:

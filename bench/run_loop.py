@@ -277,7 +277,7 @@ def worker(kind: str, api_base: str, input_path: str, concurrency: int, out: str
         spec = RunSpec(taxonomy=taxonomy, categories=categories, out=out, concurrency=concurrency, output_mode=mode)
         result = run(IterableInput(trajectories, identity={"input": "bench"}), spec, engine, command=["bench"])
         seconds = time.perf_counter() - start
-        done = result.manifest.counts["candidates"]
+        done = result.manifest.counts.candidates
     print(json.dumps({"kind": kind, "seconds": seconds, "done": done}))
 
 

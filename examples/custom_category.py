@@ -14,6 +14,7 @@ import tempfile
 
 from injector import Category, OfflineEngine, Rules, RunSpec, Taxonomy, load_trajectories, run
 from injector.engines.offline import Perturbation, replace
+from injector.records.models import RunCounts
 
 UNITS = {"dollars": "cents", "cents": "dollars", "minutes": "seconds", "seconds": "minutes", "hours": "minutes",
          "meters": "centimeters", "miles": "kilometers", "feet": "inches"}
@@ -49,7 +50,7 @@ def check_unit_changed(trajectory, verdict):
             yield "no_unit_in_error", f"error step {step} states no unit; swap the unit of a result"
 
 
-def main(out: str) -> dict:
+def main(out: str) -> RunCounts:
     taxonomy = Taxonomy.load()  # the bundled PRMBench taxonomy, extended in code
     taxonomy.add(Category(
         id="unit_slip", name="Unit Consistency", domain="soundness", template_text=TEMPLATE,
@@ -60,7 +61,7 @@ def main(out: str) -> dict:
     spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["unit_slip"]), out=out, limit=10)
     result = run(load_trajectories(), spec, OfflineEngine(operators={"unit_slip": unit_slip_options}))
     counts = result.manifest.counts
-    print(f"{out}: {counts['candidates']} candidates, {counts['rejects']} rejects {counts['codes']}")
+    print(f"{out}: {counts.candidates} candidates, {counts.rejects} rejects {counts.codes}")
     return counts
 
 

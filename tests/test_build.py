@@ -185,13 +185,32 @@ def test_sources_and_neighbouring_formats(run_dir, tmp_path):
         assert item["prompt"].startswith("Question: ") and "Step 1: " in item["prompt"]
 
 
-def test_push_to_hub_calls_datasets_push(run_dir, tmp_path, monkeypatch):
-    import datasets
+def test_push_to_hub_delivers_the_dataset_the_card_and_the_exports(run_dir, tmp_path, monkeypatch):
+    # Through huggingface_hub to a local stand-in of the Hub's HTTP API (tests/hub_standin.py).
+    import sys
 
-    pushed = []
-    monkeypatch.setattr(datasets.DatasetDict, "push_to_hub", lambda self, repo: pushed.append((repo, sorted(self))))
-    result = build(str(run_dir), "--out", str(tmp_path / "s"), "--include-unreviewed", "--push-to-hub", "me/bench")
-    assert result.exit_code == 0 and pushed == [("me/bench", ["counterfactual", "redundancy"])]
+    import huggingface_hub.constants
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from hub_standin import HubStandIn
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_stand_in")
+    with HubStandIn() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        result = build(str(run_dir), "--out", str(tmp_path / "s"), "--include-unreviewed", "--push-to-hub",
+                       "me/bench", "--private")
+    assert result.exit_code == 0, result.output
+    repo = hub.state.repos["me/bench"]
+    files = set(repo["files"])
+    assert repo["private"] is True and repo["type"] == "dataset"
+    assert {"README.md", "parquet/counterfactual.parquet", "parquet/redundancy.parquet", "jsonl/redundancy.jsonl",
+            "prmbench/counterfactual.jsonl", "processbench/redundancy.jsonl", "judge/redundancy.jsonl",
+            "projudge/redundancy.jsonl"} <= files
+    assert repo["files"]["README.md"] == (tmp_path / "s" / "README.md").read_bytes()  # the card, as written
+    assert repo["files"]["parquet/redundancy.parquet"] == (tmp_path / "s" / "parquet" / "redundancy.parquet").read_bytes()
+    assert not any(name.endswith(".arrow") for name in files)  # the save_to_disk copy stays local
+    assert build(str(run_dir), "--out", str(tmp_path / "t"), "--include-unreviewed", "--private").exit_code == 2
 
 
 def test_build_errors(run_dir, tmp_path):
@@ -423,3 +442,19 @@ def test_validate_is_a_hidden_alias_of_audit():
     assert CliRunner().invoke(main, ["validate", str(path)]).exit_code == 4
     listing = CliRunner().invoke(main, ["--help"]).output
     assert "  audit " in listing and "  validate " not in listing
+
+
+def test_the_cards_cue_figures_come_from_a_sample_or_not_at_all(run_dir, tmp_path):
+    from injector.curate.card import cue_sample
+
+    rows = [{"id": f"r{k}", "category": "a" if k % 3 else "b"} for k in range(30)]
+    picked = cue_sample(rows, 5)
+    assert sorted(r["category"] for r in picked) == ["a"] * 5 + ["b"] * 5
+    assert {r["id"] for r in picked} == {r["id"] for r in cue_sample(list(reversed(rows)), 5)}  # any order
+    assert sorted(cue_sample(rows, 100), key=lambda r: int(r["id"][1:])) == rows  # fewer rows than the cap: all
+    result = build(str(run_dir), "--out", str(tmp_path / "s"), "--include-unreviewed", "--no-cues")
+    assert result.exit_code == 0, result.output
+    card = (tmp_path / "s" / "README.md").read_text()
+    assert "Cue AUC: not computed (`--no-cues`)" in card
+    result = build(str(run_dir), "--out", str(tmp_path / "t"), "--include-unreviewed", "--cue-sample", "50")
+    assert "on at most 50 rows per category" in (tmp_path / "t" / "README.md").read_text()

@@ -113,7 +113,7 @@ def test_a_batch_engine_without_litellm_runs_through_run(tmp_path):
     assert sum(engine.batches) == 12 and max(engine.batches) > 1  # many requests per batch, every one answered
     assert result.progress.cost == pytest.approx(12 * 20e-6)
     assert result.manifest.config["input"] == {"input": "batch-test"}
-    assert result.manifest.source == {"read": 6, "selected": 6, "invalid": 0, "skipped": {}}
+    assert result.manifest.source.model_dump() == {"read": 6, "selected": 6, "invalid": 0, "skipped": {}}
 
 
 def test_an_engine_gets_the_protocols_defaults(tmp_path):
@@ -132,7 +132,7 @@ def test_an_engine_gets_the_protocols_defaults(tmp_path):
     assert report.units == 2 and report.max_attempts == 1 and report.cost_estimate == 0.0  # free, one attempt
     assert report.prompt_tokens > 0
     result = run(trajectories(2), spec.model_copy(update={"out": tmp_path / "run"}), Minimal())
-    assert result.manifest.counts["candidates"] == 2 and result.progress.retries() == 0
+    assert result.manifest.counts.candidates == 2 and result.progress.retries() == 0
     assert result.manifest.config["input"] == {"input": "python"}
 
 

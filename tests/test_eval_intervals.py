@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from injector.evaluate import BootstrapSettings, ScoresFile, compare, evaluate
+from injector.evaluate import BootstrapSettings, EvalRequest, ScoresFile, compare, evaluate
 from injector.evaluate.protocols import parse_label_rule, rule_for_model
 
 
@@ -34,7 +34,7 @@ def test_processbench_per_subset_mean_and_undefined_f1(tmp_path):
     write(data / "math.jsonl", [{"id": "c", "steps": ["x", "y"], "label": 1}, {"id": "d", "steps": ["x"], "label": -1}])
     scores = write(tmp_path / "s.jsonl", [{"id": "a", "step_scores": [0.1, 0.9]}, {"id": "b", "step_scores": [0.9]},
                                           {"id": "c", "step_scores": [0.9, 0.9]}, {"id": "d", "step_scores": [0.1]}])
-    pb = evaluate(data, ScoresFile(scores), out=tmp_path / "r", plots=False).metrics["processbench"]
+    pb = evaluate(EvalRequest(split=data, out=tmp_path / "r", plots=False), ScoresFile(scores)).metrics["processbench"]
     assert pb["per_category"]["gsm8k"]["f1"] == 1.0
     assert pb["per_category"]["math"]["f1"] is None and pb["per_category"]["math"]["f1_undefined"]
     assert pb["average_f1"] is None and pb["f1"] == pytest.approx(0.5)   # pooled: acc 1/2 and 1/2
@@ -51,7 +51,7 @@ def test_paired_compare_says_within_noise_when_the_interval_contains_zero(tmp_pa
     bad = write(tmp_path / "bad.jsonl", [{"id": r["id"], "step_scores": [0.1, 0.9, 0.1]} for r in records])
     settings = BootstrapSettings(resamples=200)
     for name, scores in (("good", good), ("nearly", nearly), ("bad", bad)):
-        evaluate(split, ScoresFile(scores), out=tmp_path / name, plots=False, bootstrap=settings)
+        evaluate(EvalRequest(split=split, out=tmp_path / name, plots=False, bootstrap=settings), ScoresFile(scores))
     close = compare([tmp_path / "good", tmp_path / "nearly"], settings)
     far = compare([tmp_path / "good", tmp_path / "bad"], settings)
     assert "| PRMScore overall |" in close and "within noise" in close.split("PRMScore overall")[1].splitlines()[0]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from injector.evaluate import BootstrapSettings, ScoresFile, evaluate, load_split
+from injector.evaluate import BootstrapSettings, EvalRequest, ScoresFile, evaluate, load_split
 
 FIXTURES = Path(__file__).parent / "fixtures" / "prmbench_train_p1"
 REPEATS = {136: 47, 137: 48, 155: 50, 160: 53, 161: 54}
@@ -131,8 +131,8 @@ def test_prmbench_protocol_equals_prmbench_code_on_a_complete_directory(director
     loaded = load_split(directory)
     assert loaded.protocol == "prmbench"
     scores_path = write_scores(tmp_path / "scores.jsonl", loaded.items, scorer)
-    result = evaluate(directory, ScoresFile(scores_path), out=tmp_path / "report", plots=False,
-                      bootstrap=BootstrapSettings(resamples=50))
+    result = evaluate(EvalRequest(split=directory, out=tmp_path / "report", plots=False,
+                                  bootstrap=BootstrapSettings(resamples=50)), ScoresFile(scores_path))
     scores = {json.loads(line)["id"]: json.loads(line)["step_scores"] for line in scores_path.read_text().splitlines()}
     expected = reference_evaluate(reference_load(directory),
                                   lambda sample: [s > 0.5 for s in scores[f"{sample['idx']}::{sample['classification']}"]])
@@ -163,7 +163,8 @@ def test_the_directory_is_read_as_published_with_what_was_left_out_counted(direc
 def test_per_category_figures_of_the_seeded_scorer_are_pinned(directory, tmp_path):
     loaded = load_split(directory)
     scores = write_scores(tmp_path / "scores.jsonl", loaded.items, ordinary)
-    prmbench = evaluate(directory, ScoresFile(scores), out=tmp_path / "r", plots=False, bootstrap=None).metrics["prmbench"]
+    prmbench = evaluate(EvalRequest(split=directory, out=tmp_path / "r", plots=False, bootstrap=None),
+                        ScoresFile(scores)).metrics["prmbench"]
     figures = {"overall": prmbench["overall"]["prmscore"], "correct": prmbench["correct"]["f1"],
                **{category: entry["prmscore"] for category, entry in prmbench["per_category"].items()}}
     assert figures == pytest.approx({

@@ -241,7 +241,7 @@ def test_a_provider_outage_keeps_what_was_judged_and_the_same_call_continues(spl
 
     from injector.engines.llm import LLMEngine
     from injector.util.errors import ProviderUnreachable
-    from injector.evaluate import evaluate
+    from injector.evaluate import EvalRequest, evaluate
     from injector.evaluate.judge import LLMJudge
 
     down = {"c::confidence::0"}
@@ -255,13 +255,13 @@ def test_a_provider_outage_keeps_what_was_judged_and_the_same_call_continues(spl
 
     out = tmp_path / "report"
     with pytest.raises(ProviderUnreachable, match="1 solutions could not be judged"):
-        evaluate(split, judge(), out=out)
+        evaluate(EvalRequest(split=split, out=out), judge())
     assert not (out / "metrics.json").exists()
     saved = [json.loads(line)["id"] for line in (out / "judge_answers.jsonl").read_text().splitlines()]
     assert sorted(saved) == ["a::circular_logic::0", "a::correct", "b::redundancy::0"]
     down.clear()
     before = len(scripted_server.requests)
-    result = evaluate(split, judge(), out=out)
+    result = evaluate(EvalRequest(split=split, out=out), judge())
     assert [item_of(r["body"]) for r in scripted_server.requests[before:]] == ["c::confidence::0"]
     assert result.metrics["validity"] == 1.0
 

@@ -13,10 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "injector"
 MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_PARAMETERS = 400, 60, 10
 
 BEING_SPLIT = (
-    "cli/",
     "engines/",  # engines/offline/ included
     "triage/verify.py",
-    "evaluate/__init__.py",  # evaluate(): 11 parameters since the protocol options; an EvalRequest is due
 )
 """Paths relative to `injector/` (a trailing `/`: a whole package)."""
 

@@ -8,6 +8,7 @@ import pytest
 from scripted_server import Reply
 
 from injector import LLMEngine, Taxonomy, Trajectory, inject_one
+from injector.model.provenance import Attempt
 from injector.records.models import Candidate, Rejection
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
@@ -33,7 +34,7 @@ def test_transient_faults_are_retried(taxonomy, scripted_server):
     record = inject(taxonomy, scripted_server)
     assert isinstance(record, Candidate), record
     assert len(scripted_server.requests) == 4
-    assert record.provenance["attempts"] == [{"codes": []}]  # transient retries are not attempts
+    assert record.provenance.attempts == [Attempt(codes=[])]  # transient retries are not attempts
 
 
 def test_transient_faults_used_up_are_a_reject(taxonomy, scripted_server):

@@ -58,7 +58,7 @@ def test_every_operator_passes_the_validator_and_changes_only_what_it_declares(t
     assert candidates, f"{category_id}: no candidate on the bundled data"
     assert all(r.codes == ["not_applicable"] for r in rejects), [r.codes for r in rejects]
     for candidate in candidates:
-        assert candidate.provenance["engine"] == "offline" and candidate.provenance["operator"]
+        assert candidate.provenance.engine == "offline" and candidate.provenance.details["operator"]
         unchanged_steps_are_original(candidate)
         assert_error_of_category(category_id, candidate)
 
@@ -109,12 +109,12 @@ def test_full_mode_gives_the_same_candidates(taxonomy, trajectories, category_id
     edits = records_for(taxonomy, category_id, trajectories)
     full = records_for(taxonomy, category_id, trajectories, output_mode="full")
     assert labels(edits) == labels(full)
-    assert {r.provenance["output_mode"] for r in full if isinstance(r, Candidate)} == {"full"}
+    assert {r.provenance.output_mode for r in full if isinstance(r, Candidate)} == {"full"}
 
 
 def test_same_seed_same_records_other_seed_differs(taxonomy, trajectories):
     def strip_time(records):
-        return [r.model_dump(exclude={"provenance"}) | {"p": {**r.provenance, "time": None}} for r in records]
+        return [r.model_dump(exclude={"provenance"}) | {"p": r.provenance.model_dump(exclude={"time"})} for r in records]
 
     for category_id in PRMBENCH_OPERATORS:
         first = strip_time(records_for(taxonomy, category_id, trajectories, seed=3))

@@ -15,6 +15,7 @@ from injector import LLMEngine, Taxonomy, Trajectory, inject_one
 from injector.engines.base import ProviderError, TransientProviderError
 from injector.engines.openai_client import choose_client, model_entry, price_table, serves
 from injector.util.errors import AuthenticationRefused, ProviderMisconfigured, UserError
+from injector.model.provenance import Usage
 from injector.records.models import Candidate, Rejection
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
@@ -63,8 +64,8 @@ def test_both_clients_send_the_same_request(taxonomy, server, model, monkeypatch
     assert "response_format" in first["body"] and first["body"]["model"] == model.split("/", 1)[1]
     auth = [{k.lower(): v for k, v in request["headers"].items()}["authorization"] for request in server.requests]
     assert auth[0] == auth[1]
-    usage = [records[client].provenance["usage"] for client in CLIENTS]
-    assert usage[0] == usage[1] == {"prompt_tokens": 100, "completion_tokens": 50}
+    usage = [records[client].provenance.usage for client in CLIENTS]
+    assert usage[0] == usage[1] == Usage(prompt_tokens=100, completion_tokens=50)
 
 
 def test_costs_and_prices_agree_with_litellm(taxonomy, server, monkeypatch):
@@ -73,13 +74,13 @@ def test_costs_and_prices_agree_with_litellm(taxonomy, server, monkeypatch):
     costs, prices, schema = {}, {}, {}
     for client in CLIENTS:
         engine = engine_for(client, server, "openai/gpt-4o")
-        costs[client] = run_one(taxonomy, engine).provenance["cost"]
+        costs[client] = run_one(taxonomy, engine).provenance.cost
         prices[client] = engine.prices()
         schema[client] = engine.sends_schema()
     assert costs["litellm"] is not None and costs["openai"] == pytest.approx(costs["litellm"])
     assert prices["openai"] == prices["litellm"] and schema["openai"] == schema["litellm"] is True
     # A model without a price has an unknown cost, not 0, through both.
-    unpriced = {client: run_one(taxonomy, engine_for(client, server)).provenance["cost"] for client in CLIENTS}
+    unpriced = {client: run_one(taxonomy, engine_for(client, server)).provenance.cost for client in CLIENTS}
     assert unpriced == {"litellm": None, "openai": None}
 
 
@@ -157,7 +158,7 @@ def test_a_cached_answer_from_one_client_is_a_hit_for_the_other(taxonomy, server
     first = run_one(taxonomy, engine_for("litellm", server, cache=RequestCache(cache_path)))
     second = run_one(taxonomy, engine_for("openai", server, cache=RequestCache(cache_path)))
     assert isinstance(first, Candidate) and isinstance(second, Candidate)
-    assert len(server.requests) == 1 and second.provenance.get("cached") is True
+    assert len(server.requests) == 1 and second.provenance.details.get("cached") is True
     third = run_one(taxonomy, engine_for("openai", server, cache=RequestCache(tmp_path / "other.sqlite")))
     run_one(taxonomy, engine_for("litellm", server, cache=RequestCache(tmp_path / "other.sqlite")))
     assert isinstance(third, Candidate) and len(server.requests) == 2  # and the other way round

@@ -233,7 +233,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_nothing_is_lost_or_written_twic
     assert killed and executor.last_run.restarts == 1
     ids = line_ids(tmp_path / "run")
     assert len(ids) == 100 and max(ids.values()) == 1  # 0 lost, 0 duplicates
-    assert result.manifest.counts["candidates"] + result.manifest.counts["rejects"] == 100
+    assert result.manifest.counts.candidates + result.manifest.counts.rejects == 100
     again = run(load_trajectories(SAMPLE), spec, llm_engine(scripted_server), executor=ray_executor(scripted_server))
     assert again.progress.done == 0 and again.progress.skipped_existing == 100
     assert line_ids(tmp_path / "run") == ids

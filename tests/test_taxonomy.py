@@ -172,7 +172,7 @@ def test_hook_check_feeds_a_reask(tmp_path, scripted_server):
     engine = LLMEngine("openai/scripted", api_base=scripted_server.api_base, backoff_seconds=0)
     engine.check_ready()
     record = asyncio.run(inject_one(taxonomy, taxonomy.category("unit_slip"), TRAJECTORY, engine))
-    assert record.provenance["attempts"] == [{"codes": ["no_unit_slip"]}, {"codes": []}]
+    assert [a.codes for a in record.provenance.attempts] == [["no_unit_slip"], []]
     feedback = scripted_server.requests[1]["body"]["messages"][-1]["content"]
     assert "error step 2 must state its result in cents" in feedback
 
@@ -214,7 +214,7 @@ def test_python_example_runs_end_to_end(tmp_path):
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     counts = example.main(str(tmp_path / "run"))
-    assert counts["candidates"] > 0 and set(counts["codes"]) <= {"not_applicable"}
+    assert counts.candidates > 0 and set(counts.codes) <= {"not_applicable"}
     candidates = [json.loads(l) for l in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()]
     for candidate in candidates:
         [step] = candidate["error_steps"]

@@ -152,6 +152,8 @@ BAD_LINES: list[tuple[Any, set[str]]] = [  # (the line: a str as is, anything el
     ("{RECORD, original_process: []}", {CANDIDATES}), ("{RECORD, codes: 'x'}", {REJECTS}),
     ("{RECORD, messages: [1]}", {REJECTS}), ("{RECORD, category: null}", {CANDIDATES, REJECTS}),
     (DEEP, {CANDIDATES, REJECTS}),
+    # provenance is typed: usage, cost and attempts of the wrong type make no record
+    ("{RECORD, provenance: {'attempts': 5, 'usage': 'x', 'cost': 'free', 'model': ['m']}}", {CANDIDATES, REJECTS}),
 ]
 
 
@@ -167,14 +169,14 @@ def _bad_line(template: dict, bad: Any) -> bytes:
 
 
 def _with_bad_lines(path: Path, kind: str) -> list[int]:
-    """Append every kind of line to a JSONL file of ours, then a record with a hostile provenance (valid, since
-    provenance is free-form). Returns the numbers of the lines that are no record of this file's kind."""
+    """Append every kind of line to a JSONL file of ours, then a record with fields of its engine's own in its
+    provenance (valid). Returns the numbers of the lines that are no record of this file's kind."""
     good = path.read_bytes().splitlines()
     template = json.loads(good[0])
-    hostile = {**template, "id": template["id"] + "-hostile",
-               "provenance": {"attempts": 5, "usage": "x", "cost": "free", "model": ["m"]}}
+    engine_own = {**template, "id": template["id"] + "-engine-own",
+                  "provenance": {"engine": "mine", "operator": ["m"], "knobs": {"a": 1}}}
     added = [_bad_line(template, line) for line, _ in BAD_LINES]
-    path.write_bytes(b"\n".join([*good, *added, json.dumps(hostile).encode()]) + b"\n")
+    path.write_bytes(b"\n".join([*good, *added, json.dumps(engine_own).encode()]) + b"\n")
     return [len(good) + n for n, (_, bad_for) in enumerate(BAD_LINES, 1) if kind in bad_for]
 
 

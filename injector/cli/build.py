@@ -21,7 +21,10 @@ from injector.cli.base import examples, invocation, main
 @click.option("--include-sources", is_flag=True, help="Add each source solution once as a correct control item.")
 @click.option("--license", "license_", default="other", show_default=True, help="Licence field of the card.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --out directory.")
-@click.option("--push-to-hub", metavar="REPO", help="Also push the DatasetDict to the Hugging Face Hub.")
+@click.option("--push-to-hub", metavar="REPO",
+              help="Also push the split to this Hugging Face Hub dataset repository: the card as README.md, the "
+                   "Parquet files and every export (HF_TOKEN or `hf auth login`; HF_ENDPOINT honoured).")
+@click.option("--private", is_flag=True, help="With --push-to-hub: create the repository private.")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
               help="Name categories (name, domain) from this taxonomy (default: as each run's manifest recorded).")
 @click.option("--require", "require", multiple=True, metavar="VERDICT[,VERDICT]",
@@ -34,14 +37,25 @@ from injector.cli.base import examples, invocation, main
 @click.option("--decontaminate-field", metavar="FIELD",
               help="The benchmark files' question field (default: question, problem, original_question or "
                    "modified_question).")
+@click.option("--hard-for", "hard_for", multiple=True, type=click.Path(), metavar="REPORT",
+              help="An `inject eval` report of a panel model (repeatable): keep only the items at least "
+                   "--hard-min-wrong of them miss at the first error step.")
+@click.option("--hard-min-wrong", type=click.IntRange(1), metavar="K",
+              help="Panel models that must miss an item for it to stay (default: all of them).")
+@click.option("--hard-check", "hard_check", multiple=True, type=click.Path(), metavar="REPORT",
+              help="An `inject eval` report of a model outside the panel (repeatable): the build reports how "
+                   "the filtering reorders the models (Kendall tau with a bootstrap interval).")
+@click.option("--no-cues", "cues", flag_value=False, default=True,
+              help="Leave the surface-cue figures out of the card (the slowest part of a large build).")
+@click.option("--cue-sample", type=click.IntRange(10), default=5000, show_default=True, metavar="N",
+              help="The card's cue figures read at most this many rows per category (a seeded sample).")
 def build(**options) -> None:
     """Build benchmark splits from reviewed run directories."""
-    from injector.curate.build import BuildRequest
-    from injector.curate.build import build as build_splits
+    from injector import api
 
     options["license"] = options.pop("license_")
     options["taxonomy"] = options.pop("taxonomy_path")
-    report = build_splits(BuildRequest(**options, command=invocation()))
+    report = api.build(api.make_request(api.BuildRequest, **options, command=invocation()))
     splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
     left_out = sum(report.left_out_by_verdict.values())
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "
@@ -49,3 +63,7 @@ def build(**options) -> None:
                + (f", {left_out} left out by --require" if report.required else "")
                + (f", {len(report.dropped)} dropped by --decontaminate/--dedup (listed in the card)"
                   if options["decontaminate"] or options["dedup"] else ""))
+    if report.hard_for is not None:
+        from injector.curate.hard_for import summary_lines
+
+        click.echo("\n".join(summary_lines(report.hard_for)))

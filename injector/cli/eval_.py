@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from injector.cli.base import examples, main
-from injector.cli.options import request_options
+from injector.cli.options import engine_fields, present, request_options
 
 def _every_ten_seconds(line):
     """A progress callback that prints `line(*args)` to stderr at most every 10 s, and at the end."""
@@ -69,66 +69,52 @@ def _every_ten_seconds(line):
 @click.option("--seed", type=int, default=0, show_default=True, help="Judge: the seed sent.")
 @click.option("--no-schema", is_flag=True, help="Judge: do not send a JSON-schema response_format.")
 @request_options("Judge: ")
-def eval_(paths, out, scores_path, judge, prm_server, prm_model, step_separator, split_name, taxonomy_path,
-          threshold, sweep, sweep_metric, protocol, label_rule, resamples, bootstrap_seed, confidence, compare,
-          no_plots, api_base, temperature, max_tokens, seed, no_schema, concurrency, timeout, rpm, tpm, cache_path,
-          no_cache, price_in, price_out, max_cost) -> None:
+def eval_(paths, compare, **options) -> None:
     """Score a PRM or an LLM judge on a split (PRMBench's PRMScore, ProcessBench's F1); or --compare reports."""
-    from injector.evaluate import (DEFAULT_THRESHOLD, BootstrapSettings, ScoresFile, compare as compare_reports,
-                                   evaluate, write_comparison)
-    from injector.evaluate.protocols import rule_for_model
+    from injector import api
 
-    settings = BootstrapSettings(resamples, bootstrap_seed, confidence) if resamples else None
     if compare:
-        table = compare_reports(paths, settings)
-        click.echo(table, nl=False)
-        if out:
-            click.echo(f"wrote {write_comparison(out, table)}", err=True)
+        _compare(paths, options)
         return
     if len(paths) != 1:
         raise click.UsageError("give one SPLIT to evaluate (or --compare REPORT...)")
-    if not out:
-        raise click.UsageError("give --out DIR, the report directory")
-    if sum(option is not None for option in (scores_path, judge, prm_server)) != 1:
-        raise click.UsageError("give exactly one of --scores FILE, --judge MODEL and --prm-server URL")
-    if (prm_server is None) != (prm_model is None):
-        raise click.UsageError("--prm-server and --prm-model go together")
-    if (price_in is None) != (price_out is None):
-        raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
-    if judge and (threshold is not None or sweep):
-        raise click.UsageError("a judge answers correct or incorrect per step: --threshold and --sweep do not apply")
-    if label_rule and threshold is not None:
-        raise click.UsageError("give --label-rule or --threshold, not both")
-    if prm_model and not label_rule and threshold is None and rule_for_model(prm_model):
-        label_rule = rule_for_model(prm_model)
-        click.echo(f"note: --label-rule {label_rule}, the rule PRMBench's wrapper of {prm_model} uses", err=True)
-    scorer: Any
-    if scores_path:
-        scorer = ScoresFile(scores_path)
-    elif judge:
-        from injector.engines import LLMEngine, from_model
-        from injector.evaluate.judge import LLMJudge
-
-        engine = from_model(judge, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
-                            use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm, use_cache=not no_cache,
-                            cache_path=cache_path, price_in=price_in, price_out=price_out)
-        if not isinstance(engine, LLMEngine):
-            raise click.UsageError("--judge needs an LLM (a litellm model string), not the offline engine")
-        scorer = LLMJudge(engine, concurrency=concurrency, max_cost=max_cost, seed=seed,
-                          on_progress=_every_ten_seconds(lambda done, total: f"judged {done} of {total} solutions"))
-    else:
-        from injector.engines.cache import RequestCache
-        from injector.evaluate.prm_server import PRMServer
-
-        scorer = PRMServer(prm_server, prm_model, separator=step_separator, concurrency=concurrency, timeout=timeout,
-                           cache=None if no_cache else RequestCache(cache_path),
-                           on_progress=_every_ten_seconds(lambda done, total: f"scored {done} of {total} solutions"))
-    result = evaluate(paths[0], scorer, out=out, split_name=split_name, taxonomy=taxonomy_path,
-                      threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-                      sweep_metric=sweep_metric if sweep else None, plots=not no_plots, protocol=protocol,
-                      label_rule=label_rule, bootstrap=settings)
+    request = api.make_request(api.EvalRequest, **_eval_fields(paths[0], options))
+    if request.model_label_rule:
+        click.echo(f"note: --label-rule {request.model_label_rule}, the rule PRMBench's wrapper of "
+                   f"{request.prm_model} uses", err=True)
+    done = "judged" if request.judge else "scored"
+    result = api.evaluate(request, on_progress=_every_ten_seconds(
+        lambda count, total: f"{done} {count} of {total} solutions"))
+    out = request.report_dir
     click.echo(result.split.describe(), err=True)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
-    click.echo((Path(out) / "metrics.md").read_text(encoding="utf-8"), nl=False)
-    click.echo(f"wrote {', '.join(str(Path(out) / name) for name in result.files)}", err=True)
+    click.echo((out / "metrics.md").read_text(encoding="utf-8"), nl=False)
+    click.echo(f"wrote {', '.join(str(out / name) for name in result.files)}", err=True)
+
+
+def _bootstrap(options: dict[str, Any]) -> Any:
+    """The intervals' settings the bootstrap options give (None: `--bootstrap 0`, no intervals)."""
+    from injector.evaluate import BootstrapSettings
+
+    resamples, seed, level = options.pop("resamples"), options.pop("bootstrap_seed"), options.pop("confidence")
+    return BootstrapSettings(resamples, seed, level) if resamples else None
+
+
+def _compare(paths: tuple[str, ...], options: dict[str, Any]) -> None:
+    """`--compare REPORT...`: the reports side by side, also written to --out when given."""
+    from injector import api
+
+    table = api.compare(paths, _bootstrap(options))
+    click.echo(table, nl=False)
+    if options["out"]:
+        click.echo(f"wrote {api.write_comparison(options['out'], table)}", err=True)
+
+
+def _eval_fields(split: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The command's options as `EvalRequest` fields."""
+    bootstrap = _bootstrap(options)
+    options.update(engine_fields(options))
+    options.update(use_schema=not options.pop("no_schema"), plots=not options.pop("no_plots"),
+                   scores=options.pop("scores_path"), taxonomy=options.pop("taxonomy_path"))
+    return {**present(options), "split": split, "bootstrap": bootstrap}

@@ -13,7 +13,14 @@ FLAGS = {
     # inject build
     "by": "--by", "test_size": "--test-size", "overwrite": "--overwrite", "include_unreviewed": "--include-unreviewed",
     "taxonomy": "--taxonomy", "require": "--require", "dedup": "--dedup", "dedup_threshold": "--dedup-threshold",
-    "decontaminate": "--decontaminate",
+    "decontaminate": "--decontaminate", "hard_for": "--hard-for", "hard_check": "--hard-check",
+    "hard_min_wrong": "--hard-min-wrong", "private": "--private", "push_to_hub": "--push-to-hub",
+    # inject eval (the judge's model is `judge`; `split` is the path, `split_name` the --split option)
+    "scores": "--scores", "judge": "--judge", "prm_server": "--prm-server", "prm_model": "--prm-model",
+    "threshold": "--threshold", "sweep": "--sweep", "label_rule": "--label-rule", "protocol": "--protocol",
+    "split_name": "--split", "seed": "--seed",
+    # inject verify
+    "rollout_model": "--rollout-model", "votes": "--votes", "rollouts": "--rollouts",
 }
 _SETTING = re.compile(r"`([a-z_]+)(?:=([^`]*))?`")
 

@@ -128,9 +128,8 @@ def status(run_dir) -> None:
         from injector.util.errors import UserError
 
         raise UserError(f"{run_dir}: no manifest.json; not a run directory")
-    counts = manifest.get("counts") or {}
-    click.echo(f"{run_dir}: {manifest.get('status')}, {counts.get('candidates', 0)} candidates, "
-               f"{counts.get('rejects', 0)} rejects")
+    counts = manifest.counts
+    click.echo(f"{run_dir}: {manifest.status}, {counts.candidates} candidates, {counts.rejects} rejects")
     click.echo(batch_table(run_dir))
 
 

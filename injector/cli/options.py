@@ -89,9 +89,13 @@ def input_options(function):
     return command
 
 
+REQUEST_ENGINE_OPTIONS = ("timeout", "rpm", "tpm", "cache_path", "price_in", "price_out")
+"""The options of `request_options` that are engine settings under the same names (`no_cache` is `use_cache`)."""
+
+
 def request_options(who: str):
-    """The request loop's options that `verify` and `eval` share (concurrency, limits, cache, prices, budget);
-    `who` prefixes their help ("Judge: ")."""
+    """The request loop's options that `run`, `verify` and `eval` share (concurrency, limits, cache, prices,
+    budget), declared once here; `who` prefixes their help ("Judge: ")."""
     def lead(text: str) -> str:
         text = who + text
         return text[:1].upper() + text[1:]
@@ -119,6 +123,18 @@ def request_options(who: str):
         return function
 
     return decorate
+
+
+def engine_fields(options: dict[str, Any]) -> dict[str, Any]:
+    """The engine settings among a command's `request_options` values, taken out of `options`."""
+    fields = {name: options.pop(name) for name in REQUEST_ENGINE_OPTIONS}
+    fields["use_cache"] = not options.pop("no_cache")
+    return fields
+
+
+def present(options: dict[str, Any]) -> dict[str, Any]:
+    """`options` without those not given (None): the request model's defaults apply to them."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 

@@ -1,13 +1,12 @@
 """`inject run`: options into a `RunRequest`, then `api.run` (or `api.dry_run`)."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from typing import Any
 
 import click
 
 from injector.cli.base import EXIT_INTERRUPTED, examples, invocation, main
-from injector.cli.options import InputOptions, input_options, output_mode_option, request_options
+from injector.cli.options import InputOptions, engine_fields, input_options, output_mode_option, request_options
 from injector.model.choices import CLIENTS, OFFLINE_MODEL
 from injector.util.errors import BatchesPending, BudgetExceeded
 
@@ -51,19 +50,7 @@ class EngineModelOption(click.Option):
 @click.option("--no-schema", is_flag=True, help="Do not send a JSON-schema response_format (for servers that reject it).")
 @click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True,
               help="Attempts per unit; a failed answer is sent back with the validator's messages.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Requests in flight.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300, show_default=True,
-              help="Seconds to wait for one answer before it counts as a transient fault.")
-@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, at most.")
-@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, at most.")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Request cache file (SQLite). Default: the user cache directory.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the request cache.")
-@click.option("--price-in", type=click.FloatRange(min=0), help="Dollars per million prompt tokens (unknown models).")
-@click.option("--price-out", type=click.FloatRange(min=0), help="Dollars per million completion tokens.")
-@click.option("--max-cost", type=click.FloatRange(min=0), help="The run directory's budget in dollars, over all its "
-              "invocations (the manifest keeps the total): a unit starts only if the total cannot pass it; then "
-              "exit 3, and a higher --max-cost continues.")
+@request_options("")
 @click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
               show_envvar=True, default="auto", show_default=True,
               help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "
@@ -90,55 +77,56 @@ class EngineModelOption(click.Option):
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Worker processes, each over its own shard of the units (use every core: validation is CPU-bound). "
                    "--concurrency, --rpm, --tpm and --max-cost are divided among them.")
-@click.pass_context
-def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_base, deployments_file, temperature,
-        max_tokens, seed, samples, no_schema,
-        max_attempts, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, client,
-        dry_run, retry_rejects, batch, batch_max_requests, batch_max_bytes, batch_poll_seconds, no_wait, executor,
-        ray_workers, workers) -> None:
+def run(inputs: InputOptions, **options) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
-    from injector import RunSpec, split_by_support
+    from injector import api, split_by_support
     from injector import dry_run as plan_run
-    from injector import run as run_injection
-    from injector import api
-    from injector.engines.settings import settings_from
-    from injector.runner.loop import default_run_dir
-    from injector.runner.progress import ProgressDisplay, dry_run_table, summary_table
+    from injector.runner.progress import dry_run_table
 
-    default = ctx.get_parameter_source("concurrency") is click.core.ParameterSource.DEFAULT
-    engine_settings = settings_from(
-        model=model, api_bases=api_base, deployments=deployments_file, temperature=temperature,
-        max_tokens=max_tokens, use_schema=not no_schema, timeout=timeout, rpm=rpm, tpm=tpm, use_cache=not no_cache,
-        cache_path=cache_path, price_in=price_in, price_out=price_out, client=client)
-    request = api.RunRequest(
-        engine=engine_settings, out=out, concurrency=None if default else concurrency, workers=workers,
-        executor=executor, ray_workers=ray_workers, dry_run=dry_run, batch=batch,
-        batch_max_requests=batch_max_requests, batch_max_bytes=batch_max_bytes,
-        batch_poll_seconds=batch_poll_seconds, wait=not no_wait)
+    request = _run_request(options)
     taxonomy, selected, source = inputs.load()
-    if not model and not deployments_file:
+    if not request.engine.model and request.engine.deployments is None:
         click.echo("no model given: using the offline rule-based engine (--model offline); for an LLM pass "
                    "--model, e.g. --model gpt-4o, or set INJECT_MODEL", err=True)
     engine = api.build_engine(request)
-    units_executor = ray_executor = api.units_executor(request)
-    if executor != "ray":
-        ray_executor = None
-    concurrency = request.requests_in_flight
+    executor = api.units_executor(request)
     for category_id, reason in split_by_support(engine, selected)[1].items():
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
-    spec = RunSpec(taxonomy=taxonomy, categories=selected, samples=samples, seed=seed, output_mode=output_mode,
-                   limit=inputs.limit, max_attempts=max_attempts, retry_rejects=retry_rejects,
-                   out=Path(out) if out else None if dry_run else default_run_dir(), concurrency=concurrency,
-                   max_cost=max_cost)
-    if dry_run:
-        click.echo(dry_run_table(plan_run(source, spec, engine), rpm=rpm, tpm=tpm))
+    spec = api.run_spec(request, taxonomy, selected, inputs.limit)
+    if request.dry_run:
+        click.echo(dry_run_table(plan_run(source, spec, engine), rpm=request.engine.rpm, tpm=request.engine.tpm))
         return
+    result = _run_units(source, spec, engine, executor)
+    if result is not None:
+        _summary(result, source, executor if request.executor == "ray" else None)
+
+
+def _run_request(options: dict[str, Any]) -> Any:
+    """The command's options as a `RunRequest` (its engine's settings in it)."""
+    from injector import api
+
+    if click.get_current_context().get_parameter_source("concurrency") is click.core.ParameterSource.DEFAULT:
+        options["concurrency"] = None  # the request's default: 16, or 5000 with --batch
+    engine = api.make_request(
+        api.EngineSettings, model=options.pop("model"), api_bases=options.pop("api_base"),
+        deployments=options.pop("deployments_file"), temperature=options.pop("temperature"),
+        max_tokens=options.pop("max_tokens"), use_schema=not options.pop("no_schema"), client=options.pop("client"),
+        **engine_fields(options))
+    options["wait"] = not options.pop("no_wait")
+    return api.make_request(api.RunRequest, engine=engine, **options)
+
+
+def _run_units(source: Any, spec: Any, engine: Any, executor: Any) -> Any:
+    """The run, with its progress shown; None when batches are still pending (the same command collects them)."""
+    from injector import run as run_injection
+    from injector.runner.progress import ProgressDisplay, summary_table
+
     command = invocation()
     display = ProgressDisplay()
     try:
         with display:
-            result = run_injection(source, spec, engine, on_progress=display.update, command=command,
-                                   executor=units_executor)
+            return run_injection(source, spec, engine, on_progress=display.update, command=command,
+                                 executor=executor)
     except BudgetExceeded:
         click.echo(summary_table(display.shown()), err=True)  # what was done before the stop, as on exit 0
         raise
@@ -151,14 +139,20 @@ def run(ctx: click.Context, inputs: InputOptions, output_mode, out, model, api_b
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     except BatchesPending as pending:
         click.echo(f"{spec.out}: {pending}", err=True)
-        return
+        return None
+
+
+def _summary(result: Any, source: Any, ray_executor: Any) -> None:
+    """What the run did, on stderr, and where it wrote, on stdout; exit 5 when the provider was unreachable."""
+    from injector.runner.progress import summary_table
+
     counts = result.manifest.counts
     click.echo(source.describe(), err=True)
     click.echo(summary_table(result.progress), err=True)
     if ray_executor is not None:
         click.echo(ray_executor.last_run.describe(), err=True)
     click.echo(
-        f"{result.out_dir}: {counts['candidates']} candidates, {counts['rejects']} rejects "
+        f"{result.out_dir}: {counts.candidates} candidates, {counts.rejects} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )
     if result.progress.provider_unreachable():

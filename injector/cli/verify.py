@@ -1,10 +1,12 @@
 """`inject verify`: a blind judge's verdict on every candidate of a run."""
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from injector.cli.base import EXIT_INTERRUPTED, examples, main
-from injector.cli.options import request_options
+from injector.cli.options import engine_fields, present, request_options
 
 @main.command(epilog=examples(
     "inject verify runs/gpt4o --model gpt-4o --dry-run          # critiques, tokens, estimated cost; sends nothing",
@@ -32,45 +34,18 @@ from injector.cli.options import request_options
 @click.option("--dry-run", is_flag=True, help="Print the critiques, prompt tokens and estimated cost; send nothing.")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
               help="Take the categories' critique kinds from this taxonomy (default: the one the run recorded).")
-def verify(run_dir, model, api_base, votes, votes_all, rollouts, rollout_model, temperature, max_tokens, seed,
-           no_schema, concurrency, timeout, rpm, tpm, cache_path, no_cache, price_in, price_out, max_cost, dry_run,
-           taxonomy_path) -> None:
+def verify(**options) -> None:
     """Triage a run: a blind judge finds the first error of every candidate (and of its original) and gives a
     verdict (RUN/verify.jsonl, RUN/verify-summary.json)."""
-    from injector.engines import LLMEngine
-    from injector.engines.cache import RequestCache
-    from injector.engines.limits import RateLimiter
-    import time
+    from injector import api
+    from injector.triage.verify import plan_table, summary_table
 
-    from injector.triage.verify import VerifySpec, plan_table, plan_verify, status_line, summary_table
-    from injector.triage.verify import verify as verify_run
-
-    if (price_in is None) != (price_out is None):
-        raise click.UsageError("give both --price-in and --price-out (dollars per million tokens)")
-    cache = None if no_cache or dry_run else RequestCache(cache_path)
-    limiter = RateLimiter(rpm, tpm)  # one budget for the judge and the rollouts
-
-    def engine(name: str) -> LLMEngine:
-        return LLMEngine(name, api_base=api_base, temperature=temperature, max_tokens=max_tokens,
-                         use_schema=not no_schema, timeout=timeout, limiter=limiter, cache=cache,
-                         price_in=price_in, price_out=price_out)
-
-    judge = engine(model)
-    rollout_engine = engine(rollout_model) if rollout_model and rollout_model != model else judge
-    spec = VerifySpec(votes=votes, votes_all=votes_all, rollouts=rollouts, seed=seed, concurrency=concurrency,
-                      max_cost=max_cost, taxonomy=taxonomy_path)
-    if dry_run:
-        click.echo(plan_table(plan_verify(run_dir, judge, spec, rollout_engine=rollout_engine)))
+    request = _verify_request(options)
+    if request.dry_run:
+        click.echo(plan_table(api.plan_verify(request)))
         return
-    shown = [time.monotonic()]
-
-    def progress(summary) -> None:  # a plain line every 10 s: a long pass is not silent
-        if time.monotonic() - shown[0] >= 10:
-            shown[0] = time.monotonic()
-            click.echo(status_line(summary), err=True)
-
     try:
-        summary = verify_run(run_dir, judge, spec, rollout_engine=rollout_engine, on_progress=progress)
+        summary = api.verify(request, on_progress=_every_ten_seconds())
     except KeyboardInterrupt:
         click.echo("interrupted; nothing written is lost. Run the same command again to continue", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
@@ -83,3 +58,31 @@ def verify(run_dir, model, api_base, votes, votes_all, rollouts, rollout_model, 
 
         raise ProviderUnreachable(f"no candidate was verified and {summary.failed} failed ({summary.failure}); "
                                   "exit 5, run the same command again to retry them")
+
+
+def _verify_request(options: dict[str, Any]) -> Any:
+    """The command's options as a `VerifyRequest` (the judge's engine settings in it)."""
+    from injector import api
+
+    judge = api.make_request(
+        api.EngineSettings, model=options.pop("model"), api_bases=options.pop("api_base"),
+        temperature=options.pop("temperature"), max_tokens=options.pop("max_tokens"),
+        use_schema=not options.pop("no_schema"), **engine_fields(options))
+    options["taxonomy"] = options.pop("taxonomy_path")
+    return api.make_request(api.VerifyRequest, judge=judge, **present(options))
+
+
+def _every_ten_seconds() -> Any:
+    """A progress callback printing the status line every 10 s: a long pass is not silent."""
+    import time
+
+    from injector.triage.verify import status_line
+
+    shown = [time.monotonic()]
+
+    def progress(summary: Any) -> None:
+        if time.monotonic() - shown[0] >= 10:
+            shown[0] = time.monotonic()
+            click.echo(status_line(summary), err=True)
+
+    return progress

@@ -5,14 +5,15 @@ its card from `card.py`, the all-or-nothing write from `staging.py`."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from injector.curate.build_report import BuildReport
 from injector.curate.exports import EXPORT_DIRS, split_features, write_split
 from injector.curate.rows import CORRECT, collect_rows
 from injector.curate.staging import move_into_place, staging_dir
@@ -63,6 +64,17 @@ class BuildRequest(BaseModel):
     dedup_threshold: float = 0.9
     decontaminate: tuple[Path, ...] = ()
     decontaminate_field: str | None = None
+    hard_for: tuple[Path, ...] = ()
+    """`inject eval` report directories of a panel of models: keep only the items they miss (`hard_for.py`)."""
+    hard_check: tuple[Path, ...] = ()
+    """Reports of models outside the panel, whose ranking change the build reports."""
+    hard_min_wrong: int | None = Field(default=None, ge=1)
+    """Panel models that must miss an item for it to stay (default: all of them)."""
+    private: bool = False
+    """With `push_to_hub`: create the Hub repository private."""
+    cues: bool = True
+    """Compute the card's surface-cue figures (on at most `cue_sample` rows per category)."""
+    cue_sample: int = Field(default=5000, ge=10)
 
     @field_validator("require", mode="before")
     @classmethod
@@ -75,36 +87,14 @@ class BuildRequest(BaseModel):
             raise SettingsConflict(f"`test_size` {self.test_size}: give a fraction between 0 and 1, e.g. 0.2")
         if self.by == "train-test" and self.test_size is None:
             raise SettingsConflict("`by=train-test` needs `test_size` between 0 and 1, e.g. `test_size=0.2`")
+        if (self.hard_check or self.hard_min_wrong is not None) and not self.hard_for:
+            raise SettingsConflict("`hard_check` and `hard_min_wrong` go with `hard_for` (the panel's reports)")
+        if self.private and not self.push_to_hub:
+            raise SettingsConflict("`private` goes with `push_to_hub`")
         if not 0 < self.dedup_threshold <= 1:
             raise SettingsConflict(f"`dedup_threshold` {self.dedup_threshold}: give a Jaccard similarity in (0, 1], "
                                    "e.g. 0.9")
         return self
-
-
-@dataclass
-class BuildReport:
-    """What a build wrote and the numbers its card reports."""
-
-    out_dir: Path
-    splits: dict[str, int] = field(default_factory=dict)
-    rows: list[SplitRow] = field(default_factory=list)
-    candidates_seen: int = 0
-    rejected_by_reviewer: int = 0
-    unreviewed_left_out: int = 0
-    reviewer_reasons: Counter = field(default_factory=Counter)
-    reject_codes: Counter = field(default_factory=Counter)
-    run_rejects: int = 0
-    required: tuple[str, ...] = ()
-    """`require`: the verdicts a candidate needed to enter."""
-    left_out_by_verdict: Counter = field(default_factory=Counter)
-    """(category, verdict or `unverified`) -> candidates `require` left out."""
-    verdicts: Counter = field(default_factory=Counter)
-    """(category, verdict or `unverified`) -> rows of the split, when a run was verified."""
-    dropped: list = field(default_factory=list)
-    """`dedup.Dropped` per row `decontaminate` or `dedup` left out, in that order."""
-    dedup_threshold: float | None = None
-    benchmark_files: list[str] = field(default_factory=list)
-    benchmark_questions: int = 0
 
 
 def _stable_unit(seed: int, key: str) -> float:
@@ -170,6 +160,23 @@ def _split_rows(request: BuildRequest, report: BuildReport, rows: list[SplitRow]
     return rows, splits
 
 
+def _hard_rows(request: BuildRequest, report: BuildReport, rows: list[SplitRow]) -> list[SplitRow]:
+    """With `hard_for`: the rows at least `hard_min_wrong` panel models miss (read before anything is written)."""
+    if not request.hard_for:
+        return rows
+    from injector.curate.hard_for import hard_filter, read_answers
+
+    panel = [read_answers(path) for path in request.hard_for]
+    outside = [read_answers(path) for path in request.hard_check]
+    report.hard_for = hard_filter([row.id for row in rows], panel, outside, min_wrong=request.hard_min_wrong,
+                                  seed=request.seed)
+    kept = set(report.hard_for.kept)
+    if not kept:
+        raise UserError(f"`hard_for`: no item is missed by {report.hard_for.min_wrong} of the "
+                        f"{len(panel)} panel models, so nothing was built; lower `hard_min_wrong`")
+    return [row for row in rows if row.id in kept]
+
+
 def _count_verdicts(report: BuildReport, rows: list[SplitRow]) -> None:
     """The verdicts of the rows into the report (those of verified runs only)."""
     for row in rows:
@@ -187,6 +194,10 @@ def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list[di
     try:
         card = dataset_card(report, license=request.license, command=list(request.command))
         write_split(staging, dataset, splits, [row.record() for row in report.rows], card)
+        if report.hard_for is not None:
+            from injector.curate.hard_for import HARD_FOR_FILE
+
+            (staging / HARD_FOR_FILE).write_text(json.dumps(report.hard_for.as_json(), indent=1) + "\n")
         move_into_place(staging, target)
     except OSError as exc:
         where = f" writing {exc.filename}" if exc.filename else ""
@@ -206,7 +217,8 @@ def build(request: BuildRequest) -> BuildReport:
     if out.exists() and any(out.iterdir()) and not request.overwrite:
         raise UserError(f"{out} is not empty; choose another `out` or pass `overwrite`")
     report = BuildReport(out_dir=out, required=request.require,
-                         dedup_threshold=request.dedup_threshold if request.dedup else None)
+                         dedup_threshold=request.dedup_threshold if request.dedup else None,
+                         cue_sample=request.cue_sample if request.cues else None)
     benchmark = _read_benchmarks(request, report)
     # Every row is read and checked before anything is written.
     rows = collect_rows(request.run_dirs, include_unreviewed=request.include_unreviewed,
@@ -216,6 +228,7 @@ def build(request: BuildRequest) -> BuildReport:
         left_out = " or `require`" if report.left_out_by_verdict else ""
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "
                         "RUN_DIR`), or pass `include_unreviewed`")
+    rows = _hard_rows(request, report, rows)
     rows, splits = _split_rows(request, report, rows, benchmark)
     _count_verdicts(report, rows)
     report.rows = rows
@@ -226,5 +239,8 @@ def build(request: BuildRequest) -> BuildReport:
                                     for name, split_records in records.items()})
     _write(request, report, records, dataset)
     if request.push_to_hub:
-        dataset.push_to_hub(request.push_to_hub)
+        from injector.curate.hub import push_split
+        from injector.util.version import __version__
+
+        push_split(request.out, request.push_to_hub, private=request.private, toolkit_version=__version__)
     return report

@@ -1,6 +1,7 @@
 """The dataset card (`SPLIT_DIR/README.md`, Hugging Face card format) of a built split."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from collections import Counter, defaultdict
@@ -51,7 +52,7 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     parts = [_front_matter(report, license), _counts_section(report.rows, report.splits),
              _acceptance_section(report), *_triage_sections(report), _models_section(report.rows)]
     parts.extend(_positions_section(records))
-    parts.append(_production_section(records))
+    parts.append(_production_section(records, getattr(report, "cue_sample", None)))
     parts.append(FILES_SECTION)
     parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
                  "PRMBench: Apache-2.0) and of the model outputs.\n")
@@ -151,18 +152,46 @@ def _positions_section(rows: list[dict[str, Any]]) -> list[str]:
                                       sorted(histogram.items())]) + "\n"]
 
 
-def _production_section(rows: list[dict[str, Any]]) -> str:
-    """Per category: how often the final answer changed, how many error steps, where the first one sits, and
-    how well wording alone finds the error steps (the surface-cue probe)."""
+def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, Any]]:
+    """At most `per_category` rows of each category, chosen by a hash of their ids (the same rows on every
+    machine), so the cue probe's cost stays flat however large the split."""
+    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_category[row["category"]].append(row)
+    picked = []
+    for category_rows in by_category.values():
+        if len(category_rows) > per_category:
+            category_rows = sorted(category_rows, key=lambda r: hashlib.sha256(str(r["id"]).encode()).digest())
+        picked.extend(category_rows[:per_category])
+    return picked
+
+
+def _cue_figures(rows: list[dict[str, Any]], sample: int | None) -> tuple[dict[str, Any] | None, str]:
+    """The cue probe's report on a sample of the rows (None when `sample` is None: `--no-cues`), and what the
+    card says of it."""
+    if sample is None:
+        return None, " Cue AUC: not computed (`--no-cues`)."
     from injector.triage.cues import cue_records, cue_report
 
-    cues = cue_report(cue_records([(row, "in_split") for row in rows]))
+    sampled = cue_sample(rows, sample)
+    cues = cue_report(cue_records([(row, "in_split") for row in sampled]))
+    overall = "" if cues["overall"]["auc"] is None else f"; over all categories {cues['overall']['auc']:.2f}"
+    note = (" Cue AUC: ROC AUC of a bag-of-words model that finds the error steps from wording alone (grouped "
+            "5-fold cross-validation; 0.5 = no surface cue, 1 = the wording gives every error away; recipe in the "
+            f"toolkit's README), on at most {sample} rows per category (a seeded sample){overall}.")
+    return cues, note
+
+
+def _production_section(rows: list[dict[str, Any]], sample: int | None = 5000) -> str:
+    """Per category: how often the final answer changed, how many error steps, where the first one sits, and
+    how well wording alone finds the error steps (the surface-cue probe, on a sample; none with `--no-cues`)."""
+    cues, cue_note = _cue_figures(rows, sample)
     table, notes = [], []
     for category in sorted({row["category"] for row in rows}):
         mine = [row for row in rows if row["category"] == category]
         changed = [c for c in map(record_answer_changed, mine) if c is not None]
         positions = [p for p in map(relative_error_position, mine) if p is not None]
-        cue = cues["per_category"].get(category)
+        cue = cues["per_category"].get(category) if cues else None
         if cue and cue.get("reason"):
             notes.append(f"- {category}: no cue AUC ({cue['reason']})")
         table.append([
@@ -172,13 +201,9 @@ def _production_section(rows: list[dict[str, Any]]) -> str:
             f"{sum(positions) / len(positions):.2f}" if positions else "-",
             "-" if not cue or cue["auc"] is None else f"{cue['auc']:.2f}",
         ])
-    overall = cues["overall"]
     text = ("## What the categories produce\n\nFinal answer changed: share of rows whose final answer differs from "
             "the source's (among rows where both answers were found). Error steps: mean per row. First error: "
-            "first error step ÷ number of steps, mean. Cue AUC: ROC AUC of a bag-of-words model that finds the "
-            "error steps from wording alone (grouped 5-fold cross-validation; 0.5 = no surface cue, 1 = the "
-            "wording gives every error away; recipe in the toolkit's README)" +
-            ("" if overall["auc"] is None else f"; over all categories {overall['auc']:.2f}") + ".\n\n")
+            "first error step ÷ number of steps, mean." + cue_note + "\n\n")
     text += _table(["category", "rows", "final answer changed", "error steps", "first error", "cue AUC"], table)
     return text + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
 
@@ -218,6 +243,14 @@ def _triage_sections(report: Any) -> list[str]:
         lines.append(f"`--dedup` (MinHash Jaccard over word 5-grams ≥ {report.dedup_threshold}: the same category "
                      "and source with near-identical solutions, or near-identical questions of different sources): "
                      f"{sum(d.rule.startswith('duplicate') for d in report.dropped)} dropped.")
+    hard = getattr(report, "hard_for", None)
+    if hard is not None:
+        from injector.curate.hard_for import summary_lines
+
+        lines.append(f"`--hard-for` (adversarial filtering against {len(hard.panel)} models: "
+                     f"{', '.join(hard.panel)}) dropped {len(hard.dropped)} items fewer than {hard.min_wrong} of "
+                     "them miss; the ids are in `hard-for.json`.\n\n```\n"
+                     + "\n".join(summary_lines(hard)) + "\n```")
     if report.dropped:
         lines.append(_table(["id", "category", "rule", "why"], [
             [f"`{d.id}`", d.category, d.rule, d.detail.replace("|", "\\|")] for d in report.dropped]))

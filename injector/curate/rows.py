@@ -6,18 +6,17 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
+from injector.curate.build_report import BuildReport
 from injector.curate.exports import PRMBENCH_FIELDS
 from injector.model.split_row import SplitRow, StepExplanation
 from injector.records.directory import RunDirectory
+from injector.model.provenance import Provenance
 from injector.records.models import Candidate
 from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
-
-if TYPE_CHECKING:
-    from injector.curate.build import BuildReport
 
 CORRECT = "correct"  # the category of source solutions added as correct control items
 
@@ -76,7 +75,8 @@ class _RowCollector:
             raise UserError(f"{run_path}: not a run directory (no candidates.jsonl / manifest.json); "
                             "pass directories written by `inject run`")
         categories = _categories_of(run_dir, self.named)
-        config_hash = str((run_dir.read_manifest() or {}).get("config_hash") or "")
+        manifest = run_dir.read_manifest()
+        config_hash = manifest.config_hash if manifest is not None else ""
         decisions, session = _decisions(run_path, self.taxonomy)
         verified = (run_path / VERIFY_FILE).is_file()
         if self.require and not verified:
@@ -193,8 +193,9 @@ def _row(candidate: Candidate, run: str, domain: str, category_name: str, *, rev
         trajectory_id=candidate.trajectory_id, sample=candidate.sample, run=run, reviewed=reviewed,
         reviewer=reviewer, warnings=list(candidate.warnings),
         explanations=[StepExplanation(step=int(step), text=text) for step, text in explanations],
-        ground_truth=candidate.ground_truth, model=str(candidate.provenance.get("model") or ""),
-        provenance=json.dumps(candidate.provenance, ensure_ascii=False, sort_keys=True))
+        ground_truth=candidate.ground_truth, model=candidate.provenance.model or "",
+        provenance=json.dumps(candidate.provenance.model_dump(mode="json", exclude_unset=True), ensure_ascii=False,
+                              sort_keys=True))
     row._config_hash = config_hash
     return row
 
@@ -207,7 +208,7 @@ def _source_row(candidate: Candidate) -> SplitRow:
         original_question=source.question, modified_question=source.question, original_process=steps,
         modified_process=steps, modified_steps=[], error_steps=[], reason="", idx=candidate.idx,
         question=candidate.question, classification=CORRECT, id=f"{source.id}::{CORRECT}", category=CORRECT,
-        trajectory_id=source.id, sample=0, provenance={"engine": "source"}, subject=source.subject,
+        trajectory_id=source.id, sample=0, provenance=Provenance(engine="source"), subject=source.subject,
         images=list(source.images), ground_truth=source.answer,
     )
     return _row(control, "", "control", "Correct", reviewed=True, reviewer="")

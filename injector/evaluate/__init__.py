@@ -1,11 +1,11 @@
 """`inject eval`: score a process reward model or an LLM judge on a split, with PRMBench's and ProcessBench's
 metrics (README, "Evaluate: `inject eval`").
 
-    from injector.evaluate import ScoresFile, evaluate
-    result = evaluate("splits/demo", ScoresFile("data/demo_scores.jsonl"), out="reports/demo")
+    from injector.evaluate import EvalRequest, evaluate
+    result = evaluate(EvalRequest(split="splits/demo", scores="data/demo_scores.jsonl", out="reports/demo"))
     result.metrics["prmbench"]["overall"]["prmscore"]
 
-Modules: `metrics.py` (the formulas, pure functions), `splits.py` (the three input kinds), `scorers.py` (a scores
+Modules: `request.py` (`EvalRequest`: what one evaluation takes), `metrics.py` (the formulas, pure functions), `splits.py` (the three input kinds), `scorers.py` (a scores
 file), `judge.py` (an LLM judge through litellm), `prm_server.py` (a PRM served by vLLM), `report.py` (the report
 directory, `compare`).
 """
@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from injector.taxonomy import Taxonomy
 from injector.evaluate.bootstrap import BootstrapSettings
 from injector.evaluate.metrics import CORRECT, DEFAULT_THRESHOLD, SWEEP_METRICS, EvalItem
-from injector.evaluate.protocols import PROTOCOLS, LabelRule, parse_label_rule
+from injector.evaluate.protocols import PROTOCOLS, LabelRule
 from injector.evaluate.report import (Scoring, compare, compute_metrics, prediction_lines, report_header,
                                       write_comparison, write_report)
+from injector.evaluate.request import SCORER_CHOICE, EvalConflict, EvalRequest
 from injector.evaluate.scorers import ScorerResult, read_scores
 from injector.evaluate.splits import LoadedSplit, load_split
 
@@ -55,24 +56,53 @@ class EvalResult:
     notes: list[str]
 
 
-def evaluate(split: str | Path, scorer: Scorer, *, out: str | Path, split_name: str | None = None,
-             taxonomy: str | Path | None = None, threshold: float = DEFAULT_THRESHOLD,
-             sweep_metric: str | None = None, plots: bool = True, protocol: str | None = None,
-             label_rule: str | LabelRule | None = None,
-             bootstrap: BootstrapSettings | None = BootstrapSettings()) -> EvalResult:
-    """Read the split, score it, compute the metrics and write the report directory `out`. `protocol`: strict or
-    prmbench (default: prmbench for PRMBench's files, strict otherwise); `label_rule` (default
-    `threshold:<threshold>`); `bootstrap`: the intervals' settings (None: no intervals)."""
-    loaded = load_split(split, split=split_name, taxonomy=Taxonomy.load(taxonomy), protocol=protocol)
-    rule = parse_label_rule(label_rule) if isinstance(label_rule, str) else label_rule
-    scoring = Scoring(rule or LabelRule("threshold", threshold), loaded.protocol or "strict", bootstrap)
+def scorer_of(request: EvalRequest, on_progress: Callable[[int, int], None] | None = None) -> Scorer:
+    """The scorer a request names: its scores file, its LLM judge or its PRM server (`on_progress(done, total)`
+    hears from the last two)."""
+    if request.scores is not None:
+        return ScoresFile(request.scores)
+    if request.judge is not None:
+        from injector.engines import LLMEngine
+        from injector.engines.settings import settings_from
+        from injector.engines.registry import engine_from_settings
+        from injector.evaluate.judge import LLMJudge
+
+        engine = engine_from_settings(settings_from(**request.engine_options()))
+        if not isinstance(engine, LLMEngine):
+            raise EvalConflict("`judge` needs an LLM (a litellm model string), not the offline engine")
+        return LLMJudge(engine, concurrency=request.concurrency, max_cost=request.max_cost, seed=request.seed,
+                        on_progress=on_progress)
+    if request.prm_server is not None and request.prm_model is not None:
+        from injector.engines.cache import RequestCache
+        from injector.evaluate.prm_server import PRMServer
+
+        return PRMServer(request.prm_server, request.prm_model, separator=request.step_separator,
+                         concurrency=request.concurrency, timeout=request.timeout,
+                         cache=RequestCache(request.cache_path) if request.use_cache else None,
+                         on_progress=on_progress)
+    raise EvalConflict(SCORER_CHOICE)
+
+
+def evaluate(request: EvalRequest, scorer: Scorer | None = None,
+             on_progress: Callable[[int, int], None] | None = None) -> EvalResult:
+    """Read the split, score it (with `scorer`, else the one the request names: `scorer_of`), compute the metrics
+    and write the report directory. The protocol defaults to prmbench for PRMBench's files, strict otherwise; the
+    label rule to `threshold:<threshold>`."""
+    split = request.split
+    scorer = scorer if scorer is not None else scorer_of(request, on_progress)
+    loaded = load_split(split, split=request.split_name, taxonomy=Taxonomy.load(request.taxonomy),
+                        protocol=request.protocol)
+    scoring = Scoring(request.rule() or LabelRule("threshold", request.threshold_used), loaded.protocol or "strict",
+                      request.bootstrap)
     if isinstance(scorer, ScoresFile):
         scorer = ScoresFile(scorer.path, scoring.protocol)
-    out = Path(out)
+    out = request.report_dir
     result = scorer.score(loaded.items, out)
     items = [item for item in loaded.items if item.kind != CORRECT or item.id in result.scores]
+    sweep_metric = request.sweep_metric if request.sweep else None
     metrics = {**report_header(str(split), len(items), result.scorer),
-               **compute_metrics(items, result, threshold=threshold, sweep_metric=sweep_metric, scoring=scoring),
+               **compute_metrics(items, result, threshold=request.threshold_used, sweep_metric=sweep_metric,
+                                 scoring=scoring),
                "cost": result.cost,
                "input": {"dropped_error_steps": loaded.dropped_error_steps, "excluded": len(loaded.excluded),
                          "repeated_records": len(loaded.repeated), "out_of_range_items": loaded.out_of_range_items,
@@ -82,9 +112,9 @@ def evaluate(split: str | Path, scorer: Scorer, *, out: str | Path, split_name: 
     predictions = prediction_lines(items, result, LabelRule("threshold", metrics["threshold"])
                                    if metrics["threshold"] is not None else scoring.rule,
                                    with_dev=sweep_metric is not None, protocol=scoring.protocol)
-    files = write_report(out, metrics, predictions, items, result.scores, plots=plots)
+    files = write_report(out, metrics, predictions, items, result.scores, plots=request.plots)
     notes = list(result.notes)
-    if plots and not any(name.endswith(".png") for name in files):
+    if request.plots and not any(name.endswith(".png") for name in files):
         notes.append("matplotlib is not installed: no plots (pip install matplotlib)")
     return EvalResult(out=out, split=loaded, metrics=metrics, files=files, notes=notes)
 
@@ -99,5 +129,6 @@ def _no_hit_warnings(prmbench: dict[str, Any] | None) -> list[str]:
     return [f"no true hit, F1 written as -1 as PRMBench does: {', '.join(flagged)}"] if flagged else []
 
 
-__all__ = ["PROTOCOLS", "BootstrapSettings", "LabelRule", "DEFAULT_THRESHOLD", "SWEEP_METRICS", "EvalItem", "EvalResult", "Scorer", "ScorerResult", "ScoresFile",
-           "compare", "evaluate", "load_split", "write_comparison"]
+__all__ = ["PROTOCOLS", "BootstrapSettings", "LabelRule", "DEFAULT_THRESHOLD", "SWEEP_METRICS", "EvalConflict",
+           "EvalItem", "EvalRequest", "EvalResult", "Scorer", "ScorerResult", "ScoresFile", "compare", "evaluate",
+           "load_split", "scorer_of", "write_comparison"]

@@ -68,7 +68,7 @@ def parse_label_rule(text: str) -> LabelRule:
     except ValueError:
         value = float("nan")
     if kind not in ("threshold", "step-difference") or value != value:
-        raise UserError(f"--label-rule {text!r}: give threshold:T (e.g. threshold:0.5, threshold:0 for judges) or "
+        raise UserError(f"`label_rule` {text!r}: give threshold:T (e.g. threshold:0.5, threshold:0 for judges) or "
                         "step-difference:D (e.g. step-difference:-0.05 for Skywork-PRM)")
     return LabelRule(kind, value)
 
@@ -81,7 +81,7 @@ def rule_for_model(model: str) -> str | None:
 
 def check_protocol(protocol: str) -> str:
     if protocol not in PROTOCOLS:
-        raise UserError(f"--protocol {protocol!r}: give one of {', '.join(PROTOCOLS)}")
+        raise UserError(f"`protocol` {protocol!r}: give one of {', '.join(PROTOCOLS)}")
     return protocol
 
 

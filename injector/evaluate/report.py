@@ -58,7 +58,7 @@ def compute_metrics(items: Sequence[EvalItem], result: ScorerResult, *, threshol
     scored = items
     if sweep_metric is not None:
         if scoring.rule.kind != "threshold":
-            raise UserError(f"--sweep chooses a threshold; it does not apply to --label-rule {scoring.rule.text}")
+            raise UserError(f"`sweep` chooses a threshold; it does not apply to `label_rule` {scoring.rule.text}")
         dev = [item for item in items if in_dev_subset(item.id)]
         held_out = [item for item in items if not in_dev_subset(item.id)]
         if sweep_metric == "prmscore" and any(item.error_steps is None for item in items):

@@ -294,7 +294,7 @@ def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy
     else:
         raise UserError(f"{path}: no such file or directory")
     if split is not None and "split" not in loaded.formats:
-        raise UserError(f"--split {split}: only an `inject build` directory has named splits")
+        raise UserError(f"`split_name={split}`: only an `inject build` directory has named splits")
     if not loaded.items:
         raise UserError(f"{path}: no solutions to evaluate")
     return loaded

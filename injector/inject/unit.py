@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from injector.model.codes import ReasonCode
+from injector.model.provenance import Attempt, EngineInfo, Provenance, Usage
 from injector.answer.contract import DEFAULT_OUTPUT_MODE, AnswerError, answer_mode, parse_answer, response_schema
 from injector.engines.base import Engine, NotApplicable, Proposal, ProviderError, TransientProviderError
 from injector.inject.prompts import render_messages
@@ -73,7 +74,7 @@ async def inject_one(
     if category.rules.requires_images and not trajectory.images:
         tries, codes = 0, [str(ReasonCode.NOT_APPLICABLE)]
         problems = [f"{category.id} needs an image, and this trajectory has none"]
-        spent.attempts.append({"codes": codes})
+        spent.attempts.append(Attempt(codes=codes))
     for attempt in range(1, tries + 1):
         try:
             proposal = await engine.propose(messages, trajectory=trajectory, category=category, seed=seed,
@@ -81,12 +82,14 @@ async def inject_one(
                                             read_cache=read_cache)
         except (ProviderError, TransientProviderError, NotApplicable) as exc:
             codes, problems = [str(exc.code)], [str(exc)]
-            spent.attempts.append({"codes": codes})
+            spent.attempts.append(Attempt(codes=codes))
             break
         text = proposal.text
         spent.add(proposal)
         answer, verdict, codes, problems = _judge(taxonomy, category, trajectory, text, mode)
-        spent.attempts.append({"codes": codes, **({"cached": True} if proposal.details.get("cached") else {})})
+        # `cached` is written only when the answer came from the cache (the record's shape stays as it was)
+        spent.attempts.append(Attempt(codes=codes, cached=True) if proposal.details.get("cached") else
+                              Attempt(codes=codes))
         if not codes and answer is not None and verdict is not None:
             provenance = _provenance(taxonomy, category, engine, seed, mode, spent)
             if labels is not None:
@@ -104,15 +107,15 @@ async def inject_one(
 class _Spent:
     """What a unit's attempts cost, summed over the engine's proposals (for the record's provenance)."""
 
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
     cost: float | None = 0.0
     """None once any proposal's cost is unknown."""
     details: dict[str, Any] = field(default_factory=dict)
 
     def add(self, proposal: Proposal) -> None:
-        for key, value in proposal.usage.items():
-            self.usage[key] = self.usage.get(key, 0) + value
+        self.usage += Usage(prompt_tokens=proposal.usage.get("prompt_tokens", 0),
+                            completion_tokens=proposal.usage.get("completion_tokens", 0))
         self.cost = None if self.cost is None or proposal.cost is None else self.cost + proposal.cost
         self.details.update(proposal.details)
 
@@ -129,9 +132,12 @@ def _judge(taxonomy: Taxonomy, category: Category, trajectory: Trajectory, text:
 
 
 def _provenance(taxonomy: Taxonomy, category: Category, engine: Engine, seed: int, output_mode: str,
-                spent: _Spent) -> dict[str, Any]:
-    return {
-        **engine.describe(),
+                spent: _Spent) -> Provenance:
+    engine_info = EngineInfo.model_validate(engine.describe())
+    # Validated from one flat mapping: the engine's settings and its answers' details are extra fields, in the
+    # order records always had on disk.
+    return Provenance.model_validate({
+        **engine_info.model_dump(),
         "taxonomy": taxonomy.name,
         "taxonomy_hash": taxonomy.file_hash(),
         "template_hash": taxonomy.template_hash(category),
@@ -143,14 +149,14 @@ def _provenance(taxonomy: Taxonomy, category: Category, engine: Engine, seed: in
         **spent.details,
         "toolkit_version": __version__,
         "time": utc_now(),
-    }
+    })
 
 
 def _source_idx(trajectory: Trajectory) -> str:
     return str(trajectory.meta.get("idx", trajectory.id))
 
 
-def _candidate(unit: Unit, answer: Any, verdict: Any, provenance: dict[str, Any]) -> Candidate:
+def _candidate(unit: Unit, answer: Any, verdict: Any, provenance: Provenance) -> Candidate:
     trajectory, category = unit.trajectory, unit.category
     extra: dict[str, Any] = {}
     if trajectory.answer is not None:  # every category: a split's ground_truth comes from here

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from injector.model.codes import ReasonCode
-from injector.records.jsonl import read_records, scan_records
-from injector.records.models import CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunManifest
+from injector.records.jsonl import problem_of, read_records, scan_records
+from injector.records.models import (CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunCounts,
+                                      RunManifest, RunTotals)
 from injector.util.errors import UserError, WriteFailed
 from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.util.safe_files import MAX_MANIFEST_BYTES, create_temporary, open_fd, open_read, read_text, write_replacing
@@ -63,7 +64,9 @@ class RunDirectory:
         self._appenders: dict[Path, int] = {}
         """Open append-only descriptors of the JSONL files."""
 
-    def read_manifest(self) -> dict[str, Any] | None:
+    def read_manifest(self) -> RunManifest | None:
+        """The run's manifest, typed; None when there is none. One that is no JSON or no manifest is a
+        `UserError` naming the file (a received directory may hold anything)."""
         if not self.manifest_path.exists():
             return None
         try:
@@ -75,12 +78,16 @@ class RunDirectory:
         if not isinstance(manifest, dict):
             raise UserError(f"{self.manifest_path}: not a run manifest (a JSON object); remove the run directory or "
                             "fix it")
-        return manifest
+        try:
+            return RunManifest.model_validate(manifest)
+        except ValidationError as exc:
+            raise UserError(f"{self.manifest_path}: not a run manifest ({problem_of(exc)}); remove the run directory "
+                            "or fix it") from None
 
     def prepare(self, config_hash: str) -> None:
         """Create the directory, or check that an existing one was made with the same configuration, and lock it."""
         manifest = self.read_manifest()
-        if manifest is not None and manifest.get("config_hash") != config_hash:
+        if manifest is not None and manifest.config_hash != config_hash:
             raise UserError(
                 f"{self.path} holds a run with a different configuration; "
                 "choose another --out, or rerun with the settings recorded in its manifest.json"
@@ -104,7 +111,7 @@ class RunDirectory:
         manifest = self.read_manifest()
         if manifest is None:
             raise UserError(f"{self.path}: not a run directory (no {MANIFEST_FILE}); start it with `inject run`")
-        if config_hash is not None and manifest.get("config_hash") != config_hash:
+        if config_hash is not None and manifest.config_hash != config_hash:
             raise UserError(f"{self.path} holds a run with a different configuration; a helper appends only to the "
                             "run it belongs to")
 
@@ -154,13 +161,10 @@ class RunDirectory:
             yield rejection
 
     def manifest_categories(self) -> dict[str, dict[str, str]]:
-        """id -> name, domain and classification of each category, as the manifest recorded them; {} when it
-        records none or they are not in that shape (the names are for display only)."""
-        recorded = (self.read_manifest() or {}).get("categories")
-        if not isinstance(recorded, dict):
-            return {}
-        return {str(cid): {str(k): str(v) for k, v in about.items()} for cid, about in recorded.items()
-                if isinstance(about, dict)}
+        """id -> name, domain and classification of each category, as the manifest recorded them; {} when there
+        is no manifest."""
+        manifest = self.read_manifest()
+        return {} if manifest is None else manifest.categories
 
     def written(self) -> WrittenUnits:
         """Units already written; a unit with a candidate counts as accepted whatever rejects it has."""
@@ -260,35 +264,25 @@ class RunDirectory:
             temporary.unlink(missing_ok=True)  # the old file stays whole; the next run compacts it
             raise WriteFailed(self.rejects_path, exc) from None
 
-    def count_outcomes(self) -> dict[str, Any]:
-        """Counts by outcome, category and reason code, over everything the directory holds."""
+    def count_outcomes(self) -> tuple[RunCounts, RunTotals]:
+        """Counts by outcome, category and reason code, and the tokens and dollars spent, over everything the
+        directory holds."""
+        counts, totals = RunCounts(), RunTotals()
         by_category: dict[str, Counter[str]] = {}
         codes: Counter[str] = Counter()
-        outcomes: Counter[str] = Counter()
-        totals: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "cost_known": True}
         records: list[tuple[str, Candidate | Rejection]] = [
             *(("candidates", c) for c in self.candidates()), *(("rejects", r) for r in self.rejections())]
         for outcome, record in records:
-            outcomes[outcome] += 1
             by_category.setdefault(record.category, Counter())[outcome] += 1
             if isinstance(record, Rejection):
+                counts.rejects += 1
                 codes.update(record.codes)
-            usage = record.provenance.get("usage")
-            for key, value in (usage.items() if isinstance(usage, dict) else ()):
-                if isinstance(value, (int, float)):
-                    totals[key] = totals.get(key, 0) + value
-            cost = record.provenance.get("cost")
-            if isinstance(cost, (int, float)):
-                totals["cost"] += cost
             else:
-                totals["cost_known"] = False
-        return {
-            "candidates": outcomes["candidates"],
-            "rejects": outcomes["rejects"],
-            "codes": dict(sorted(codes.items())),
-            "by_category": {k: dict(v) for k, v in sorted(by_category.items())},
-            "totals": totals,
-        }
+                counts.candidates += 1
+            totals.add(record.provenance.usage, record.provenance.cost)
+        counts.codes = dict(sorted(codes.items()))
+        counts.by_category = {k: dict(v) for k, v in sorted(by_category.items())}
+        return counts, totals
 
     def write_manifest(self, manifest: RunManifest) -> None:
         temporary = self.manifest_path.with_suffix(".json.tmp")

@@ -91,7 +91,7 @@ def scan_records(path: Path, model: type[Record], *, strict: bool = False) -> It
         try:
             if not isinstance(value, dict):
                 raise ValueError("a JSON object expected")
-            yield number, offset, model.model_validate(value)
+            yield number, offset, model.from_stored(value)
         except ValueError as exc:  # ValidationError is one
             problem = problem_of(exc) if isinstance(exc, ValidationError) else str(exc)
             message = f"not a {_noun(model)} record ({problem}); use a {path.name} written by `inject run`"
@@ -106,7 +106,7 @@ def record_at(path: Path, offset: int, model: type[Record]) -> Record:
     try:
         with path.open("rb") as handle:
             handle.seek(offset)
-            return model.model_validate(loads_bounded(handle.readline()))
+            return model.from_stored(loads_bounded(handle.readline()))
     except (OSError, ValueError) as exc:  # ValidationError, JSONDecodeError and TooDeep are ValueErrors
         raise UserError(f"{path}: the {_noun(model)} at byte {offset} cannot be read any more ({exc}); the file "
                         "changed while it was open: start again") from None

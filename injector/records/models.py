@@ -2,11 +2,12 @@
 (`manifest.json`). `RunDirectory` (records/directory.py) writes and reads them; records/jsonl.py reads their lines."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from injector.answer.contract import FullAnswer, MultiSolutionAnswer
+from injector.model.provenance import Provenance, Usage
 from injector.model.trajectory import Trajectory
 
 CANDIDATES_FILE = "candidates.jsonl"
@@ -14,10 +15,37 @@ REJECTS_FILE = "rejects.jsonl"
 MANIFEST_FILE = "manifest.json"
 
 
-class Candidate(BaseModel):
-    """An injected solution that passed validation, in PRMBench's record format plus our own fields."""
+class StoredRecord(BaseModel):
+    """What candidates and rejects share: no field the model does not know (a misspelt one is an error where the
+    record is made), and lines an older writer left with other top-level fields still read (`from_stored`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def from_stored(cls: type[Stored], value: Any) -> Stored:
+        """The record a JSONL line holds: top-level fields the model does not have move, as they were, into
+        `provenance.legacy` (written back there); anything else is validated as it is. (Each record declares its
+        `provenance` where it has always stood in the line.)"""
+        if isinstance(value, dict):
+            value = _legacy_moved(value, set(cls.model_fields))
+        return cls.model_validate(value)
+
+
+Stored = TypeVar("Stored", bound=StoredRecord)
+
+
+def _legacy_moved(value: dict[str, Any], fields: set[str]) -> dict[str, Any]:
+    unknown = {key: item for key, item in value.items() if key not in fields}
+    provenance = value.get("provenance", {})
+    legacy = provenance.get("legacy", {}) if isinstance(provenance, dict) else None
+    if not unknown or not isinstance(legacy, dict):  # nothing to move, or a provenance validation will name
+        return value
+    known = {key: item for key, item in value.items() if key in fields}
+    return {**known, "provenance": {**provenance, "legacy": {**legacy, **unknown}}}
+
+
+class Candidate(StoredRecord):
+    """An injected solution that passed validation, in PRMBench's record format plus our own fields."""
 
     original_question: str
     modified_question: str
@@ -38,7 +66,7 @@ class Candidate(BaseModel):
     trajectory_id: str
     sample: int
     warnings: list[str] = Field(default_factory=list)
-    provenance: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance = Field(default_factory=Provenance)
     # Written only when they apply (`RunDirectory.append` writes the fields that were set), so records keep the
     # shape they have always had on disk.
     ground_truth: str | None = None
@@ -81,10 +109,8 @@ class Candidate(BaseModel):
                           meta={"idx": self.idx, "question": self.question})
 
 
-class Rejection(BaseModel):
+class Rejection(StoredRecord):
     """A unit that produced no candidate, with every reason code that applied."""
-
-    model_config = ConfigDict(extra="allow")
 
     id: str
     trajectory_id: str
@@ -95,7 +121,56 @@ class Rejection(BaseModel):
     messages: list[str] = Field(default_factory=list)
     raw: str | None = None
     """The model's last answer text, when there was one."""
-    provenance: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class SourceCounts(BaseModel):
+    """What the input loader read, selected and skipped (one invocation of a run)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    read: int = 0
+    """Records (non-blank lines or rows) read."""
+    selected: int = 0
+    """Trajectories yielded."""
+    invalid: int = 0
+    """Malformed records skipped under `skip_invalid`."""
+    skipped: dict[str, int] = Field(default_factory=dict)
+    """Reason -> records that are valid but were not selected."""
+
+
+class RunCounts(BaseModel):
+    """What a run directory holds: candidates and rejects, by reason code and by category."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: int = 0
+    rejects: int = 0
+    codes: dict[str, int] = Field(default_factory=dict)
+    """Reason code -> rejects carrying it."""
+    by_category: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Category -> {"candidates": n, "rejects": m} (an outcome with none is left out)."""
+
+
+class RunTotals(BaseModel):
+    """What everything a run directory holds cost, summed over its records' provenance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    """Dollars, over the records whose cost is known."""
+    cost_known: bool = True
+    """False when any record's cost is unknown (then `cost` is a lower bound)."""
+
+    def add(self, usage: Usage, cost: float | None) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        if cost is None:
+            self.cost_known = False
+        else:
+            self.cost += cost
 
 
 class Spending(BaseModel):
@@ -114,11 +189,15 @@ class RunManifest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    command: list[str]
-    config: dict[str, Any]
-    config_hash: str
-    toolkit_version: str
-    started: str
+    # `inject run` writes all of these; a manifest another tool (or hand) wrote may leave the descriptive ones out,
+    # and its run directory is still read (reviewed, built, stated). No config_hash: no run continues in it.
+    command: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The run's configuration (input identity, taxonomy, categories, the engine's settings, ...): its keys depend
+    on the input and the engine, and its hash is the run's identity, so it stays the mapping that was hashed."""
+    config_hash: str | None = None
+    toolkit_version: str | None = None
+    started: str | None = None
     finished: str | None = None
     status: str = "running"
     """running, finished, interrupted, budget_exceeded, batches_pending (`--batch --no-wait`) or failed."""
@@ -126,12 +205,12 @@ class RunManifest(BaseModel):
     """id -> name, domain and classification of each category run (categories built in Python included)."""
     skipped_categories: dict[str, str] = Field(default_factory=dict)
     """Categories the engine cannot make, with the reason (they are not units)."""
-    source: dict[str, Any] = Field(default_factory=dict)
+    source: SourceCounts = Field(default_factory=SourceCounts)
     """What the input loader read, selected and skipped (this invocation)."""
     image_base: str | None = None
     """The directory the run's local images were checked to lie under (the review app serves only from there)."""
-    counts: dict[str, Any] = Field(default_factory=dict)
-    totals: dict[str, Any] = Field(default_factory=dict)
+    counts: RunCounts = Field(default_factory=RunCounts)
+    totals: RunTotals = Field(default_factory=RunTotals)
     deployments: list[dict[str, Any]] = Field(default_factory=list)
     """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
     spending: Spending | None = None

@@ -16,7 +16,7 @@ from injector.engines.base import Engine
 from injector.inject.prompts import render_messages
 from injector.model.trajectory import Trajectory
 from injector.records.directory import RunDirectory
-from injector.records.models import RunManifest, Spending
+from injector.records.models import RunManifest, SourceCounts, Spending
 from injector.runner.configuration import open_run_directory
 from injector.runner.estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from injector.runner.local import run_units
@@ -148,9 +148,8 @@ def _close(run_dir: RunDirectory, manifest: RunManifest, source: TrajectoryInput
     """Compact the rejects, write the final counts into the manifest and release the run directory."""
     try:
         run_dir.compact_rejects()
-        manifest.source = source.stats.as_dict()
-        manifest.counts = run_dir.count_outcomes()
-        manifest.totals = manifest.counts.pop("totals")
+        manifest.source = SourceCounts.model_validate(source.stats.as_dict())
+        manifest.counts, manifest.totals = run_dir.count_outcomes()
         manifest.finished = utc_now()
         run_dir.write_manifest(manifest)
     except WriteFailed:

@@ -151,10 +151,10 @@ class RunProgress:
                 self.codes[code] = self.codes.get(code, 0) + 1
             if ReasonCode.TRANSIENT_FAILURE in record.codes and record.messages:
                 self.transient_message = record.messages[-1]
-        usage = record.provenance.get("usage") or {}
-        self.prompt_tokens += usage.get("prompt_tokens", 0)
-        self.completion_tokens += usage.get("completion_tokens", 0)
-        cost = record.provenance.get("cost")
+        usage = record.provenance.usage
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        cost = record.provenance.cost
         self.cost = None if self.cost is None or cost is None else self.cost + cost
         if isinstance(cost, (int, float)):
             self.largest_unit_cost = max(self.largest_unit_cost, float(cost))

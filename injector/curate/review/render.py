@@ -331,6 +331,6 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
         f"<section><h2>steps</h2>{_steps_table(candidate, shown, multi)}</section>"
         f'<section><h2>model\'s reason</h2><div class="text">{e(candidate.reason)}</div></section>'
         f'<section><h2>warnings</h2><ul>{warnings or "<li>none</li>"}</ul></section>'
-        f'{_provenance(candidate.provenance)}'
+        f'{_provenance(candidate.provenance.model_dump(mode="json", exclude_unset=True))}'
         f"<section><h2>decisions</h2>{history}</section></main>"
     )

@@ -81,11 +81,12 @@ def _run_image_base(path: Path) -> Path | None:
     """The run's image directory from its manifest (a relative one resolves against the run directory, never the
     current directory); None when it records none, and then no local image is served."""
     try:
-        base = (RunDirectory(path).read_manifest() or {}).get("image_base")
+        manifest = RunDirectory(path).read_manifest()
     except UserError as exc:  # an unreadable manifest: the candidates can still be reviewed, without local images
         log.warning("%s; local images are not served", exc)
         return None
-    return path / base if isinstance(base, str) and base else None
+    base = manifest.image_base if manifest is not None else None
+    return path / base if base else None
 
 
 def _index(run_no: int, path: Path) -> list[Entry]:

@@ -162,10 +162,10 @@ class _Dispatch:
         self.batch_size = [max(MIN_BATCH, c) for c in self.concurrency]
         self.budget = None if (budget := spec.invocation_budget()) is None else budget / self.workers
         send_loaded_hooks_by_value()
-        manifest = run_dir.read_manifest() or {}
+        manifest = run_dir.read_manifest()
         self.job = WorkerJob(spec=spec, make_engine=executor.make_engine, workers=self.workers, concurrency=1,
                              budget=self.budget, run_path=str(run_dir.path.resolve()),
-                             config_hash=str(manifest.get("config_hash")), engine_description=engine.describe(),
+                             config_hash=str(manifest.config_hash if manifest else None), engine_description=engine.describe(),
                              append=executor.append_in_workers)
         # Actors are requested with a CPU share, so a cluster with fewer CPUs than workers still places them all.
         self.actor_class = ray.remote(ShardWorker)

@@ -171,6 +171,6 @@ class ShardWorker:
                 self.failure = (f"internal error in a Ray worker: {type(exc).__name__}: {exc} ({' | '.join(where)})",
                                 1)
                 return None
-        cost = record.provenance.get("cost")
-        self.spent = None if self.spent is None or not isinstance(cost, (int, float)) else self.spent + cost
+        cost = record.provenance.cost
+        self.spent = None if self.spent is None or cost is None else self.spent + cost
         return record
