@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from injector.records.directory import RunDirectory
+from injector.records.models import RunManifest
 from injector.util.errors import UserError
 
 FREE_BETWEEN_INVOCATIONS = ("--limit", "--concurrency", "--workers", "--max-attempts", "--retry-rejects", "--rpm",
@@ -15,17 +16,16 @@ FREE_BETWEEN_INVOCATIONS = ("--limit", "--concurrency", "--workers", "--max-atte
 how, not what a unit's output is)."""
 
 
-def open_run_directory(run_dir: RunDirectory, config: dict[str, Any], digest: str) -> dict[str, Any] | None:
+def open_run_directory(run_dir: RunDirectory, config: dict[str, Any], digest: str) -> RunManifest | None:
     """`run_dir.prepare(digest)`, except that a directory holding no record takes the new configuration (a run that
     stopped on a mistyped model continues with the corrected one), and a refusal names every differing setting.
     Returns the manifest the directory held (None: a new run directory)."""
     manifest = run_dir.read_manifest()
-    recorded = manifest.get("config_hash") if manifest is not None else None
+    recorded = manifest.config_hash if manifest is not None else None
     if manifest is None or recorded == digest:
         run_dir.prepare(digest)
         return manifest
-    old = manifest.get("config")
-    differences = config_differences(old if isinstance(old, dict) else {}, config)
+    differences = config_differences(manifest.config, config)
     if holds_records(run_dir):
         raise UserError(f"{run_dir.path} holds a run with a different configuration:\n"
                         + "\n".join(f"  {line}" for line in differences)

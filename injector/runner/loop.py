@@ -97,17 +97,13 @@ def price_refusal(spec: RunSpec, engine: Engine) -> str | None:
             "per million tokens)")
 
 
-def spent_of(manifest: dict[str, Any] | None) -> Spending:
+def spent_of(manifest: RunManifest | None) -> Spending:
     """What a run directory's manifest says it spent over its invocations (an older manifest: its records' cost)."""
     if manifest is None:
         return Spending()
-    try:
-        if isinstance(manifest.get("spending"), dict):
-            return Spending.model_validate(manifest["spending"])
-    except ValueError:  # a hand-edited manifest: fall back to the records' cost
-        pass
-    cost = (manifest.get("totals") or {}).get("cost")
-    return Spending(total=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0)
+    if manifest.spending is not None:
+        return manifest.spending
+    return Spending(total=manifest.totals.cost)
 
 
 def _check_budget_left(spec: RunSpec) -> None:
