@@ -54,3 +54,16 @@ def test_the_dry_run_says_max_cost_would_be_refused_without_a_price(scripted_ser
     assert result.exit_code == 0, result.output
     assert "refused            the run would stop here: --max-cost needs a price" in result.output
     assert scripted_server.requests == []
+
+
+def test_max_cost_per_invocation_caps_each_invocation_alone(scripted_server, ten_trajectories, tmp_path):
+    """The old meaning, under its own name: each invocation stops once it has spent the cap (the same command
+    continues), whatever the run spent before."""
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    for expected in (2, 4):
+        result = run(scripted_server, ten_trajectories, out, "--max-cost-per-invocation", "5", "--concurrency", "1")
+        assert result.exit_code == 3, result.output
+        assert "spent $6.0000, reaching --max-cost-per-invocation $5; run the same command again" in result.output
+        assert len(read_jsonl(out / "candidates.jsonl")) == expected
+    assert json.loads((out / "manifest.json").read_text())["spending"]["total"] == pytest.approx(12.0)

@@ -50,7 +50,11 @@ class EngineModelOption(click.Option):
 @click.option("--no-schema", is_flag=True, help="Do not send a JSON-schema response_format (for servers that reject it).")
 @click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True,
               help="Attempts per unit; a failed answer is sent back with the validator's messages.")
-@request_options("")
+@request_options("", max_cost_help="The run directory's budget in dollars over all its invocations (the manifest "
+                 "keeps the total): a unit starts only while the total cannot pass it; then exit 3, and the same "
+                 "command with a higher --max-cost continues.")
+@click.option("--max-cost-per-invocation", type=click.FloatRange(min=0), metavar="DOLLARS",
+              help="Stop cleanly (exit 3, resumable) once this invocation has spent this many dollars.")
 @click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
               show_envvar=True, default="auto", show_default=True,
               help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "
@@ -70,13 +74,13 @@ class EngineModelOption(click.Option):
 @click.option("--no-wait", is_flag=True, help="With --batch: submit and exit; the same command again collects.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Where units run: this process, or Ray workers (RAY_ADDRESS, else a local Ray; needs "
-                   "prm-injector[ray]). --concurrency, --rpm, --tpm and --max-cost are divided among the workers.")
+                   "prm-injector[ray]). --concurrency, --rpm, --tpm and the budget are divided among the workers.")
 @click.option("--ray-workers", type=click.IntRange(min=1), metavar="N",
               help="With --executor ray: workers (Ray actors). Default: one per CPU of the Ray cluster; never more "
                    "than --concurrency.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Worker processes, each over its own shard of the units (use every core: validation is CPU-bound). "
-                   "--concurrency, --rpm, --tpm and --max-cost are divided among them.")
+                   "--concurrency, --rpm, --tpm and the budget are divided among them.")
 def run(inputs: InputOptions, **options) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from injector import api, split_by_support
