@@ -55,6 +55,8 @@ class EngineModelOption(click.Option):
                  "command with a higher --max-cost continues.")
 @click.option("--max-cost-per-invocation", type=click.FloatRange(min=0), metavar="DOLLARS",
               help="Stop cleanly (exit 3, resumable) once this invocation has spent this many dollars.")
+@click.option("--verbose", is_flag=True, help="Show the run's log (RUN/log.jsonl: each unit's outcome, the start and "
+              "the end) on the terminal too.")
 @click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
               show_envvar=True, default="auto", show_default=True,
               help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "
@@ -117,6 +119,10 @@ def _run_request(options: dict[str, Any]) -> Any:
         max_tokens=options.pop("max_tokens"), use_schema=not options.pop("no_schema"), client=options.pop("client"),
         **engine_fields(options))
     options["wait"] = not options.pop("no_wait")
+    if options.pop("verbose"):
+        from injector.runner.run_log import show_on_terminal
+
+        click.get_current_context().call_on_close(show_on_terminal())
     return api.make_request(api.RunRequest, engine=engine, **options)
 
 

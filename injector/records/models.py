@@ -213,8 +213,9 @@ class RunManifest(BaseModel):
     totals: RunTotals = Field(default_factory=RunTotals)
     deployments: list[dict[str, Any]] = Field(default_factory=list)
     """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
-    spending: Spending | None = None
-    """Spent over every invocation (None in manifests written before it was kept: `totals.cost` stands in)."""
+    spending: Spending | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Spent over every invocation (None in manifests written before it was kept: `totals.cost` stands in; left
+    out of such a manifest when it is written back, so it reads as it was)."""
 
 
 def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:

@@ -11,6 +11,8 @@ from typing import Any, AsyncIterator, Callable, Iterator
 from injector.engines.base import Engine, Proposal
 from injector.inject.unit import Unit, inject_one
 from injector.records.directory import RunDirectory, WrittenUnits
+from injector.records.models import Candidate, Rejection
+from injector.runner.run_log import event
 from injector.runner.spec import RunProgress, RunSpec
 from injector.util.errors import BudgetExceeded, WriteFailed
 
@@ -171,5 +173,14 @@ class _LocalLoop:
                 self.reserved -= reserve
                 self.first_answer.set()
             self.progress.record(record)
+            _log_unit(record)
             if self.on_progress:
                 self.on_progress(self.progress)
+
+
+def _log_unit(record: Candidate | Rejection) -> None:
+    """One line of the run's log for a finished unit: its outcome, codes and cost."""
+    accepted = isinstance(record, Candidate)
+    codes = [] if accepted else list(record.codes)
+    event("unit_done", f"{record.id}: {'accepted' if accepted else 'rejected ' + ', '.join(codes)}", unit=record.id,
+          outcome="accepted" if accepted else "rejected", codes=codes, cost=record.provenance.cost)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from injector.answer.contract import answer_mode
 from injector.engines.base import Engine
@@ -18,6 +18,8 @@ from injector.model.trajectory import Trajectory
 from injector.records.directory import RunDirectory
 from injector.records.models import RunManifest, SourceCounts, Spending
 from injector.runner.configuration import open_run_directory
+from injector.inject.unit import Unit
+from injector.runner.run_log import event, run_log
 from injector.runner.estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from injector.runner.local import run_units
 from injector.runner.spec import (RunProgress, RunResult, RunSpec, UnitExecutor, config_hash,  # noqa: F401
@@ -69,8 +71,23 @@ def run(
     progress = RunProgress(planned=planned_units(source, categories, spec.samples, spec.limit),
                            retries=lambda: engine.retries)
     try:
+        with run_log(run_dir.path):
+            _execute(spec.units(source, categories), spec, engine, run_dir, manifest, progress, on_progress,
+                     executor)
+    finally:
+        manifest.spending = _spent_after(spec.spent_before, progress)
+        _close(run_dir, manifest, source, stopping=sys.exc_info()[1])
+    return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
+
+
+def _execute(units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory, manifest: RunManifest,
+             progress: RunProgress, on_progress: Callable[[RunProgress], None] | None,
+             executor: UnitExecutor | None) -> None:
+    """Run the units (here or on `executor`), set the manifest's status, and log the start and the end."""
+    event("run_started", f"run {manifest.config_hash} started in {run_dir.path}", config_hash=manifest.config_hash,
+          command=manifest.command, planned=progress.planned, spent_before=spec.spent_before.total)
+    try:
         with spec.taxonomy.fixed():  # hashed and its prompts' static parts built once, not per unit
-            units = spec.units(source, categories)
             if executor is None:
                 asyncio.run(run_units(units, spec, engine, run_dir, progress, on_progress))
             else:
@@ -78,11 +95,13 @@ def run(
         manifest.status = "finished"
     except BaseException as exc:
         manifest.status = next((status for kind, status in _STOPPED_STATUS if isinstance(exc, kind)), "failed")
+        # INFO, not WARNING: the caller reports the exception itself (the CLI's one error line).
+        event("run_stopped", f"run {manifest.status}: {type(exc).__name__}: {exc}", status=manifest.status,
+              done=progress.done, cost=progress.cost)
         raise
-    finally:
-        manifest.spending = _spent_after(spec.spent_before, progress)
-        _close(run_dir, manifest, source, stopping=sys.exc_info()[1])
-    return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
+    event("run_finished", f"run finished: {progress.accepted} accepted, {progress.rejected} rejected",
+          status=manifest.status, done=progress.done, accepted=progress.accepted, rejected=progress.rejected,
+          cost=progress.cost)
 
 
 def price_refusal(spec: RunSpec, engine: Engine) -> str | None:
