@@ -181,6 +181,6 @@ class _LocalLoop:
 def _log_unit(record: Candidate | Rejection) -> None:
     """One line of the run's log for a finished unit: its outcome, codes and cost."""
     accepted = isinstance(record, Candidate)
-    codes = [] if accepted else list(record.codes)
+    codes = list(record.codes) if isinstance(record, Rejection) else []
     event("unit_done", f"{record.id}: {'accepted' if accepted else 'rejected ' + ', '.join(codes)}", unit=record.id,
           outcome="accepted" if accepted else "rejected", codes=codes, cost=record.provenance.cost)
