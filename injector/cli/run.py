@@ -6,6 +6,7 @@ from typing import Any
 import click
 
 from injector.cli.base import EXIT_INTERRUPTED, examples, invocation, main
+from injector.cli.config_file import config_option
 from injector.cli.options import InputOptions, engine_fields, input_options, output_mode_option, request_options
 from injector.model.choices import CLIENTS, OFFLINE_MODEL
 from injector.util.errors import BatchesPending, BudgetExceeded
@@ -26,6 +27,7 @@ class EngineModelOption(click.Option):
     "inject run --category all --model gpt-4o --max-cost 20 --rpm 450 --out runs/gpt4o",
     "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1",
     "inject run --category all --model gpt-4o --rpm 450 --out runs/big --executor ray   # Ray workers"))
+@config_option
 @input_options
 @output_mode_option
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
