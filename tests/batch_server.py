@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
-from scripted_server import LoopbackServer
+from scripted_server import LoopbackServer, write_slowly
 
 Answer = Callable[[dict[str, Any]], str]
 """The chat answer (content) for a request body."""
@@ -30,6 +30,14 @@ class BatchServer(LoopbackServer):
                  rewrite: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row) -> None:
         self.answer, self.fails, self.expire = answer, fails, expire or set()
         self.rewrite = rewrite
+        self.stall: int | None = None
+        """Batches created from this one on (by order, from 0) stay in progress (a provider that takes its time)."""
+        self.down = False
+        """Every request is dropped unanswered (a provider outage) while set."""
+        self.down_after_create = False
+        """Go `down` right after the next batch is created."""
+        self.drip = 0.0
+        """Seconds between bytes of a file's content (a download that trickles); 0: sent at once."""
         """Applied to every output line before it is stored (to script odd shapes of line)."""
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -48,14 +56,22 @@ class BatchServer(LoopbackServer):
 
             def _reply(self, payload: Any, status: int = 200, raw: bytes | None = None) -> None:
                 data = raw if raw is not None else json.dumps(payload).encode()
+                drip = server.drip if raw is not None else 0.0
                 self.send_response(status)
                 self.send_header("content-type", "application/octet-stream" if raw is not None
                                  else "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                write_slowly(self.wfile, data, drip)
+
+            def _dropped(self) -> bool:
+                if server.down:  # the connection closes without an answer: the client sees a connection error
+                    self.close_connection = True
+                return server.down
 
             def do_GET(self) -> None:
+                if self._dropped():
+                    return
                 path, query = urlsplit(self.path).path, parse_qs(urlsplit(self.path).query)
                 with server._lock:
                     if m := re.fullmatch(r"/v1/files/([^/]+)/content", path):
@@ -67,6 +83,8 @@ class BatchServer(LoopbackServer):
                 self._reply({"error": {"message": f"no route {path}"}}, 404)
 
             def do_POST(self) -> None:
+                if self._dropped():
+                    return
                 path = urlsplit(self.path).path
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
                 with server._lock:
@@ -101,6 +119,7 @@ class BatchServer(LoopbackServer):
         lines = [json.loads(line) for line in self.files[request["input_file_id"]].splitlines() if line.strip()]
         self.submitted.extend((batch_id, line["custom_id"]) for line in lines)
         self.creates += 1
+        self.down = self.down or self.down_after_create
         self.batches[batch_id] = {
             "id": batch_id, "object": "batch", "endpoint": request["endpoint"], "errors": None,
             "input_file_id": request["input_file_id"], "completion_window": request["completion_window"],
@@ -128,7 +147,7 @@ class BatchServer(LoopbackServer):
         batch = self.batches[batch_id]
         if batch["status"] == "validating":
             batch["status"] = "in_progress"
-        elif batch["status"] == "in_progress":
+        elif batch["status"] == "in_progress" and (self.stall is None or batch["_index"] < self.stall):
             self._finish(batch, expired=batch["_index"] in self.expire)
         return self._public(batch)
 

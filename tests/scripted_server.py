@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Self
@@ -18,6 +19,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     prompt_tokens: int = 100
     completion_tokens: int = 50
+    drip: float = 0.0
+    """Seconds between bytes of the body (a server that trickles its answer); 0: sent at once."""
+    pad: int = 0
+    """Spaces added inside the JSON body (a large answer that is still a valid completion)."""
 
 
 POLL_INTERVAL = 0.01  # seconds between serve_forever's shutdown checks (the stdlib default, 0.5, is test teardown)
@@ -33,6 +38,17 @@ class _QuietServer(ThreadingHTTPServer):
 
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+
+def write_slowly(stream: Any, data: bytes, drip: float) -> None:
+    """Write `data`, one byte each `drip` seconds when `drip` is set (until the client hangs up)."""
+    if not drip:
+        stream.write(data)
+        return
+    for index in range(len(data)):
+        stream.write(data[index:index + 1])
+        stream.flush()
+        time.sleep(drip)
 
 
 class LoopbackServer:
@@ -94,13 +110,15 @@ class ScriptedServer(LoopbackServer):
                                   "total_tokens": reply.prompt_tokens + reply.completion_tokens},
                     }
                 data = json.dumps(payload).encode()
+                if reply.pad:
+                    data = data[:-1] + b" " * reply.pad + data[-1:]
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(data)
+                write_slowly(self.wfile, data, reply.drip)
 
         self._serve(Handler)
 

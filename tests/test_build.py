@@ -145,11 +145,11 @@ def test_train_test_split_is_deterministic_and_keeps_sources_apart(run_dir, tmp_
     test = {json.loads(l)["trajectory_id"] for l in (first / "jsonl" / "test.jsonl").read_text().splitlines()}
     assert train and test and not train & test
     other_test = {json.loads(l)["trajectory_id"] for l in (other / "jsonl" / "test.jsonl").read_text().splitlines()}
-    # The split is a hash of (seed, trajectory id): pinned (the bundled sample's test side for seeds 1 and 2), so it
-    # is the same on every machine and in every version, whichever sources a run covers.
+    # The split is a hash of (seed, source problem key): pinned (the bundled sample's test side for seeds 1 and 2),
+    # so it is the same on every machine and in every version, whichever sources a run covers.
     sources = train | test
-    pinned = {1: (1, 4, 5, 6, 9, 10, 12, 13, 16, 20, 22, 24, 26, 29),
-              2: (1, 2, 4, 5, 6, 7, 8, 10, 12, 13, 16, 18, 21, 22, 23, 25, 27, 30)}
+    pinned = {1: (2, 3, 5, 6, 8, 10, 14, 15, 16, 19, 21, 22, 23, 24, 25, 28),
+              2: (1, 3, 7, 8, 9, 10, 12, 16, 19, 21, 22, 23, 24, 25, 26)}
     assert test == sources & {f"prm800k:sample:{k}" for k in pinned[1]}
     assert other_test == sources & {f"prm800k:sample:{k}" for k in pinned[2]} and other_test != test
 

@@ -40,6 +40,8 @@ def test_library_messages_name_settings(tmp_path):
         api.BuildRequest(run_dirs=[tmp_path], out=tmp_path / "s", by="train-test")
     with pytest.raises(SettingsConflict, match="`require` sure: not a verdict"):
         api.BuildRequest(run_dirs=[tmp_path], out=tmp_path / "s", require="confirmed,sure")
+    with pytest.raises(SettingsConflict, match="`consensus` and `include_unreviewed` do not go together"):
+        api.BuildRequest(run_dirs=[tmp_path], out=tmp_path / "s", consensus="2-of-3", include_unreviewed=True)
     with pytest.raises(SettingsConflict, match="give both `price_in` and `price_out`"):
         api.VerifyRequest(run_dir=tmp_path, judge=api.EngineSettings(model="gpt-4o", price_in=1.0))
     with pytest.raises(SettingsConflict, match="`dedup_threshold` 1.5"):
@@ -52,6 +54,8 @@ def test_library_messages_name_settings(tmp_path):
     (["build", "RUN", "--out", "OUT", "--by", "train-test"], "error: --by train-test needs --test-size between 0 and 1, "
                                                              "e.g. --test-size 0.2"),
     (["build", "RUN", "--out", "OUT", "--require", "sure"], "error: --require sure: not a verdict"),
+    (["build", "RUN", "--out", "OUT", "--consensus", "2-of-3", "--include-unreviewed"],
+     "error: --consensus and --include-unreviewed do not go together"),
     (["verify", "RUN", "--model", "gpt-4o", "--price-in", "1"], "error: give both --price-in and --price-out"),
     (["eval", "SPLIT", "--out", "OUT", "--prm-server", "http://127.0.0.1:9"], "error: --prm-server and --prm-model go "
                                                                                "together"),

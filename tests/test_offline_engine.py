@@ -82,10 +82,12 @@ def assert_error_of_category(category_id: str, c: Candidate) -> None:
         assert [s for k, s in enumerate(c.modified_process, 1) if k not in c.error_steps] == c.original_process
         assert not re.search(r"\b(?:check|again|verify|note|restating|indeed)\b", " ".join(errors), re.I)
     elif category_id == "circular_logic":
-        # The deriving step is replaced by an assumption, and an inserted step leans on it; same final answer.
-        first, second = c.error_steps
-        assert second == first + 1 and c.modified_steps == [first, second]
-        assert len(c.modified_process) == len(c.original_process) + 1
+        # The deriving step is replaced by an assumption, and one or two inserted steps lean on it (the loop in
+        # two or three steps); same final answer.
+        first = c.error_steps[0]
+        assert c.error_steps in ([first, first + 1], [first, first + 1, first + 2])
+        assert c.modified_steps == c.error_steps
+        assert len(c.modified_process) == len(c.original_process) + len(c.error_steps) - 1
         assert c.original_process[first - 1] not in c.modified_process
         assert c.modified_process[-1] == c.original_process[-1]
     elif category_id == "missing_condition":

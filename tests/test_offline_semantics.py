@@ -71,9 +71,10 @@ def test_every_offline_candidate_passes_its_categorys_semantic_check(category_id
 # (source id, category, whether any candidate is left): what the candidate made from it got wrong, before the fix.
 ONCE_FAILED = [
     ("prm_train_p1_97", "redundancy", True),  # the check took \frac{572}{8} as one number: 572 "never written"
-    ("prm_train_p1_120", "redundancy", True),  # the same, 4 of \frac{4}{2}
+    # The same, 4 of \frac{4}{2}; its only redundancy was a bare equation, no longer offered (issue 25).
+    ("prm_train_p1_120", "redundancy", False),
     ("prm_train_p1_135", "redundancy", True),  # the same, 144 of \frac{144}{6}
-    ("prm_train_p1_156", "redundancy", True),  # the same, 15 of \frac{15}{3}
+    ("prm_train_p1_156", "redundancy", False),  # the same, 15 of \frac{15}{3}; likewise a bare equation only
     ("prm_train_p1_275", "redundancy", True),  # the same, 12 of \frac{12}{4}
     ("prm_train_p1_368", "redundancy", True),  # "... the fact that $10$": the clause lost "m =" of $m = 5\cdot 2 = 10$
     ("prm_train_p1_465", "redundancy", True),  # prose "546/3 * 7 * 13 = 2" for 546/(3 * 7 * 13): a false equation

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from injector.engines.offline.certainty import ADVERBS, SENTENCES
 from injector.engines.offline.confidence import with_certainty
 from injector.engines.offline.equations import computations, holds, inverse_equations, stated_quantity
 from injector.engines.offline.redundancy import other_routes
@@ -65,7 +66,10 @@ def test_certainty_is_said_grammatically_and_leaves_the_answer_alone():
     text = "So the total cost is $14.60$ dollars.\n\n# Answer\n\n14.60"
     said = {with_certainty(text, random.Random(seed)) for seed in range(60)}
     for variant in said:
-        assert variant.endswith("dollars.\n\n# Answer\n\n14.60") or ", " in variant.split("\n")[0]
+        first = variant.split("\n")[0]
+        # An adverb or clause with its comma, or a second sentence of certainty after the statement.
+        assert ", " in first or any(first.startswith(f"So {a} the") for a in ADVERBS) \
+            or any(first.endswith(" " + s) for s in SENTENCES)
         assert variant.endswith("\n\n# Answer\n\n14.60") and "$14.60$" in variant
         assert not variant.startswith(("Clearly, so", "Obviously, so"))  # the old "Clearly, so the total ..."
     assert len(said) >= 5  # varied

@@ -76,11 +76,33 @@ def test_userinfo_and_query_of_the_api_base_are_never_recorded(scripted_server, 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["command"][manifest["command"].index("--api-base") + 1] == f"http://{host}/v1"
     assert manifest["config"]["api_base_host"] == host
-    reject = json.loads((out / "rejects.jsonl").read_text())
-    assert reject["provenance"]["api_base_host"] == host
+    if scripted_server.client == "openai":  # litellm refuses userinfo beside its key header: the run stops (exit 2)
+        reject = json.loads((out / "rejects.jsonl").read_text())
+        assert reject["provenance"]["api_base_host"] == host
     written = everything_written(out, result)
     for secret in (USER_PASSWORD, URL_KEY, ENV_KEY):
         assert secret not in written
+
+
+def test_an_echoed_basic_authorization_of_the_api_bases_userinfo_is_redacted(scripted_server, input_file, tmp_path,
+                                                                           monkeypatch):
+    import base64
+
+    monkeypatch.setattr(LLMEngine, "_retry_delay", lambda self, error, failures: 0)
+    basic = base64.b64encode(f"user:{USER_PASSWORD}".encode()).decode()
+    scripted_server.script = lambda request: Reply(
+        status=401, error="refused: " + scripted_server.requests[-1]["headers"].get("Authorization", "none"))
+    api_base = f"http://user:{USER_PASSWORD}@127.0.0.1:{scripted_server.port}/v1"
+    out = tmp_path / "run"
+    result = run_cli(api_base, input_file, out)
+    assert result.exit_code == 2, result.output
+    assert basic not in everything_written(out, result) and basic.rstrip("=") not in everything_written(out, result)
+    if scripted_server.client == "litellm":
+        # httpx refuses the userinfo beside litellm's key header before anything is sent: a setting to fix, said
+        # once, not a fault retried as transient.
+        assert scripted_server.requests == [] and "holds credentials (NAME:PASSWORD@ before the host)" in result.output
+    else:
+        assert f"refused: Basic {REDACTED}" in result.output
 
 
 def test_redact_catches_every_form(monkeypatch):

@@ -39,7 +39,9 @@ def test_review_in_a_browser(browser, tmp_path: Path) -> None:
         requests: list[str] = []
         dialogs: list[str] = []
         page.on("request", lambda request: requests.append(request.url))
-        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        # an alert would be hostile text running; a confirm is the page asking before a decision is replaced
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message),
+                                          dialog.accept() if dialog.type == "confirm" else dialog.dismiss()))
         page.goto(server.url)
         assert page.url == origin + "/"  # the token moved to a cookie, out of the address bar
         assert page.text_content("#cid") == "t1::counterfactual::0"
@@ -106,9 +108,10 @@ def test_review_in_a_browser(browser, tmp_path: Path) -> None:
         assert page.text_content("#cid") == "t3::counterfactual::0"
         assert page.text_content("#status").startswith("accepted; error steps corrected to 2, 3")
         assert page.locator("tr.step.error").count() == 2
-        # `a` on a corrected candidate accepts it as shown, keeping the corrections
+        # `a` on a corrected candidate accepts it as shown, keeping the corrections, once the reviewer confirms
         with page.expect_navigation():
             page.keyboard.press("a")
+        assert len(dialogs) == 1 and "Replace your decision?" in dialogs[0]
 
         screenshot = tmp_path / "review.png"
         page.screenshot(path=str(screenshot), full_page=True)

@@ -34,6 +34,9 @@ from injector.cli.base import examples, invocation, main
               help="Jaccard similarity at which --dedup counts two candidates as near-duplicates.")
 @click.option("--decontaminate", "decontaminate", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="Drop candidates whose question is in this benchmark file (JSONL or JSON; repeatable).")
+@click.option("--consensus", metavar="K-of-N|adjudicated",
+              help="Take only candidates at least K of whose reviewers agree (K a majority of N, e.g. 2-of-3), or "
+                   "with an adjudicated or unanimous decision (`inject review --adjudicate`).")
 @click.option("--decontaminate-field", metavar="FIELD",
               help="The benchmark files' question field (default: question, problem, original_question or "
                    "modified_question).")

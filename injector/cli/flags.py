@@ -16,6 +16,7 @@ FLAGS = {
     "taxonomy": "--taxonomy", "require": "--require", "dedup": "--dedup", "dedup_threshold": "--dedup-threshold",
     "decontaminate": "--decontaminate", "hard_for": "--hard-for", "hard_check": "--hard-check",
     "hard_min_wrong": "--hard-min-wrong", "private": "--private", "push_to_hub": "--push-to-hub",
+    "consensus": "--consensus",
     # inject eval (the judge's model is `judge`; `split` is the path, `split_name` the --split option)
     "scores": "--scores", "judge": "--judge", "prm_server": "--prm-server", "prm_model": "--prm-model",
     "threshold": "--threshold", "sweep": "--sweep", "label_rule": "--label-rule", "protocol": "--protocol",

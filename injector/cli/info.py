@@ -73,32 +73,42 @@ def stats(path, as_json, plots, cues, taxonomy_path) -> None:
 @main.command(epilog=examples(
     "inject audit PRMBench/data/circular.jsonl", "inject audit splits/v1/prmbench/circular.jsonl --json --report-only",
     "inject audit mine.jsonl --taxonomy my/taxonomy.yaml && publish mine.jsonl"))
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--input-format", type=click.Choice(["prmbench"]), default="prmbench", show_default=True,
               help="The file's record format (PRMBench's JSONL, the one format audited so far).")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH", help="A bundled taxonomy or a YAML file.")
 @click.option("--json", "as_json", is_flag=True, help="Print every record's verdict as JSON lines.")
 @click.option("--report-only", is_flag=True, help="Exit 0 even when records fail the audit (default: exit 4).")
 def audit(file, input_format, taxonomy_path, as_json, report_only) -> None:
-    """Audit a benchmark file against the toolkit's rules: each record's verdict, then a summary.
+    """Audit a benchmark file, or a split directory `inject build` wrote, against the toolkit's rules: each
+    record's verdict, then a summary; for a split, also every source problem found on two sides of it.
 
-    Exits 4 when any record fails the audit, so a pipeline can gate on it (--report-only: exit 0).
+    Exits 4 when any record fails the audit or a problem is on two sides, so a pipeline can gate on it
+    (--report-only: exit 0).
     """
     import json
+    from pathlib import Path
 
-    from injector.curate.audit import audit_prmbench, audit_table
+    from injector.curate.audit import audit_prmbench, audit_split, audit_table
     from injector.util.errors import AuditFailed
     from injector.taxonomy import Taxonomy
 
-    report = audit_prmbench(file, Taxonomy.load(taxonomy_path))
+    auditing = audit_split if Path(file).is_dir() else audit_prmbench
+    report = auditing(file, Taxonomy.load(taxonomy_path))
     for record in report.records:
         if as_json:
             click.echo(json.dumps(record, ensure_ascii=False))
         else:
             verdict = "valid" if record["valid"] else " ".join(record["codes"])
-            click.echo(f"{file}:{record['line']}\t{record['idx']}\t{record['category']}\t{verdict}")
+            where = f"{record.get('file', file)}:{record['line']}"
+            click.echo(f"{where}\t{record['idx']}\t{record['category']}\t{verdict}")
     click.echo(audit_table(report), err=as_json)
+    for finding in report.findings:
+        click.echo(f"{file}: {finding}", err=as_json)
     invalid = sum(not record["valid"] for record in report.records)
+    if report.findings and not report_only:
+        raise AuditFailed(f"{file}: {len(report.findings)} source problem(s) on two sides of the split (build it "
+                          "again: `inject build` keeps a problem on one side); exit 4, --report-only exits 0")
     if invalid and not report_only:
         raise AuditFailed(f"{file}: {invalid} of {len(report.records)} records fail the audit "
                           "(exit 4; --report-only exits 0)")

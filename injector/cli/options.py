@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES
 from injector.model.choices import DEFAULT_OUTPUT_MODE, DUPLICATE_ID_POLICIES, OUTPUT_MODES
 from injector.sources.registry import format_names
 
@@ -89,7 +90,7 @@ def input_options(function):
     return command
 
 
-REQUEST_ENGINE_OPTIONS = ("timeout", "rpm", "tpm", "cache_path", "price_in", "price_out")
+REQUEST_ENGINE_OPTIONS = ("timeout", "max_answer_bytes", "rpm", "tpm", "cache_path", "price_in", "price_out")
 """The options of `request_options` that are engine settings under the same names (`no_cache` is `use_cache`)."""
 
 
@@ -106,6 +107,8 @@ def request_options(who: str, max_cost_help: str | None = None):
                      help=lead("requests in flight.")),
         click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300, show_default=True,
                      help="Seconds to wait for one answer before it counts as a transient fault."),
+        click.option("--max-answer-bytes", type=click.IntRange(min=1024), default=DEFAULT_MAX_ANSWER_BYTES,
+                     show_default=True, help="Largest answer read; a larger one is refused unread (answer_too_large)."),
         click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help=lead("requests per minute, at most.")),
         click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help=lead("tokens per minute, at most.")),
         click.option("--cache", "cache_path", type=click.Path(dir_okay=False),

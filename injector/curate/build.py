@@ -75,6 +75,17 @@ class BuildRequest(BaseModel):
     cues: bool = True
     """Compute the card's surface-cue figures (on at most `cue_sample` rows per category)."""
     cue_sample: int = Field(default=5000, ge=10)
+    consensus: str | None = None
+    """Only candidates whose reviewers meet this rule: `K-of-N` or `adjudicated` (`review/consensus.py`)."""
+
+    @field_validator("consensus")
+    @classmethod
+    def _consensus_rule(cls, value: str | None) -> str | None:
+        if value is not None:
+            from injector.curate.review.consensus import parse_rule
+
+            parse_rule(value)  # a bad rule stops the build before anything is read
+        return value
 
     @field_validator("require", mode="before")
     @classmethod
@@ -91,6 +102,9 @@ class BuildRequest(BaseModel):
             raise SettingsConflict("`hard_check` and `hard_min_wrong` go with `hard_for` (the panel's reports)")
         if self.private and not self.push_to_hub:
             raise SettingsConflict("`private` goes with `push_to_hub`")
+        if self.consensus is not None and self.include_unreviewed:
+            raise SettingsConflict("`consensus` and `include_unreviewed` do not go together: a consensus build takes "
+                                   "only candidates whose reviewers meet the rule; drop one of them")
         if not 0 < self.dedup_threshold <= 1:
             raise SettingsConflict(f"`dedup_threshold` {self.dedup_threshold}: give a Jaccard similarity in (0, 1], "
                                    "e.g. 0.9")
@@ -105,13 +119,14 @@ def _stable_unit(seed: int, key: str) -> float:
 
 def assign_splits(rows: list[SplitRow], *, by: str, test_size: float | None, seed: int
                   ) -> dict[str, list[SplitRow]]:
-    """Rows per split: one split per category, or train/test by source trajectory (no source in both)."""
+    """Rows per split: one split per category, or train/test by source problem (no problem in both: PRMBench's
+    category files echo one problem under several trajectory ids)."""
     splits: dict[str, list[SplitRow]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: (r.category, r.trajectory_id, r.sample, r.run, r.id)):
         if by == "category":
             splits[row.category].append(row)
         else:
-            test = _stable_unit(seed, row.trajectory_id) < (test_size or 0.0)
+            test = _stable_unit(seed, row.problem_key or row.trajectory_id) < (test_size or 0.0)
             splits["test" if test else "train"].append(row)
     clash = set(splits) & set(EXPORT_DIRS)
     if clash:
@@ -223,7 +238,10 @@ def build(request: BuildRequest) -> BuildReport:
     # Every row is read and checked before anything is written.
     rows = collect_rows(request.run_dirs, include_unreviewed=request.include_unreviewed,
                         include_sources=request.include_sources, report=report, taxonomy=request.taxonomy,
-                        require=request.require)
+                        require=request.require, consensus=request.consensus)
+    from injector.curate.calibration import review_figures
+
+    report.reviews = review_figures(list(request.run_dirs))
     if not rows:
         left_out = " or `require`" if report.left_out_by_verdict else ""
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "

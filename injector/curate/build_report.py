@@ -28,6 +28,8 @@ class BuildReport:
     """(category, verdict or `unverified`) -> candidates `require` left out."""
     verdicts: Counter = field(default_factory=Counter)
     """(category, verdict or `unverified`) -> rows of the split, when a run was verified."""
+    reviews: dict[str, Any] | None = None
+    """Reviewer agreement and the judge's calibration of the runs (`calibration.review_figures`), for the card."""
     dropped: list = field(default_factory=list)
     """`dedup.Dropped` per row `decontaminate` or `dedup` left out, in that order."""
     dedup_threshold: float | None = None

@@ -53,6 +53,10 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
              _acceptance_section(report), *_triage_sections(report), _models_section(report.rows)]
     parts.extend(_positions_section(records))
     parts.append(_production_section(records, getattr(report, "cue_sample", None)))
+    if getattr(report, "reviews", None):
+        from injector.curate.calibration import review_section
+
+        parts.append(review_section(report.reviews))
     parts.append(FILES_SECTION)
     parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
                  "PRMBench: Apache-2.0) and of the model outputs.\n")

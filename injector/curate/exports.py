@@ -53,7 +53,7 @@ def split_features() -> Any:
     columns.update(original_process=List(text), modified_process=List(text), modified_steps=List(number),
                    error_steps=List(number))
     columns.update(source_idx=text, id=text, category=text, category_name=text, domain=text, subject=text,
-                   images=List(text), trajectory_id=text, sample=number, run=text,
+                   images=List(text), trajectory_id=text, problem_key=text, sample=number, run=text,
                    reviewed=Value("bool"), reviewer=text, warnings=List(text),
                    explanations=List({"step": number, "text": text}), ground_truth=text, model=text, provenance=text)
     return Features(columns)

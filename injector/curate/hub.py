@@ -36,6 +36,7 @@ def push_split(split_dir: str | Path, repo: str, *, private: bool = False, toolk
 
     split_dir = Path(split_dir)
     api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
+    unreachable: tuple[type[BaseException], ...] = (*_transport_errors(), OSError)
     again = (f"the split is written at {split_dir}; push it again with `hf upload {repo} {split_dir} "
              "--repo-type dataset`")
     try:
@@ -50,6 +51,6 @@ def push_split(split_dir: str | Path, repo: str, *, private: bool = False, toolk
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"--push-to-hub {repo}: the Hub refused the push ({first}); check the repository name "
                         f"and your token (HF_TOKEN, or `hf auth login`); {again}") from None
-    except (*_transport_errors(), OSError) as exc:  # no connection, a timeout, a broken pipe
+    except unreachable as exc:  # no connection, a timeout, a broken pipe
         raise UserError(f"--push-to-hub {repo}: cannot reach the Hub ({exc}); {again}") from None
     return str(getattr(commit, "commit_url", commit))

@@ -12,6 +12,7 @@ from injector.curate.build_report import BuildReport
 from injector.curate.exports import PRMBENCH_FIELDS
 from injector.model.split_row import SplitRow, StepExplanation
 from injector.records.directory import RunDirectory
+from injector.model.problem import row_problem_key
 from injector.model.provenance import Provenance
 from injector.records.models import Candidate
 from injector.triage.verdicts import VERIFY_FILE, read_verdicts
@@ -21,14 +22,21 @@ from injector.util.safe_files import is_file_safe_id
 CORRECT = "correct"  # the category of source solutions added as correct control items
 
 
-def _decisions(run_dir: Path, taxonomy: str | Path | None) -> tuple[dict[str, Any], Any]:
-    """The latest decision per candidate id of a run, and the review session whose `check_record` re-checks them
-    (None without a review store); `taxonomy` as `ReviewSession` takes it (never the run's hooks unless named)."""
+def _decisions(run_dir: Path, taxonomy: str | Path | None,
+               consensus: str | None = None) -> tuple[dict[str, Any], Any]:
+    """The latest decision per candidate id of a run (with `consensus`, the decision that stands under that rule,
+    for the candidates that meet it: `review/consensus.py`), and the review session whose `check_record` re-checks
+    them (None without a review store); `taxonomy` as `ReviewSession` takes it (never the run's hooks unless named)."""
     if not (run_dir / "review.sqlite").exists():
         return {}, None
     from injector.curate.review.session import ReviewSession
 
     session = ReviewSession([run_dir], taxonomy=taxonomy)
+    if consensus is not None:
+        from injector.curate.review.consensus import consensus_decisions
+
+        rows = session.runs[0].store.rows()
+        return consensus_decisions(rows, consensus, RunDirectory(run_dir).candidates()), session
     return session.runs[0].store.latest(), session
 
 
@@ -65,6 +73,8 @@ class _RowCollector:
     taxonomy: str | Path | None
     require: tuple[str, ...]
     named: Any = None
+    consensus: str | None = None
+    """`--consensus`: only candidates whose reviewers meet this rule (K-of-N or adjudicated) enter."""
     rows: list[SplitRow] = field(default_factory=list)
     sources: dict[str, Candidate] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
@@ -76,8 +86,8 @@ class _RowCollector:
                             "pass directories written by `inject run`")
         categories = _categories_of(run_dir, self.named)
         manifest = run_dir.read_manifest()
-        config_hash = manifest.config_hash if manifest is not None else ""
-        decisions, session = _decisions(run_path, self.taxonomy)
+        config_hash = (manifest.config_hash if manifest is not None else None) or ""
+        decisions, session = _decisions(run_path, self.taxonomy, self.consensus)
         verified = (run_path / VERIFY_FILE).is_file()
         if self.require and not verified:
             raise UserError(f"{run_path}: no {VERIFY_FILE}, so `require` has no verdicts to keep; run `inject "
@@ -143,7 +153,8 @@ class _RowCollector:
 
 def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = False,
                  include_sources: bool = False, report: BuildReport,
-                 taxonomy: str | Path | None = None, require: tuple[str, ...] = ()) -> list[SplitRow]:
+                 taxonomy: str | Path | None = None, require: tuple[str, ...] = (),
+                 consensus: str | None = None) -> list[SplitRow]:
     """Accepted candidates of every run directory, corrections applied, as split rows.
 
     `taxonomy` (a name or path the user gave) names the categories and re-checks reviewers' corrections; without
@@ -155,7 +166,8 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
     from injector.taxonomy import Taxonomy
 
     collector = _RowCollector(report=report, include_unreviewed=include_unreviewed, taxonomy=taxonomy,
-                              require=require, named=Taxonomy.load(taxonomy) if taxonomy is not None else None)
+                              require=require, named=Taxonomy.load(taxonomy) if taxonomy is not None else None,
+                              consensus=consensus)
     for run_path in map(Path, run_dirs):
         collector.add_run(run_path)
     if collector.refused:
@@ -191,6 +203,8 @@ def _row(candidate: Candidate, run: str, domain: str, category_name: str, *, rev
         source_idx=candidate.idx, id=candidate.id, category=candidate.category, category_name=category_name,
         domain=domain, subject=candidate.subject, images=list(candidate.images),
         trajectory_id=candidate.trajectory_id, sample=candidate.sample, run=run, reviewed=reviewed,
+        problem_key=row_problem_key(candidate.model_dump(include={"problem_key", "idx", "trajectory_id",
+                                                                  "original_question"})),
         reviewer=reviewer, warnings=list(candidate.warnings),
         explanations=[StepExplanation(step=int(step), text=text) for step, text in explanations],
         ground_truth=candidate.ground_truth, model=candidate.provenance.model or "",

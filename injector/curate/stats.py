@@ -179,6 +179,11 @@ def compute_stats(path: str | Path, *, cues: bool = False,
     verdicts = verdict_counts(path)
     if verdicts is not None:
         result["verdicts"] = verdicts
+    if path.is_dir():
+        from injector.curate.calibration import review_figures
+
+        if (reviews := review_figures([path])) is not None:
+            result["reviews"] = reviews
     if cues:
         from injector.triage.cues import cue_records, cue_report
 
@@ -280,6 +285,10 @@ def stats_table(stats: dict[str, Any]) -> str:
         lines += _verdict_lines(stats["verdicts"])
     if with_cues:
         lines += _cue_notes(stats["cues"])
+    if "reviews" in stats:
+        from injector.curate.calibration import review_lines
+
+        lines += review_lines(stats["reviews"])
     if stats["total"]["reject_codes"]:
         lines += ["", "reject codes: " + _codes(stats["total"]["reject_codes"])]
         lines += [f"  {name}: {_codes(row['reject_codes'])}" for name, row in stats["categories"].items()

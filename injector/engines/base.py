@@ -36,6 +36,12 @@ class ProviderError(InjectorError):
     code = ReasonCode.PROVIDER_ERROR
 
 
+class AnswerRefused(ProviderError):
+    """An answer larger than the client's cap (`max_answer_bytes`): refused unread, the unit rejected."""
+
+    code = ReasonCode.ANSWER_TOO_LARGE
+
+
 class TransientProviderError(InjectorError):
     """A fault worth retrying (429, 5xx, timeouts, connection resets)."""
 

@@ -37,7 +37,7 @@ from injector.engines.base import Proposal, ProviderError, TransientProviderErro
 from injector.engines.llm import LLMEngine, classify_provider_error, import_litellm
 from injector.engines.batch_log import (BATCHES_FILE, NOT_ADOPTABLE, TERMINAL, BatchLog, batch_counts, batch_table,
                                         line_outcome, read_batch_log)
-from injector.engines.model_info import listed_prices, per_token
+from injector.engines.model_info import listed_prices, per_token, provider_of
 from injector.engines.settings import (DEFAULT_MAX_BYTES, DEFAULT_MAX_REQUESTS, DEFAULT_POLL_SECONDS, BatchSettings,
                                        EngineSettings)
 
@@ -81,10 +81,7 @@ class BatchEngine(LLMEngine):
         return self.run_dir.path.resolve().name
 
     def check_ready(self) -> None:
-        try:
-            provider = self._provider()[1]
-        except Exception as exc:  # litellm raises for model strings it cannot route
-            raise UserError(f"model {self.model!r} is not usable: {exc}") from None
+        provider = self._provider()[1]  # UnroutableModel (exit 2) for a model string litellm cannot route
         if provider not in BATCH_PROVIDERS:
             raise UserError(f"--batch: litellm has no batch API for {provider!r} models ({self.model}); it has one "
                             f"for {', '.join(BATCH_PROVIDERS)}. Run without --batch")
@@ -92,8 +89,7 @@ class BatchEngine(LLMEngine):
 
     def _provider(self) -> tuple[str, str]:
         """(the model as the provider names it, litellm's provider name)."""
-        model, provider, _, _ = import_litellm().get_llm_provider(self.model, api_base=self.api_base)
-        return model, provider
+        return provider_of(self.model, self.api_base)
 
     def _connection(self) -> dict[str, Any]:
         connection: dict[str, Any] = {"custom_llm_provider": self._provider()[1]}
@@ -123,6 +119,14 @@ class BatchEngine(LLMEngine):
         """Submit, poll and collect every request filed so far; every one ends answered or failed."""
         waiting, self._waiting = self._waiting, {}
         if not waiting:
+            return
+        task = asyncio.current_task()
+        if task is not None and getattr(task, "cancelling", lambda: 0)():
+            # Called from the clean-up of a cancelled worker (Ctrl-C): a cancelled task is not cancelled twice, so a
+            # wait begun now would never stop. The requests stay with the provider (recorded) for a resume.
+            for entry in waiting.values():
+                for future in entry.futures:
+                    future.cancel()
             return
         entries = list(waiting.values())  # _settle pops what it answers: a failure midway must still reach those
         try:
@@ -310,15 +314,21 @@ class BatchEngine(LLMEngine):
         litellm = import_litellm()
         for attempt in range(1, self.transient_attempts + 1):
             try:
-                return await function(**arguments, **self._connection())
-            except Exception as exc:
-                error = classify_provider_error(litellm, exc)
+                # litellm's timeout restarts with every byte read (a file download too): the deadline is ours.
+                return await asyncio.wait_for(function(**arguments, **self._connection()), self.timeout)
+            except Exception as exc:  # noqa: BLE001 - every litellm exception is classified (and redacted) here
+                error = _deadline_missed(self.timeout) if isinstance(exc, asyncio.TimeoutError) \
+                    else classify_provider_error(litellm, exc)
                 if isinstance(error, AuthenticationRefused) or not isinstance(error, TransientProviderError) \
                         or attempt == self.transient_attempts:
                     raise error from exc
                 self.retries += 1
                 await asyncio.sleep(self._retry_delay(error, attempt))
         raise AssertionError("unreachable")
+
+
+def _deadline_missed(seconds: float) -> TransientProviderError:
+    return TransientProviderError(f"no complete answer within {seconds:g} s (timeout)")
 
 
 def _token_count(value: Any) -> int:

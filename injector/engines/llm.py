@@ -22,11 +22,13 @@ from injector.engines.limits import RateLimiter
 from injector.util.redaction import RedactingFilter, public_host, redact
 from injector.taxonomy import Category
 from injector.model.trajectory import Trajectory
-from injector.engines.base import Engine, Proposal, ProviderError, TransientProviderError
+from injector.engines.base import AnswerRefused, Engine, Proposal, ProviderError, TransientProviderError
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge
 from injector.engines.openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
                             response_usage)
 from injector.engines.model_info import import_litellm, set_offline_environment
-from injector.engines.model_info import SCHEMA_PREFIXES, listed_prices, per_token, takes_schema
+from injector.engines.model_info import (SCHEMA_PREFIXES, environment_status, listed_prices, per_token,
+                                         response_cost, takes_schema)
 from injector.engines.provider_faults import misconfiguration, rate_limit_wait, retry_after
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ class LLMOptions(TypedDict, total=False):
     max_tokens: int | None
     use_schema: bool
     timeout: float
+    max_answer_bytes: int
     transient_attempts: int
     transient_seconds: float
     backoff_seconds: float
@@ -49,9 +52,12 @@ class LLMOptions(TypedDict, total=False):
 
 
 DEFAULT_OPTIONS: LLMOptions = {"temperature": 1.0, "max_tokens": 4096, "use_schema": True, "timeout": 300.0,
+                               "max_answer_bytes": DEFAULT_MAX_ANSWER_BYTES,
                                "transient_attempts": 6, "transient_seconds": 600.0, "backoff_seconds": 1.0,
                                "price_in": None, "price_out": None}
 log = logging.getLogger(__name__)
+USERINFO_REFUSED = "credentials encoded in URL"
+"""httpx's words when a URL's userinfo meets an Authorization header: a setting to fix, not a fault to retry."""
 
 
 def api_base_host(api_base: str | None) -> str | None:
@@ -82,6 +88,7 @@ class LLMEngine(Engine):
         self.max_tokens = max_tokens
         self.use_schema = use_schema
         self.timeout = timeout
+        self.max_answer_bytes = sampling["max_answer_bytes"]
         self.transient_attempts = transient_attempts
         self.transient_seconds = transient_seconds
         self.backoff_seconds = backoff_seconds
@@ -95,7 +102,7 @@ class LLMEngine(Engine):
         self.client = choose_client(model, api_base, client)
         """"openai" (the openai SDK, for OpenAI-compatible endpoints) or "litellm"; `client` asks for one ("auto",
         None: the INJECT_CLIENT variable, else auto). Not part of the configuration: both send the same requests."""
-        self._openai = OpenAIClient(model, api_base) if self.client == "openai" else None
+        self._openai = OpenAIClient(model, api_base, timeout, self.max_answer_bytes) if self.client == "openai" else None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -112,11 +119,7 @@ class LLMEngine(Engine):
         if self._openai is not None:
             self._api_key = self._openai.api_key()
             return
-        litellm = import_litellm()
-        try:
-            status = litellm.validate_environment(model=self.model, api_base=self.api_base)
-        except Exception as exc:  # litellm raises for model strings it cannot route
-            raise UserError(f"model {self.model!r} is not usable: {exc}") from None
+        status = environment_status(self.model, self.api_base)
         missing = status.get("missing_keys") or []
         if not missing:
             return
@@ -240,14 +243,20 @@ class LLMEngine(Engine):
         if self._api_key:
             extra["api_key"] = self._api_key
         try:
-            response = await litellm.acompletion(**request, **extra)
-        except Exception as exc:
+            # litellm's timeout restarts with every byte read: the deadline of the whole answer is ours.
+            response = await asyncio.wait_for(litellm.acompletion(**request, **extra), self.timeout)
+        except asyncio.TimeoutError:
+            raise TransientProviderError(f"no complete answer within {self.timeout:g} s (timeout)") from None
+        except Exception as exc:  # noqa: BLE001 - every litellm exception is classified (and redacted) here
             raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
         return await self._litellm_proposal(litellm, response)
 
     async def _litellm_proposal(self, litellm: Any, response: Any, details: dict[str, Any] | None = None) -> Proposal:
         """A litellm response as a Proposal (text, usage, cost), its completion tokens told to the rate limiter."""
         text = response.choices[0].message.content or ""
+        if len(text) > self.max_answer_bytes // 4 and len(text.encode()) > self.max_answer_bytes:
+            # litellm has read it whole already (its client is its own); it is still not kept.
+            raise AnswerRefused(str(AnswerTooLarge(len(text.encode()), self.max_answer_bytes)))
         usage = getattr(response, "usage", None)
         usage_dict = {
             "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
@@ -263,7 +272,7 @@ class LLMEngine(Engine):
             self._api_key = client.api_key()  # check_ready was not called (a library user's engine)
         try:
             payload = await client.complete(request, self._api_key, self.timeout)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every SDK exception is classified (and redacted) here
             raise self._refused(exc, classify_openai_error(exc)) from exc
         usage = response_usage(payload)
         usage_dict = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
@@ -297,11 +306,7 @@ class LLMEngine(Engine):
         hidden = getattr(response, "_hidden_params", None) or {}
         if "response_cost" in hidden:  # litellm priced the response already; asking again costs ~1 ms of CPU
             return None if hidden["response_cost"] is None else float(hidden["response_cost"])
-        try:
-            return float(litellm.completion_cost(completion_response=response))
-        except Exception as exc:  # unknown models have no price: the cost is unknown, not 0
-            log.debug("no cost for a response of %s (%s: %s)", self.model, type(exc).__name__, exc)
-            return None
+        return response_cost(response, self.model)
 
 
 def from_settings(settings: EngineSettings) -> LLMEngine:
@@ -327,10 +332,16 @@ def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
     The message is redacted here, the one door provider text passes through on its way to rejects and stderr:
     providers echo keys back ("Incorrect API key provided: sk-...").
     """
+    if type(exc).__module__.split(".")[0] == "openai":  # litellm's files and batches API lets the SDK's through
+        return classify_openai_error(exc)
     status = getattr(exc, "status_code", None)
     message = redact(str(getattr(exc, "message", None) or exc))  # litellm's message names the class and provider
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
         return AuthenticationRefused(f"the provider refused the credentials ({message}); check the API key")
+    if USERINFO_REFUSED in message:  # httpx, before sending: userinfo in the api base beside litellm's key header
+        return AuthenticationRefused(f"the api base holds credentials (NAME:PASSWORD@ before the host), and "
+                                     f"litellm sends its key in an Authorization header too ({message}); put the key "
+                                     "in the environment (e.g. OPENAI_API_KEY) instead, or use `client=openai`")
     if isinstance(exc, litellm.ContextWindowExceededError):
         return ProviderError(message)
     if isinstance(exc, litellm.RateLimitError) or status == 429:

@@ -4,7 +4,7 @@ litellm costs ~3 s of import and ~4 ms of CPU per call (bench/RESULTS.md); for `
 with an api base, and OpenAI's own chat models, it sends the request body unchanged through this same SDK. This
 module sends the same body itself (`AsyncOpenAI.post`, which skips the SDK's per-call typing of the parameters),
 with the SDK's retries off (the engine's are explicit), and reads prices from the price table the litellm wheel
-ships, without importing litellm. The engine (`LLMEngine`) keeps everything else: retries, the rate limiter, the
+ships, without importing litellm (`model_info.price_table`). The engine (`LLMEngine`) keeps everything else: retries, the rate limiter, the
 cache and its keys, so an answer cached through one client is a hit through the other.
 
 Where litellm would rewrite the request (reasoning models: `o1`, `o3`, `gpt-5`, ...; any other provider), the engine
@@ -14,64 +14,33 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
+import importlib
 import json
 import logging
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from injector.model.choices import CLIENTS
 from injector.util.errors import AuthenticationRefused, UserError
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge, find_cause
 from injector.util.redaction import RedactingFilter, redact
-from injector.engines.base import ProviderError, TransientProviderError
+from injector.engines.base import AnswerRefused, ProviderError, TransientProviderError
+from injector.engines.model_info import (model_entry, price_table, split_model, table_cost, table_prices,
+                                         table_takes_schema)
 from injector.engines.provider_faults import retry_after
+
+__all__ = ["OpenAIClient", "choose_client", "classify_openai_error", "model_entry", "price_table", "serves",
+           "split_model"]
 
 CLIENT_ENV = "INJECT_CLIENT"
 """The environment variable that sets the default client (`--client` overrides it)."""
 PLACEHOLDER_KEY = "sk-no-key-needed"
 HOSTED_VLLM_PLACEHOLDER = "fake-api-key"  # what litellm sends to a vLLM server when HOSTED_VLLM_API_KEY is unset
-PRICE_TABLE = "model_prices_and_context_window_backup.json"
 REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 """Models whose requests litellm rewrites (max_tokens -> max_completion_tokens, temperature dropped): litellm's."""
 TRANSIENT_STATUSES = (500, 502, 503, 504)
-
-
-@functools.lru_cache(maxsize=1)
-def price_table() -> dict[str, Any]:
-    """litellm's bundled price table (model -> prices and capabilities), read as JSON from the installed wheel
-    without importing litellm (~3 s); {} when litellm is not installed or the file is unreadable."""
-    spec = importlib.util.find_spec("litellm")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for location in locations:
-        try:
-            with open(Path(location) / PRICE_TABLE, encoding="utf-8") as handle:
-                table = json.load(handle)
-        except (OSError, ValueError):
-            continue
-        return table if isinstance(table, dict) else {}
-    return {}
-
-
-def split_model(model: str) -> tuple[str | None, str]:
-    """(provider prefix or None, the model name sent to the server): "openai/qwen" -> ("openai", "qwen")."""
-    provider, sep, name = model.partition("/")
-    return (provider, name) if sep else (None, model)
-
-
-def model_entry(model: str) -> dict[str, Any] | None:
-    """The price table's entry for a model string, as litellm finds it: the full string, else the name without
-    its provider prefix when the entry belongs to that provider."""
-    table = price_table()
-    entry = table.get(model)
-    if isinstance(entry, dict):
-        return entry
-    provider, name = split_model(model)
-    entry = table.get(name) if provider else None
-    if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
-        return entry
-    return None
+CONNECTION_LIMITS = {"max_connections": 1000, "max_keepalive_connections": 100}  # the openai SDK's defaults
 
 
 def serves(model: str, api_base: str | None) -> bool:
@@ -110,8 +79,11 @@ def choose_client(model: str, api_base: str | None, client: str | None) -> str:
 class OpenAIClient:
     """One model behind an OpenAI-compatible endpoint, reached with the openai SDK's async client."""
 
-    def __init__(self, model: str, api_base: str | None):
+    def __init__(self, model: str, api_base: str | None, timeout: float = 300.0,
+                 max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES):
         self.provider, self.name = split_model(model)
+        self.timeout, self.max_answer_bytes = timeout, max_answer_bytes
+        """The deadline of one answer (connect, first byte, whole body) and the largest body read."""
         self.model = model
         self.api_base = api_base
         env_base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")  # as litellm reads them
@@ -134,36 +106,28 @@ class OpenAIClient:
     def sends_schema(self) -> bool:
         """OpenAI's models take a JSON-schema response_format when the price table says so; any other endpoint
         reached this way is sent one (as with litellm, forwarding works for local servers)."""
-        if self.provider is not None:
-            return True
-        return bool((model_entry(self.model) or {}).get("supports_response_schema"))
+        return self.provider is not None or table_takes_schema(self.model)
 
     def prices(self) -> tuple[float, float] | None:
         """Dollars per prompt and per completion token from litellm's table, or None for an unlisted model."""
-        entry = model_entry(self.model) or {}
-        price_in, price_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-        return (price_in, price_out) if price_in is not None and price_out is not None else None
+        return table_prices(self.model)
 
     def cost(self, usage: dict[str, Any]) -> float | None:
-        """The answer's price as litellm computes it for these models: prompt tokens (cached ones at the cached
-        price, when the table has one) and completion tokens; None for an unlisted model."""
-        prices = self.prices()
-        if prices is None:
-            return None
-        entry = model_entry(self.model) or {}
-        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        cached_price = entry.get("cache_read_input_token_cost")
-        cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
-        if cached_price is None or not cached:
-            return float(prompt * prices[0] + completion * prices[1])
-        return float((prompt - cached) * prices[0] + cached * cached_price + completion * prices[1])
+        """The answer's price as litellm computes it for these models (`model_info.table_cost`)."""
+        return table_cost(self.model, usage)
 
     def _client(self, api_key: str) -> Any:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
+            from injector.util.bounded_http import bounded_transport  # httpx: imported with the SDK, on first use
+
             openai = import_openai()
-            self._clients = {loop: openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0)}
+            transport = bounded_transport(self.timeout, self.max_answer_bytes, httpx=_sdk_httpx(openai),
+                                          limits=CONNECTION_LIMITS)
+            http_client = openai.DefaultAsyncHttpxClient(transport=transport)
+            self._clients = {loop: openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0,
+                                                      http_client=http_client)}
             client = self._clients[loop]
         return client
 
@@ -199,6 +163,11 @@ def import_openai() -> Any:
     return openai
 
 
+def _sdk_httpx(openai: Any) -> Any:
+    """The httpx module the SDK's clients are made of (recent SDKs ship a fork, `httpx2`)."""
+    return importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
+
+
 def response_text(payload: dict[str, Any]) -> str:
     message = payload["choices"][0].get("message") or {}
     return message.get("content") or ""
@@ -212,6 +181,8 @@ def classify_openai_error(exc: Exception) -> Exception:
     """Map an openai SDK exception to stop the run, reject the unit, or retry: the same reason codes as
     `llm.classify_provider_error` gives litellm's exceptions for the same HTTP answer, the message redacted."""
     openai = import_openai()
+    if too_large := find_cause(exc, AnswerTooLarge):  # raised in the transport, wrapped by the SDK
+        return AnswerRefused(str(too_large))
     status = getattr(exc, "status_code", None)
     message = redact(f"{type(exc).__name__}: {_provider_message(exc)}")
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)) or status in (401, 403):

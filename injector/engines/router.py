@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from injector.util.errors import UserError
 from injector.engines.limits import RateLimiter
 from injector.util.redaction import public_host, register_secret
-from injector.engines.base import Proposal
+from injector.engines.base import Proposal, TransientProviderError
 from injector.engines.deployments import Deployment, DeploymentSet
 from injector.engines.deployments import from_api_bases, load_deployments
-from injector.engines.model_info import listed_prices, per_token, takes_schema
+from injector.engines.model_info import UnroutableModel, environment_status, listed_prices, per_token, takes_schema
 from injector.engines.llm import (
     PLACEHOLDER_KEY,
     LLMEngine,
@@ -96,7 +96,7 @@ class RouterEngine(LLMEngine):
                 cooldown_time=self.deployments.cooldown_seconds,
             )
             # The Router registers each unknown deployment model in litellm's price list with no price, which
-            # `get_model_info` then reads as free (0 per token): an unknown price must stay unknown, in this run and
+            # litellm's model info then reads as free (0 per token): an unknown price must stay unknown, in this run and
             # in any later one in the process.
             for name in set(litellm.model_cost) - known:
                 del litellm.model_cost[name]
@@ -113,9 +113,9 @@ class RouterEngine(LLMEngine):
             register_secret(key)  # redacted wherever it might surface, whatever the variable is called
             return key
         try:
-            status = litellm.validate_environment(model=deployment.model, api_base=deployment.api_base)
-        except Exception as exc:  # litellm raises for model strings it cannot route
-            raise UserError(f"{deployment.origin}: model {deployment.model!r} is not usable: {exc}") from None
+            status = environment_status(deployment.model, deployment.api_base)
+        except UnroutableModel as exc:
+            raise UserError(f"{deployment.origin}: {exc}") from None
         missing = status.get("missing_keys") or []
         if not missing:
             return None
@@ -157,8 +157,12 @@ class RouterEngine(LLMEngine):
         sent = {name: value for name, value in request.items() if name != "deployment_models"}
         await self.limiter.before_request(_text_tokens_estimate(sent["messages"]))
         try:
-            response = await router.acompletion(**sent, timeout=self.timeout, drop_params=True, max_retries=0)
-        except Exception as exc:
+            # litellm's timeout restarts with every byte read: the deadline of the whole answer is ours.
+            response = await asyncio.wait_for(router.acompletion(**sent, timeout=self.timeout, drop_params=True,
+                                                                 max_retries=0), self.timeout)
+        except asyncio.TimeoutError:
+            raise TransientProviderError(f"no complete answer within {self.timeout:g} s (timeout)") from None
+        except Exception as exc:  # noqa: BLE001 - every litellm exception is classified (and redacted) here
             raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
         hidden = getattr(response, "_hidden_params", None) or {}
         return await self._litellm_proposal(litellm, response, {"deployment": _host(hidden.get("api_base"))})

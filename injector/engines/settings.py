@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES
 from injector.util.errors import UserError
 
 DEFAULT_MAX_REQUESTS = 50_000
@@ -55,6 +56,9 @@ class EngineSettings(BaseModel):
     max_tokens: int | None = Field(default=4096, ge=1)
     use_schema: bool = True
     timeout: float = Field(default=300.0, gt=0)
+    """Seconds one answer may take, all of it: connecting, the first byte and the whole body."""
+    max_answer_bytes: int = Field(default=DEFAULT_MAX_ANSWER_BYTES, ge=1024)
+    """Largest answer read from a server (bytes); a larger one is refused unread (`answer_too_large`)."""
     rpm: float | None = Field(default=None, gt=0)
     tpm: float | None = Field(default=None, gt=0)
     use_cache: bool = True
@@ -104,7 +108,7 @@ class EngineSettings(BaseModel):
         from injector.engines.cache import RequestCache
 
         return dict(temperature=self.temperature, max_tokens=self.max_tokens, use_schema=self.use_schema,
-                    timeout=self.timeout, cache=RequestCache(self.cache_path) if self.use_cache else None,
+                    timeout=self.timeout, max_answer_bytes=self.max_answer_bytes, cache=RequestCache(self.cache_path) if self.use_cache else None,
                     price_in=self.price_in, price_out=self.price_out)
 
 

@@ -78,7 +78,7 @@ def scorer_of(request: EvalRequest, on_progress: Callable[[int, int], None] | No
 
         return PRMServer(request.prm_server, request.prm_model, separator=request.step_separator,
                          concurrency=request.concurrency, timeout=request.timeout,
-                         cache=RequestCache(request.cache_path) if request.use_cache else None,
+                         max_answer_bytes=request.max_answer_bytes, cache=RequestCache(request.cache_path) if request.use_cache else None,
                          on_progress=on_progress)
     raise EvalConflict(SCORER_CHOICE)
 

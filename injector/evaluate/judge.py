@@ -29,6 +29,7 @@ from injector.util.resources import bundled_prompts_dir
 from injector.evaluate.metrics import EvalItem
 from injector.triage.measured import excerpt
 from injector.evaluate.scorers import ScorerResult
+from injector.util.answer_limits import capped_text
 from injector.util.json_bounds import loads_bounded
 
 JOURNAL_FILE = "judge_answers.jsonl"
@@ -209,7 +210,7 @@ class LLMJudge:
             self._charge(proposal.cost)
             for key in usage:
                 usage[key] += proposal.usage.get(key, 0)
-            answers.append(proposal.text)
+            answers.append(capped_text(proposal.text) or "")  # what the journal keeps: not a huge answer whole
             verdicts, problem = read_verdicts(proposal.text, len(item.steps))
             if verdicts is not None:
                 break

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from injector.engines.cache import RequestCache, request_key
 from injector.util.errors import InjectorError, ProviderUnreachable, UserError
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge
 from injector.util.redaction import public_host
 from injector.evaluate.metrics import EvalItem
 from injector.evaluate.scorers import ScorerResult
@@ -90,6 +91,8 @@ class PRMServer:
     timeout: float = 300.0
     cache: RequestCache | None = None
     backoff_seconds: float = 1.0
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
+    """Largest answer read (bytes): a larger one is refused unread (a solution's scores are a few KB)."""
     on_progress: Callable[[int, int], None] | None = None
     """Called after each scored solution with (scored so far, solutions)."""
 
@@ -109,7 +112,11 @@ class PRMServer:
 
         limit = asyncio.Semaphore(self.concurrency)
         scored = [0]
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
+        from injector.util.bounded_http import bounded_transport
+
+        # httpx's timeout restarts with every byte: the transport holds each answer to one deadline.
+        transport = bounded_transport(self.timeout, self.max_answer_bytes, httpx=httpx)
+        async with httpx.AsyncClient(timeout=self.timeout, transport=transport) as client:
             async def one(item: EvalItem) -> tuple[str, tuple[float, ...] | None]:
                 async with limit:
                     scores = tuple(await self._score_one(client, item))
@@ -137,6 +144,8 @@ class PRMServer:
             except httpx.HTTPError as exc:
                 failure = f"{type(exc).__name__}: {exc}"
                 continue
+            except AnswerTooLarge as exc:
+                raise PRMServerError(f"solution {item.id!r}: the PRM server's answer was refused: {exc}") from None
             if response.status_code >= 500 or response.status_code == 429:
                 failure = f"HTTP {response.status_code}"
                 continue

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES
 from injector.evaluate.bootstrap import BootstrapSettings
 from injector.evaluate.metrics import DEFAULT_THRESHOLD
 from injector.evaluate.protocols import LabelRule, parse_label_rule, rule_for_model
@@ -57,6 +58,7 @@ class EvalRequest(BaseModel):
     seed: int = 0
     concurrency: int = Field(default=16, ge=1)
     timeout: float = Field(default=300.0, gt=0)
+    max_answer_bytes: int = Field(default=DEFAULT_MAX_ANSWER_BYTES, ge=1024)
     rpm: float | None = Field(default=None, gt=0)
     tpm: float | None = Field(default=None, gt=0)
     cache_path: Path | None = None
@@ -107,7 +109,8 @@ class EvalRequest(BaseModel):
     def engine_options(self) -> dict[str, Any]:
         """The judge's engine settings (`EngineSettings` field names)."""
         return dict(model=self.judge, api_bases=self.api_base, temperature=self.temperature,
-                    max_tokens=self.max_tokens, use_schema=self.use_schema, timeout=self.timeout, rpm=self.rpm,
+                    max_tokens=self.max_tokens, use_schema=self.use_schema, timeout=self.timeout,
+                    max_answer_bytes=self.max_answer_bytes, rpm=self.rpm,
                     tpm=self.tpm, use_cache=self.use_cache, cache_path=self.cache_path, price_in=self.price_in,
                     price_out=self.price_out)
 

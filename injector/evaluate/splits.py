@@ -245,7 +245,7 @@ def _read_dataset(path: Path, split: str | None, reader: _Reader) -> None:
     datasets.disable_progress_bars()
     try:
         loaded = datasets.load_from_disk(str(path))
-    except Exception as exc:  # datasets raises several kinds for a directory it cannot read
+    except Exception as exc:  # noqa: BLE001 - datasets raises many kinds; its message reaches the user (exit 2)
         raise UserError(f"{path}: not a readable `inject build` split ({exc})") from None
     parts = dict(loaded.items()) if isinstance(loaded, datasets.DatasetDict) else {"": loaded}
     if split is not None:

@@ -38,7 +38,7 @@ def check_taxonomy(source: str | Path | None) -> tuple[Taxonomy | None, list[str
         for mode in ("edits", "full"):
             try:
                 messages = render_messages(taxonomy, category, SAMPLE, output_mode=mode)
-            except Exception as exc:  # a template or a hook's context failing: report and go on
+            except Exception as exc:  # noqa: BLE001 - a template or a hook failing: reported, linting goes on
                 problems.append(f"{where} ({mode} mode): {exc}")
                 continue
             if not all(m["content"].strip() for m in messages):
@@ -55,7 +55,7 @@ def _try_check(where: str, category: Any, hook: Any) -> list[str]:
     verdict = Verdict(modified_process=list(SAMPLE.steps), modified_question=SAMPLE.question)
     try:
         failures = list(hook.check(SAMPLE, verdict) or [])
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the hook's own bug: reported as a problem, with its type
         return [f"{where}: hook check raised {type(exc).__name__}: {exc}"]
     bad = [f for f in failures if not (isinstance(f, (tuple, list)) and len(f) == 2)]
     return [f"{where}: hook check must return (code, message) pairs, got {bad[0]!r}"] if bad else []

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from injector.model.codes import ReasonCode
+from injector.model.problem import trajectory_problem_key
 from injector.model.provenance import Attempt, EngineInfo, Provenance, Usage
 from injector.answer.contract import DEFAULT_OUTPUT_MODE, AnswerError, answer_mode, parse_answer, response_schema
 from injector.engines.base import Engine, NotApplicable, Proposal, ProviderError, TransientProviderError
@@ -15,6 +16,7 @@ from injector.answer.step_labels import without_labels
 from injector.taxonomy import Category, Taxonomy
 from injector.model.trajectory import Trajectory
 from injector.inject.validation import Verdict, validate_answer
+from injector.util.answer_limits import capped_text
 from injector.util.clock import utc_now
 from injector.util.version import __version__
 
@@ -100,7 +102,7 @@ async def inject_one(
                         {"role": "user", "content": feedback_message(problems)}]
     provenance = _provenance(taxonomy, category, engine, seed, mode, spent)
     return Rejection(id=unit.id, trajectory_id=trajectory.id, idx=_source_idx(trajectory), category=category.id,
-                     sample=sample, codes=codes, messages=problems, raw=text, provenance=provenance)
+                     sample=sample, codes=codes, messages=problems, raw=capped_text(text), provenance=provenance)
 
 
 @dataclass
@@ -167,6 +169,7 @@ def _candidate(unit: Unit, answer: Any, verdict: Any, provenance: Provenance) ->
         extra["subject"] = trajectory.subject
     if trajectory.images:
         extra["images"] = list(trajectory.images)  # by reference, never the image data
+    extra["problem_key"] = trajectory_problem_key(trajectory)  # a split keeps one problem on one side
     return Candidate(
         original_question=trajectory.question,
         modified_question=verdict.modified_question,

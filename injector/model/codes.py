@@ -55,6 +55,8 @@ class ReasonCode(str, Enum):
     NOT_DIFFERENT = "not_different", "`multi_solution`: more than half the new steps repeat original steps"
     NOT_APPLICABLE = ("not_applicable", "nothing to work on: the offline operator found no place (or no further "
                       "sample) in this trajectory, or the category needs an image the trajectory lacks")
+    ANSWER_TOO_LARGE = ("answer_too_large", "the provider's answer is larger than `--max-answer-bytes` (8 MB by "
+                        "default): refused, not read whole")
     PROVIDER_ERROR = "provider_error", "the provider refused the request (400, 404, context window exceeded), with its message"
     TRANSIENT_FAILURE = ("transient_failure", "429 / 5xx / timeouts still failing after retries with exponential "
                          "backoff and jitter; a rerun of the same command retries the unit")

@@ -9,7 +9,10 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from injector.model.trajectory import Trajectory
 
 # What copies of one question differ in (PRMBench's category files echo a question with and without its `$`
 # delimiters, spacing and answer choices): none of it names a different problem.
@@ -48,3 +51,25 @@ def record_problem_key(record: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value.strip():
             return problem_key(value)
     return None
+
+
+def trajectory_problem_key(trajectory: "Trajectory") -> str:
+    """The problem key of a source trajectory, as every candidate made from it records it (`Candidate.problem_key`):
+    its source's idx when that names the problem (PRMBench), else its question's key."""
+    key = record_problem_key({"idx": trajectory.meta.get("idx", trajectory.id), "trajectory_id": trajectory.id,
+                              "original_question": trajectory.question})
+    return key or problem_key(trajectory.question)
+
+
+def row_problem_key(row: Mapping[str, Any]) -> str:
+    """The problem key of a candidate or split row: the recorded `problem_key`, else (runs and splits written
+    before candidates recorded it) derived as the candidate would have recorded it, from its source's idx
+    (`source_idx` in a split row, whose `idx` may carry a `_2` suffix), trajectory id and original question; the
+    trajectory id when nothing names a problem."""
+    recorded = row.get("problem_key")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    derived = record_problem_key({"idx": row.get("source_idx", row.get("idx")),
+                                  "trajectory_id": row.get("trajectory_id"),
+                                  "original_question": row.get("original_question")})
+    return derived or str(row.get("trajectory_id") or row.get("id") or "")

@@ -48,6 +48,8 @@ class SplitRow(BaseModel):
     subject: str | None = None
     images: list[str] = Field(default_factory=list)
     trajectory_id: str = ""
+    problem_key: str = ""
+    """The source problem (`injector.model.problem.row_problem_key`): train/test splits keep it on one side."""
     sample: int = 0
     run: str = ""
     """The run directory's name (empty for a source added as a correct control)."""

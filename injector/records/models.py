@@ -76,6 +76,8 @@ class Candidate(StoredRecord):
     subject: str | None = None
     images: list[str] = Field(default_factory=list)
     """The trajectory's images, by reference (paths or URLs), never their data."""
+    problem_key: str | None = None
+    """The source problem (`injector.model.problem.trajectory_problem_key`): splits keep one problem on one side."""
 
     @field_validator("explanations")
     @classmethod

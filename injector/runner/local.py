@@ -166,7 +166,7 @@ class _LocalLoop:
                 self.failures.append(exc)
                 self.write_failed.set()
                 continue
-            except Exception as exc:  # authentication refused, a misconfigured model, a bug: stop the whole run
+            except Exception as exc:  # noqa: BLE001 - refused credentials or model, a bug: raised when the run stops
                 self.failures.append(exc)
                 continue
             finally:

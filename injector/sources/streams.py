@@ -360,7 +360,7 @@ def _datasets() -> Any:
 def _open_saved(path: Path, split: str | None) -> tuple[str, Callable[[], Generator[RawRecord, None, None]]]:
     try:
         data = _datasets().load_from_disk(str(path))
-    except Exception as exc:  # datasets raises many types; the user needs the message, not a traceback
+    except Exception as exc:  # noqa: BLE001 - datasets raises many kinds; its message reaches the user (exit 2)
         raise UserError(f"{path}: cannot load this Hugging Face dataset directory: {exc}") from None
     return _rows(str(path), path.name, data, split)
 
@@ -373,7 +373,7 @@ def _open_hub(spec: str, split: str | None) -> tuple[str, Callable[[], Generator
         raise UserError(f"hf:{spec} names split {named_split!r} but split {split!r} was also given")
     try:
         data = _datasets().load_dataset(name)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - datasets raises many kinds; its message reaches the user (exit 2)
         raise UserError(f"cannot load Hugging Face dataset {name!r}: {type(exc).__name__}: {exc}. Without "
                         "network access it must already be in the local Hugging Face cache; or save it with "
                         "Dataset.save_to_disk and pass that directory") from None

@@ -53,7 +53,7 @@ def load_hook(spec: str, allowed_dirs: tuple[Path, ...] | None = None) -> Hook:
         module = importlib.util.module_from_spec(loader_spec)
         try:
             loader_spec.loader.exec_module(module)
-        except Exception as exc:  # the hook's own bug: say where
+        except Exception as exc:  # noqa: BLE001 - the hook's own bug: reported with where (exit 2)
             raise UserError(f"hook {spec!r}: importing {path} failed: {type(exc).__name__}: {exc}") from None
         sys.modules[module_name] = module
     target = getattr(module, name, None)

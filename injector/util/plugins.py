@@ -45,7 +45,7 @@ def load_entry_points(group: str, expect: type | tuple[type, ...] | None = None,
             continue
         try:
             value = point.load()
-        except Exception as exc:  # a plugin is foreign code: whatever it raises, report it and go on
+        except Exception as exc:  # noqa: BLE001 - foreign code: whatever it raises is reported (a warning), skipped
             plugin_warning(group, point, f"cannot be loaded ({type(exc).__name__}: {exc}); skipped")
             continue
         if expect is not None and not isinstance(value, expect):

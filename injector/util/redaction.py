@@ -7,12 +7,13 @@ before it reaches a reject, a log, the terminal or the manifest.
 """
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import re
 import threading
 from typing import Iterable
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 4
@@ -44,6 +45,15 @@ def register_secret(value: str | None) -> None:
             _registered.add(value)
 
 
+def register_basic_credentials(user: str, password: str) -> None:
+    """HTTP clients send a URL's userinfo as `Authorization: Basic base64(user:password)`, and providers echo that
+    header back: the base64 (as written and percent-decoded, padded or not) is a secret too."""
+    for pair in {f"{user}:{password}", f"{unquote(user)}:{unquote(password)}"}:
+        encoded = base64.b64encode(pair.encode()).decode()
+        register_secret(encoded)
+        register_secret(encoded.rstrip("="))
+
+
 def _environment_secrets() -> Iterable[str]:
     # Read at call time: a key exported after import is still caught. Only for error paths, so cheap enough.
     return (value for name, value in os.environ.items()
@@ -71,6 +81,8 @@ def public_url(url: str) -> str:
         return redact(url)
     register_secret(parts.username)
     register_secret(parts.password)
+    if parts.username is not None or parts.password is not None:
+        register_basic_credentials(parts.username or "", parts.password or "")
     for _, value in parse_qsl(parts.query, keep_blank_values=False):
         register_secret(value)
     host = parts.netloc.rpartition("@")[2]

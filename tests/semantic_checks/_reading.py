@@ -42,7 +42,8 @@ def value_of(latex: str):
 
 
 # Plain-text arithmetic, as PRMBench's echoed steps write it: "60 * 7 = 420", "420/60 = 7".
-PLAIN_EQUATION = re.compile(r"[\d(][\d\s.+\-*/()]*=\s*-?\d+(?:\.\d+)?")
+# The right side is an expression too: "23478 = 2 * 3 * 3913" is not "23478 = 2".
+PLAIN_EQUATION = re.compile(r"[\d(][\d\s.+\-*/()]*=\s*-?\d+(?:\.\d+)?(?:\s*[+\-*/]\s*\(?\d+(?:\.\d+)?\)?)*")
 
 
 def math_parts(text: str) -> list[str]:

@@ -7,7 +7,9 @@ import re
 
 from ._reading import answer, body, equal, math_parts, numbers, numeric_equalities
 
-CERTAIN = re.compile(r"\b(?:clearly|certainly|of course|obviously|surely|without a doubt|no question|no doubt|"
+CERTAIN = re.compile(r"\b(?:clearly|certainly|of course|obviously|surely|without a doubt|no question|no doubt|sure|"
+                     r"definitely|naturally|without question|clear|no need to check|no further check|"
+                     r"can't be anything else|nothing more needs|doubt|obvious|easy to see|"
                      r"for sure|anyone can see|certain|certainty|plainly|beyond any doubt|undoubtedly|evident|evidently|well known|can see|can be sure|it is plain)\b", re.IGNORECASE)
 
 
@@ -52,6 +54,8 @@ def check(original, candidate) -> list[str]:
         for left, right in numeric_equalities(body(steps[k - 1])):
             if not equal(left, right):
                 problems.append(f"step {k}: {left} = {right} does not follow from the asserted value consistently")
+    if len(steps) == len(original.steps):
+        problems += _carried_half_way(list(original.steps), steps, errors, derived - numbers(said), stated)
     for k in candidate["modified_steps"]:
         if k in errors:
             continue
@@ -61,6 +65,23 @@ def check(original, candidate) -> list[str]:
         for left, right in numeric_equalities(text):
             if not equal(left, right):
                 problems.append(f"step {k} is marked correct but says {left} = {right}")
+    return problems
+
+
+def _carried_half_way(original: list[str], steps: list[str], errors: list[int], old: set[str],
+                      new: set[str]) -> list[str]:
+    """A later step that uses the false value in place of the true one but keeps, unchanged, a value derived
+    from the true one in words (true value ± 1 or 2, twice or half it): the false value carried half-way."""
+    problems = []
+    for k in sorted(errors)[1:]:
+        before, after = numbers(body(original[k - 1])), numbers(body(steps[k - 1]))
+        for value in (v for v in old if v.isdigit() and int(v) >= 3 and v in before):
+            if not new & after:
+                continue
+            n = int(value)
+            kept = {str(m) for m in (n - 2, n - 1, n + 1, n + 2, 2 * n)} | ({str(n // 2)} if n % 2 == 0 else set())
+            for near in sorted(kept & before & after):
+                problems.append(f"step {k} uses the false value but keeps {near}, derived from the true {value}")
     return problems
 
 

@@ -82,6 +82,8 @@ body.typeset .tex-source, body.typeset.raw .tex-shown { display: none; }
 body.typeset.raw .tex-source { display: inline; }
 .tex-shown .katex { font-size: 1.1em; }
 ins .katex, del .katex { padding: 0 1px; }
+tr.collapsed td { background: #f7f7f7; color: #555; } button.expand { font-size: 12px; }
+#answers p { margin: 2px 0; } .warn { color: #a11; font-weight: bold; }
 #math-toggle { margin-left: auto; } body:not(.typeset) #math-toggle { display: none; }
 """
 
@@ -103,7 +105,8 @@ PAGE_JS = r"""
   // Math: every .text block keeps the server's text and gets a copy beside it for KaTeX to typeset (the copy is made
   // from the server's nodes, never from HTML text). A formula KaTeX cannot parse stays as written, in red.
   if (typeof renderMathInElement === 'function') {
-    for (const block of document.querySelectorAll('.text')) {
+    // A block too long for KaTeX (.no-tex, marked by the server) stays as written: a huge formula froze the tab.
+    for (const block of document.querySelectorAll('.text:not(.no-tex)')) {
       const source = document.createElement('span');
       source.className = 'tex-source';
       while (block.firstChild) source.appendChild(block.firstChild);
@@ -140,8 +143,21 @@ PAGE_JS = r"""
   const say = (text, bad) => { if (message) { message.textContent = text; message.className = bad ? 'bad' : 'ok'; } };
   const go = (url) => { if (url) location.href = url; };
 
+  let saving = false;
   async function decide(payload) {
     if (!key) return;
+    if (saving) { say('NOT saved: the previous decision is still being saved', true); return; }
+    // Replacing one's own decision is asked first, and the server checks it is the one this page showed.
+    payload.seen = body.dataset.mine || '';
+    if (body.dataset.mine) {
+      if (!window.confirm('You already decided this candidate: ' + body.dataset.mineText +
+                          '.\nReplace your decision?')) {
+        say('not changed: your earlier decision stands', true);
+        return;
+      }
+      payload.confirm = true;
+    }
+    saving = true;
     say('saving…', false);
     let response;
     try {
@@ -152,14 +168,40 @@ PAGE_JS = r"""
                                             verdict: body.dataset.verdict, order: body.dataset.order}, payload)),
       });
     } catch (error) {
+      saving = false;
       say('NOT saved: the review server does not answer (' + error + '); restart `inject review`', true);
       return;
     }
     let data = {};
     try { data = await response.json(); } catch (error) { /* a non-JSON error page */ }
-    if (!response.ok) { say('NOT saved: ' + (data.error || ('HTTP ' + response.status)), true); return; }
+    if (!response.ok) {
+      saving = false;
+      say('NOT saved: ' + (data.error || ('HTTP ' + response.status)), true);
+      return;
+    }
     say('saved', false);
     go(data.next || location.href);
+  }
+
+  // Long solutions: unchanged runs expand on a click (all of them when correcting); `n` jumps to the next change.
+  function expand(run) {
+    for (const row of document.querySelectorAll('tr[data-in-run="' + run + '"]')) row.hidden = false;
+    const line = document.querySelector('tr.collapsed[data-run="' + run + '"]');
+    if (line) line.remove();
+  }
+  for (const button of document.querySelectorAll('button.expand')) {
+    button.addEventListener('click', () => expand(button.dataset.run));
+  }
+  const changes = () => Array.from(document.querySelectorAll('tr.changed, tr.error, tr.deleted'));
+  function nextChange() {
+    const all = changes();
+    if (!all.length) { say('no change in the steps', true); return; }
+    const below = all.find((row) => row.getBoundingClientRect().top > 140);
+    (below || all[0]).scrollIntoView({block: 'center'});
+  }
+  const firstChange = changes()[0];
+  if (firstChange && firstChange.getBoundingClientRect().bottom > window.innerHeight) {
+    firstChange.scrollIntoView({block: 'center'});
   }
 
   const panels = {reject: $('reject-panel'), correct: $('correct-panel')};
@@ -178,6 +220,7 @@ PAGE_JS = r"""
     if (!panels.correct) return;
     panels.correct.hidden = false;
     body.classList.add('correcting');
+    for (const line of Array.from(document.querySelectorAll('tr.collapsed'))) expand(line.dataset.run);
     const first = document.querySelector('.err-box') || document.querySelector('.edit-btn');
     if (first) first.focus();
   }
@@ -236,8 +279,22 @@ PAGE_JS = r"""
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    // The time of the previous key press outlives the page (sessionStorage), so presses that land on the next
+    // candidate while the page moves on are caught too.
+    const now = Date.now();
+    let previous = 0;
+    try {
+      previous = Number(sessionStorage.getItem('review-last-key') || 0);
+      sessionStorage.setItem('review-last-key', String(now));
+    } catch (error) { /* storage off: this page only */ }
+    if (event.key === 'a' && now - previous < Number(body.dataset.debounce || 0)) {
+      event.preventDefault();
+      say('NOT saved: "a" came ' + (now - previous) + ' ms after the previous key (a repeated press?); ' +
+          'look at this candidate, then press "a" again to accept it', true);
+      return;
+    }
     const actions = {a: accept, r: openReject, e: openCorrect, t: toggleSource, s: () => go(body.dataset.next),
-                     j: () => go(body.dataset.next), k: () => go(body.dataset.prev)};
+                     j: () => go(body.dataset.next), k: () => go(body.dataset.prev), n: nextChange};
     const action = actions[event.key];
     if (action) { event.preventDefault(); action(); }
   });

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
+from pydantic import BaseModel
 
 
 def _default_reviewer() -> str:
@@ -12,7 +13,7 @@ def _default_reviewer() -> str:
 
     try:
         return getpass.getuser()
-    except Exception:  # no login name in this environment (getuser raises OSError or KeyError)
+    except (OSError, KeyError, ImportError):  # no login name here (no pwd entry, no pwd module, no variables)
         return ""
 
 
@@ -32,37 +33,116 @@ def _default_reviewer() -> str:
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
               help="Check corrections with this taxonomy, its hooks included (default: each run's own, read from "
                    "its manifest for its rules only: a run directory never runs code).")
-def review(run_dirs: tuple[Path, ...], port: int, no_browser: bool, reviewer: str | None,
-           export_path: Path | None, import_path: Path | None, taxonomy_path: str | None) -> None:
+@click.option("--reviewers", metavar="NAME,NAME,...",
+              help="Plan who reviews what (RUN_DIR/review-plan.json) and exit; each then runs the app with "
+                   "--reviewer NAME and sees only their queue.")
+@click.option("--overlap", type=click.IntRange(1, None), default=1, show_default=True,
+              help="With --reviewers: how many reviewers see each candidate.")
+@click.option("--seed", type=int, default=0, show_default=True, help="With --reviewers: the plan's seed.")
+@click.option("--gold", "gold_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --reviewers: mix known-label items from FILE (PRMBench-format .jsonl, or the "
+                   "candidates.jsonl of a reviewed run) into every queue.")
+@click.option("--gold-rate", type=click.FloatRange(0, 0.5, min_open=True), default=0.05, show_default=True,
+              help="With --gold: the share of each queue that is gold items.")
+@click.option("--agreement", is_flag=True, help="Print inter-reviewer agreement (Krippendorff's alpha, Cohen's "
+                                                 "kappa, with bootstrap intervals) and gold accuracy, and exit.")
+@click.option("--bootstrap", type=click.IntRange(100, 100_000), default=1000, show_default=True,
+              help="With --agreement: resamples of the candidates for each interval.")
+@click.option("--adjudicate", is_flag=True, help="Open the adjudicator's queue: candidates whose reviewers "
+                                                 "disagree, their decisions side by side; the adjudication is final.")
+def review(run_dirs: tuple[Path, ...], **options) -> None:
     """Review candidates in a local web app: accept, reject with a reason, or correct them.
 
-    Decisions are saved at once in RUN_DIR/review.sqlite (the latest per candidate wins; earlier ones are kept).
+    Decisions are saved at once in RUN_DIR/review.sqlite, each reviewer's apart (a reviewer's latest decision
+    replaces only their own; earlier ones are kept). The app listens on 127.0.0.1 only: for a shared machine,
+    forward the port over SSH (docs/review.md).
     Keys: a accept, r reject, e correct error steps or step text, s skip, j/k next/previous, t LaTeX source.
     """
+    run_review(ReviewOptions(run_dirs=list(run_dirs), **options))
+
+
+class ReviewOptions(BaseModel):
+    """What `inject review` was asked to do."""
+
+    run_dirs: list[Path]
+    port: int = 0
+    no_browser: bool = False
+    reviewer: str | None = None
+    export_path: Path | None = None
+    import_path: Path | None = None
+    taxonomy_path: str | None = None
+    reviewers: str | None = None
+    overlap: int = 1
+    seed: int = 0
+    gold_path: Path | None = None
+    gold_rate: float = 0.05
+    agreement: bool = False
+    bootstrap: int = 1000
+    adjudicate: bool = False
+
+
+def run_review(options: ReviewOptions) -> None:
+    """`inject review` with its options checked: plan, agreement, import/export, or the app."""
     from injector.curate.review.session import ReviewSession
 
-    session = ReviewSession(list(run_dirs), reviewer if reviewer is not None else _default_reviewer(),
-                            taxonomy_path)
+    if options.reviewers is not None:
+        return plan_reviews(options)
+    if options.agreement:
+        from injector.curate.agreement import print_agreement
+
+        return print_agreement(options.run_dirs, seed=options.seed, rounds=options.bootstrap)
+    reviewer = options.reviewer if options.reviewer is not None else _default_reviewer()
+    import_path, export_path = options.import_path, options.export_path
+    serving = not (import_path or export_path)
+    session = ReviewSession(options.run_dirs, reviewer, options.taxonomy_path,
+                            queue=serving and not options.adjudicate)
+    if options.adjudicate:
+        from injector.curate.review.adjudicate import to_adjudication
+
+        to_adjudication(session)
     for note in dict.fromkeys(run.taxonomy_note for run in session.runs if run.taxonomy_note):  # each note once
         click.echo(f"note: {note}", err=True)
-    if import_path or export_path:
-        if import_path:
-            imported = import_decisions(session, import_path)
-            for line in imported.refused:
-                click.echo(line, err=True)
-            click.echo(f"{import_path}: {imported.added} decisions added ({imported.already} already there)"
-                       + (f", {len(imported.refused)} refused" if imported.refused else ""))
-            if imported.refused:
-                from injector.util.errors import UserError
+    if serving:
+        return serve(session, port=options.port, open_browser=not options.no_browser)
+    _import_export(session, import_path, export_path, only=options.reviewer)
 
-                raise UserError(f"{import_path}: {len(imported.refused)} row(s) refused (listed above), the others "
-                                "stored; fix or drop those rows and import the file again (stored rows are not "
-                                "added twice), or decide those candidates in the app")
-        if export_path:
-            count = export_decisions(session, export_path)
-            click.echo(f"{export_path}: {count} decisions written")
-        return
-    serve(session, port=port, open_browser=not no_browser)
+
+def plan_reviews(options: ReviewOptions) -> None:
+    """Write each run directory's review plan and say who reviews how many."""
+    from injector.curate.review.assign import make_plan, parse_reviewers, write_plan
+    from injector.records.directory import RunDirectory
+
+    names = parse_reviewers(options.reviewers or "")
+    for run_dir in options.run_dirs:
+        ids = [candidate.id for _, _, candidate in RunDirectory(run_dir).indexed_candidates()]
+        plan = make_plan(ids, names, options.overlap, options.seed)
+        if options.gold_path is not None:
+            from injector.curate.review.gold import add_gold
+
+            plan = add_gold(run_dir, plan, options.gold_path, options.gold_rate)
+        path = write_plan(run_dir, plan)
+        sizes = ", ".join(f"{name} {len(queue)}" for name, queue in plan.queues.items())
+        click.echo(f"{path}: {len(ids)} candidates, each to {plan.overlap} of {len(names)} reviewers "
+                   f"({sizes}{f'; {len(plan.gold)} gold items mixed in' if plan.gold else ''})")
+    click.echo("each reviewer runs: inject review " + " ".join(map(str, options.run_dirs)) + " --reviewer NAME")
+
+
+def _import_export(session, import_path: Path | None, export_path: Path | None, *, only: str | None) -> None:
+    if import_path:
+        imported = import_decisions(session, import_path)
+        for line in imported.refused:
+            click.echo(line, err=True)
+        click.echo(f"{import_path}: {imported.added} decisions added ({imported.already} already there)"
+                   + (f", {len(imported.refused)} refused" if imported.refused else ""))
+        if imported.refused:
+            from injector.util.errors import UserError
+
+            raise UserError(f"{import_path}: {len(imported.refused)} row(s) refused (listed above), the others "
+                            "stored; fix or drop those rows and import the file again (stored rows are not "
+                            "added twice), or decide those candidates in the app")
+    if export_path:
+        count = export_decisions(session, export_path, only=only)
+        click.echo(f"{export_path}: {count} decisions written" + (f" (by {only})" if only is not None else ""))
 
 
 @dataclass
@@ -83,7 +163,7 @@ def import_decisions(session, path: Path) -> Imported:
     out; the rest are stored, as the checks normalised them. A file that cannot be read at all is a UserError.
     """
     from injector.curate.review.session import Refused
-    from injector.curate.review.store import read_rows
+    from injector.curate.review.decision_files import read_rows
 
     homes: dict[str, list] = {}
     for entry in session.entries:
@@ -107,11 +187,13 @@ def import_decisions(session, path: Path) -> Imported:
     return imported
 
 
-def export_decisions(session, path: Path) -> int:
-    """Write every decision row of every run to one .jsonl or .csv file; returns the count."""
-    from injector.curate.review.store import write_decisions
+def export_decisions(session, path: Path, *, only: str | None = None) -> int:
+    """Write every decision row of every run (or those of reviewer `only`) to one .jsonl or .csv file; returns
+    the count."""
+    from injector.curate.review.decision_files import write_decisions
 
-    rows = [decision for run in session.runs for decision in run.store.rows()]
+    rows = [decision for run in session.runs for decision in run.store.rows()
+            if only is None or decision.reviewer == only]
     return write_decisions(path, rows)
 
 

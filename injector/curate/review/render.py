@@ -8,55 +8,30 @@ marked whole and never split between a highlight and the text around it (KaTeX c
 """
 from __future__ import annotations
 
-import difflib
 import json
 import re
-from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
 from injector.answer.align import align_steps
 from injector.records.models import Candidate
 from injector.triage.verdicts import VerifyRecord
+from injector.curate.review.adjudicate import side_by_side
+from injector.curate.review.longview import answer_header, collapse
+from injector.curate.review.diff import DiffBudget, _tex, e, word_diff
 from injector.curate.review.assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_CSS, PAGE_JS
 from injector.curate.review.session import ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, UNVERIFIED, Entry, ReviewSession, View
 from injector.curate.review.store import Decision, apply_decision
 
+DEBOUNCE_MS = 350
+"""A decision key pressed sooner than this after the previous key press is refused (a held or bounced key, or
+presses landing on the next candidate as the page moves on), with a message, never saved."""
 LIST_WINDOW = 100
 """Entries of the filtered list shown on each side of the current one."""
-
-# A formula (the delimiters the page's KaTeX typesets: $$..$$, \[..\], \(..\), $..$ with \$ inside), a run of
-# spaces, a word that stops where a formula may start, or any one character: together they cover any text, so the
-# tokens always join back to it.
-_TOKENS = re.compile(r"\$\$.+?\$\$|\\\[.+?\\\]|\\\(.+?\\\)|\$(?:\\.|[^$\\])+?\$|\s+|(?:[^\s$\\]|\\[^\s\[(])+|\S",
-                     re.DOTALL)
-
-
-def e(text: Any) -> str:
-    return escape(str(text), quote=True)
-
 
 def page_url(key: str | None = None, view: View = View()) -> str:
     query = {"key": key, **view.query()} if key else view.query()
     return "/?" + urlencode(query) if query else "/"
-
-
-def word_diff(old: str, new: str) -> tuple[str, str]:
-    """Both texts as HTML, words only in `old` wrapped in <del>, words only in `new` in <ins>."""
-    a, b = _TOKENS.findall(old), _TOKENS.findall(new)
-    left: list[str] = []
-    right: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        gone, came = e("".join(a[i1:i2])), e("".join(b[j1:j2]))
-        if op == "equal":
-            left.append(gone)
-            right.append(came)
-            continue
-        if gone:
-            left.append(f"<del>{gone}</del>")
-        if came:
-            right.append(f"<ins>{came}</ins>")
-    return "".join(left), "".join(right)
 
 
 def _rows(original: list[str], modified: list[str]) -> list[tuple[int | None, int | None]]:
@@ -79,24 +54,24 @@ def _badge(text: str, kind: str) -> str:
     return f'<span class="badge {kind}">{e(text)}</span>'
 
 
-def _steps_table(candidate: Candidate, shown: Candidate, multi: bool) -> str:
+def _steps_table(candidate: Candidate, shown: Candidate, multi: bool, budget: DiffBudget) -> str:
     original, modified = candidate.original_process, shown.modified_process
     changed, errors = set(shown.modified_steps), set(shown.error_steps)
     explanations = shown.explanations or {}
-    out = ['<table class="steps"><thead><tr><th>#</th><th>original</th><th>#</th><th>modified</th>'
-           '<th>marks</th></tr></thead><tbody>']
+    out: list[tuple[str, int | None]] = []  # each row, and its step when it is a plain unchanged one
     for i, j in _rows(original, modified):
         if j is None:
             assert i is not None  # a row lacks one side at most: this one is a deleted original step
-            out.append(f'<tr class="deleted"><td class="n">{i + 1}</td><td class="text"><del>{e(original[i])}</del>'
+            out.append((f'<tr class="deleted"><td class="n">{i + 1}</td><td class="text{_tex(original[i])}">'
+                       f'<del>{e(original[i])}</del>'
                        f'</td><td class="n"></td><td class="text gone">(deleted)</td>'
-                       f'<td>{_badge("deleted", "deleted")}</td></tr>')
+                       f'<td>{_badge("deleted", "deleted")}</td></tr>', None))
             continue
         step = j + 1
         if i is None:
             left, right = "", f"<ins>{e(modified[j])}</ins>"
         elif step in changed:
-            left, right = word_diff(original[i], modified[j])
+            left, right = word_diff(original[i], modified[j], budget)
         else:
             left, right = e(original[i]), e(modified[j])
         classes = " ".join(c for c, on in (("changed", step in changed), ("error", step in errors)) if on)
@@ -109,21 +84,22 @@ def _steps_table(candidate: Candidate, shown: Candidate, multi: bool) -> str:
         # A newline right after <textarea> is dropped by the HTML parser, so one is added to keep the text exact.
         fix = (f'{box}<button type="button" class="fix edit-btn" data-step="{step}">edit text</button>'
                f'<textarea class="edit-text" data-step="{step}" rows="4" hidden>\n{e(modified[j])}</textarea>')
-        out.append(f'<tr class="step {classes}" data-step="{step}"><td class="n">{"" if i is None else i + 1}</td>'
-                   f'<td class="text orig">{left}</td><td class="n">{step}</td><td class="text mod">{right}</td>'
-                   f'<td class="marks">{marks}{fix}</td></tr>')
-    out.append("</tbody></table>")
-    return "".join(out)
+        out.append((f'<tr class="step {classes}" data-step="{step}"><td class="n">{"" if i is None else i + 1}</td>'
+                    f'<td class="text orig{_tex(original[i] if i is not None else "")}">{left}</td>'
+                    f'<td class="n">{step}</td><td class="text mod{_tex(modified[j])}">{right}</td>'
+                    f'<td class="marks">{marks}{fix}</td></tr>', None if classes or i is None else step))
+    return ('<table class="steps"><thead><tr><th>#</th><th>original</th><th>#</th><th>modified</th>'
+            '<th>marks</th></tr></thead><tbody>' + "".join(collapse(out)) + "</tbody></table>")
 
 
-def _question(candidate: Candidate) -> str:
+def _question(candidate: Candidate, budget: DiffBudget) -> str:
     old, new = candidate.original_question, candidate.modified_question
     if old == new:
-        return f'<section id="question"><h2>question</h2><div class="text">{e(new)}</div></section>'
-    left, right = word_diff(old, new)
+        return f'<section id="question"><h2>question</h2><div class="text{_tex(new)}">{e(new)}</div></section>'
+    left, right = word_diff(old, new, budget)
     return ('<section id="question"><h2>question <span class="badge changed">edited</span></h2><div class="pair">'
-            f'<div><h3>original</h3><div class="text">{left}</div></div>'
-            f'<div><h3>modified</h3><div class="text">{right}</div></div></div></section>')
+            f'<div><h3>original</h3><div class="text{_tex(old)}">{left}</div></div>'
+            f'<div><h3>modified</h3><div class="text{_tex(new)}">{right}</div></div></div></section>')
 
 
 def _images(candidate: Candidate, key: str) -> str:
@@ -263,7 +239,7 @@ def _actions(multi: bool) -> str:
         '<button type="button" id="reject">reject (r)</button> '
         '<button type="button" id="correct">correct (e)</button> '
         '<button type="button" id="skip">skip (s)</button> '
-        '<span class="help">j / k: next / previous; t: LaTeX source; Esc: close</span>'
+        '<span class="help">j / k: next / previous; n: next change; t: LaTeX source; Esc: close</span>'
         '<div id="reject-panel" hidden><div class="quick-reasons">' + quick + '</div>'
         '<textarea id="reject-reason" rows="2" placeholder="why (Ctrl+Enter to reject)"></textarea>'
         '<button type="button" id="reject-save">reject with this reason</button></div>'
@@ -288,12 +264,18 @@ def render_page(session: ReviewSession, *, key: str | None, view: View, token: s
             f'<style nonce="{nonce}">{PAGE_CSS}</style></head>')
     decision = latest.get(entry.key) if entry else None
     corrected = bool(decision and (decision.corrected_error_steps is not None or decision.edited_steps))
+    own = session.own(entry) if entry else None
+    mine = (f'data-mine="{e(own.time)}" data-mine-text="{e(_decision_text(own))}" ' if own else 'data-mine="" ')
     data = (f'data-key="{e(entry.key if entry else "")}" data-cat="{e(view.cat)}" data-status="{e(view.status)}" '
             f'data-verdict="{e(view.verdict)}" data-order="{e(view.order)}" data-corrected="{int(corrected)}" '
-            f'data-next="{e(nav["next"])}" data-prev="{e(nav["prev"])}"')
+            f'data-next="{e(nav["next"])}" data-prev="{e(nav["prev"])}" {mine}'
+            f'data-debounce="{DEBOUNCE_MS}"')
     toggle = ('<button type="button" id="math-toggle" aria-pressed="false" title="show the LaTeX source, as a '
               'correction edits it">LaTeX source (t)</button>')
-    top = (f"<header><strong>inject review</strong> {_progress(session, latest)} {_filters(session, view)} "
+    kind = "adjudication queue" if session.role == "adjudication" else "queue"
+    queue = (f'<span class="queue" id="queue">{kind} of {e(session.reviewer)}</span> '
+             if any(run.blind for run in session.runs) else "")
+    top = (f"<header><strong>inject review</strong> {queue}{_progress(session, latest)} {_filters(session, view)} "
            f'<span class="position">{position + 1 if entry else 0} of {len(items)} in this view</span>{toggle}'
            "</header>")
     if entry is None:
@@ -324,13 +306,20 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
     warnings = "".join(f"<li>{e(w)}</li>" for w in shown.warnings)
     history = "".join(f"<li>{e(_decision_text(d))}</li>" for d in session.history(entry))
     history = f'<ol class="history">{history}</ol>' if history else "<p>none yet</p>"
+    budget = DiffBudget()
+    steps = _steps_table(candidate, shown, multi, budget)
+    if budget.whole:
+        steps = ('<p class="note" id="diff-whole">long changes are marked whole, not word by word (a word diff of '
+                 'them would take too long)</p>' + steps)
     return (
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
-        f"{about}{note}{status}</section>{_triage(session.verdict(entry))}{_actions(multi)}{_question(candidate)}"
-        f"{_images(candidate, entry.key)}"
-        f"<section><h2>steps</h2>{_steps_table(candidate, shown, multi)}</section>"
-        f'<section><h2>model\'s reason</h2><div class="text">{e(candidate.reason)}</div></section>'
+        f"{about}{note}{status}</section>{side_by_side(session, entry)}{_triage(session.verdict(entry))}"
+        f"{_actions(multi)}"
+        f"{answer_header(candidate, shown, category)}{_question(candidate, budget)}{_images(candidate, entry.key)}"
+        f"<section><h2>steps</h2>{steps}</section>"
+        f'<section><h2>model\'s reason</h2><div class="text{_tex(candidate.reason)}">{e(candidate.reason)}</div>'
+        '</section>'
         f'<section><h2>warnings</h2><ul>{warnings or "<li>none</li>"}</ul></section>'
-        f'{_provenance(candidate.provenance.model_dump(mode="json", exclude_unset=True))}'
+        f'{"" if run.blind else _provenance(candidate.provenance.model_dump(mode="json", exclude_unset=True))}'
         f"<section><h2>decisions</h2>{history}</section></main>"
     )

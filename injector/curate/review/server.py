@@ -21,7 +21,7 @@ from injector.util.images import ImageRefused, is_data_url, read_image
 from injector.util.json_bounds import MAX_REVIEW_BODY_BYTES, JsonRefused, loads_bounded
 from injector.curate.review.assets import KATEX_ERROR_STYLE_HASH, static_file
 from injector.curate.review.render import page_url, render_page
-from injector.curate.review.session import Refused, ReviewSession, View
+from injector.curate.review.session import Conflict, Refused, ReviewSession, View
 
 HOST = "127.0.0.1"
 MAX_BODY = MAX_REVIEW_BODY_BYTES
@@ -221,12 +221,17 @@ class ReviewHandler(BaseHTTPRequestHandler):
             following = keys[position + 1] if 0 <= position < len(keys) - 1 else key
             try:
                 decision = session.decide(key, payload)
+            except Conflict as exc:
+                return self._json(HTTPStatus.CONFLICT, {"error": str(exc)})
             except Refused as exc:
                 return self._json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": str(exc)})
+            except UserError as exc:  # the store cannot be written (a full disk): said as it is, nothing saved
+                return self._json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": f"not saved: {exc}"})
         self._json(HTTPStatus.OK, {"ok": True, "decision": vars(decision), "next": page_url(following, view)})
 
 
 def make_server(run_dirs: list[str | Path], *, port: int = 0, reviewer: str = "",
-                token: str | None = None, taxonomy: str | Path | None = None) -> ReviewServer:
-    """A review server for these run directories, listening on 127.0.0.1 (call `serve_forever` to run it)."""
-    return ReviewServer(ReviewSession(run_dirs, reviewer, taxonomy), port=port, token=token)
+                token: str | None = None, taxonomy: str | Path | None = None, queue: bool = False) -> ReviewServer:
+    """A review server for these run directories, listening on 127.0.0.1 (call `serve_forever` to run it);
+    `queue`: the reviewer's queue of a run's review plan only, as `inject review --reviewer NAME` serves it."""
+    return ReviewServer(ReviewSession(run_dirs, reviewer, taxonomy, queue=queue), port=port, token=token)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from injector.answer.align import normalize_step
 from injector.util.errors import InjectorError, UserError
@@ -14,7 +14,7 @@ from injector.records.models import CANDIDATES_FILE, Candidate
 from injector.taxonomy import Category, Taxonomy, run_taxonomy
 from injector.inject.validation import validate_answer
 from injector.triage.verdicts import VERDICTS, VerifyRecord, read_verdicts, verdict_rank
-from injector.curate.review.store import Decision, ReviewStore, apply_decision, now_iso
+from injector.curate.review.store import Decision, ReviewStore, apply_decision
 
 log = logging.getLogger("injector")
 
@@ -51,6 +51,11 @@ class Refused(InjectorError):
     """A decision the app will not save; the message is shown to the reviewer as is."""
 
 
+class Conflict(Refused):
+    """A decision that would replace the reviewer's own without their say-so (unconfirmed, or made on a page that
+    showed an older state): refused, never merged silently."""
+
+
 @dataclass
 class Entry:
     """Where one candidate lives; the record itself is read from its file on demand."""
@@ -61,6 +66,8 @@ class Entry:
     id: str
     category: str
     offset: int
+    file: str = CANDIDATES_FILE
+    """The run directory's file holding the record (gold items, `--gold`, live in their own)."""
 
 
 @dataclass
@@ -75,6 +82,10 @@ class Run:
     """The only directory the app serves this run's local images from (manifest `image_base`)."""
     verdicts: dict[str, VerifyRecord] = field(default_factory=dict)
     """The blind judge's verdict per candidate id (`verify.jsonl`; empty when the run was not verified)."""
+    reviews: dict[str, dict[str, Decision]] = field(default_factory=dict)
+    """Candidate id -> reviewer -> latest decision, for the adjudicator's side-by-side view (`adjudicate.py`)."""
+    blind: bool = False
+    """Whether the reviewer works through a review plan's queue: then they see their own decisions only."""
 
 
 def _run_image_base(path: Path) -> Path | None:
@@ -96,13 +107,50 @@ def _index(run_no: int, path: Path) -> list[Entry]:
             for _, offset, candidate in RunDirectory(path).indexed_candidates()]
 
 
+def _gold_entries(path: Path, number: int, plan) -> list[Entry]:
+    """The entries of run number `number`'s gold items (`--gold`), from their own file."""
+    from injector.curate.review.gold import GOLD_FILE, gold_records
+
+    return [Entry(f"{number}/{candidate.id}", number, candidate.id, candidate.category, offset, GOLD_FILE)
+            for offset, candidate in gold_records(path, plan)]
+
+
+def _with_gold(run: Run, number: int) -> None:
+    from injector.curate.review.assign import read_plan
+
+    known = {entry.id for entry in run.entries}
+    run.entries += [entry for entry in _gold_entries(run.path, number, read_plan(run.path)) if entry.id not in known]
+
+
+def _to_queue(run: Run, reviewer: str, number: int) -> None:
+    """Narrow a run to the reviewer's queue of its review plan, in the plan's order, when it has one."""
+    from injector.curate.review.assign import read_plan
+
+    plan = read_plan(run.path)
+    if plan is None:
+        return
+    if reviewer not in plan.queues:
+        raise UserError(f"{run.path}: its review plan has no queue for {reviewer!r}; open the app with --reviewer "
+                        f"and one of: {', '.join(plan.reviewers)}")
+    order = {candidate_id: n for n, candidate_id in enumerate(plan.queues[reviewer])}
+    entries = [entry for entry in run.entries + _gold_entries(run.path, number, plan) if entry.id in order]
+    run.entries = sorted(entries, key=lambda entry: order[entry.id])
+    run.verdicts = {}
+    run.blind = True
+
+
 class ReviewSession:
     """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
 
-    def __init__(self, run_dirs: list[str | Path], reviewer: str = "", taxonomy: str | Path | None = None):
+    def __init__(self, run_dirs: Sequence[str | Path], reviewer: str = "", taxonomy: str | Path | None = None, *,
+                 queue: bool = False):
         """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
-        own is read from its manifest for its rules only (see `run_taxonomy`)."""
+        own is read from its manifest for its rules only (see `run_taxonomy`). With `queue`, a run that has a
+        review plan (`assign.py`) shows only the reviewer's queue, gold items mixed in, blind to others' decisions
+        and to the judge's verdicts (which would also tell gold items apart)."""
         self.reviewer = reviewer
+        self.role = "review"
+        """The role of the decisions made through the app: `adjudication` for an adjudicator's."""
         self.runs: list[Run] = []
         for number, run_dir in enumerate(run_dirs):
             path = Path(run_dir)
@@ -112,13 +160,17 @@ class ReviewSession:
             run = Run(path, ReviewStore(path), loaded, note, _index(number, path))
             run.image_base = _run_image_base(path)
             run.verdicts = read_verdicts(path)
+            if queue:
+                _to_queue(run, reviewer, number)
+            else:  # every candidate, gold items too (their decisions are imported and exported as any)
+                _with_gold(run, number)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
         self._bundled: Taxonomy | None = None
 
     def candidate(self, entry: Entry) -> Candidate:
-        return record_at(self.runs[entry.run].path / CANDIDATES_FILE, entry.offset, Candidate)
+        return record_at(self.runs[entry.run].path / entry.file, entry.offset, Candidate)
 
     def category(self, entry: Entry) -> Category | None:
         """The candidate's category from its run's taxonomy, else the bundled one, else None."""
@@ -144,12 +196,16 @@ class ReviewSession:
         """Latest decision per entry key, across every run."""
         found: dict[str, Decision] = {}
         for number, run in enumerate(self.runs):
-            for candidate_id, decision in run.store.latest().items():
+            decisions = run.store.latest_of(self.reviewer, self.role) if run.blind else run.store.latest()
+            for candidate_id, decision in decisions.items():
                 found[f"{number}/{candidate_id}"] = decision
         return found
 
     def history(self, entry: Entry) -> list[Decision]:
-        return self.runs[entry.run].store.history(entry.id)
+        rows = self.runs[entry.run].store.history(entry.id)
+        if not self.runs[entry.run].blind:
+            return rows
+        return [d for d in rows if d.reviewer == self.reviewer and d.role == self.role]
 
     def verdict(self, entry: Entry) -> VerifyRecord | None:
         """The blind judge's record for this candidate, None when its run has none for it."""
@@ -189,15 +245,31 @@ class ReviewSession:
     def categories(self) -> list[str]:
         return list(dict.fromkeys(entry.category for entry in self.entries))
 
+    def own(self, entry: Entry) -> Decision | None:
+        """The reviewer's latest decision on the entry (their own only), None before they decide."""
+        mine = [d for d in self.history(entry) if d.reviewer == self.reviewer and d.role == self.role]
+        return mine[-1] if mine else None
+
     def decide(self, key: str, payload: dict[str, Any]) -> Decision:
-        """Check a decision from the page, re-validate a correction, and save it; `Refused` says why not."""
+        """Check a decision from the page, re-validate a correction, and save it; `Refused` says why not.
+
+        Replacing one's own earlier decision needs the page to say which one it showed (`seen`, its time) and that
+        the reviewer confirmed (`confirm`); anything else is a `Conflict`, so a stale tab or a repeated key press
+        never overwrites a decision silently. The server holds a lock around this check and the write."""
         entry = self.by_key.get(key)
         if entry is None:
             raise Refused(f"no candidate {key!r} in the runs under review")
+        own = self.own(entry)
+        if own is not None:
+            if payload.get("seen") != own.time:
+                raise Conflict(f"not saved: you decided this candidate meanwhile ({_brief(own)}, {own.time}), "
+                               "in another tab or by a repeated key; reload to see it")
+            if payload.get("confirm") is not True:
+                raise Conflict(f"not saved: you already decided this candidate ({_brief(own)}); confirm to "
+                               "replace your decision")
         decision = self.check(entry, decision_from_page(entry.id, payload, self.reviewer))
-        decision.time = now_iso()
-        self.runs[entry.run].store.record(decision)
-        return decision
+        decision.role = self.role
+        return self.runs[entry.run].store.record(decision)
 
     def check(self, entry: Entry, decision: Decision, candidate: Candidate | None = None) -> Decision:
         """`decision` on `entry`'s candidate as it is stored, or `Refused` saying why it may not be.
@@ -259,6 +331,10 @@ class ReviewSession:
         if verdict.codes:
             raise Refused("not saved, the corrected record breaks a rule: " + " ".join(
                 f"[{code}]" for code in verdict.codes) + " " + "; ".join(verdict.messages))
+
+
+def _brief(decision: Decision) -> str:
+    return "accepted" if decision.decision == "accept" else f"rejected: {decision.reason}"
 
 
 def decision_from_page(candidate_id: str, payload: dict[str, Any], reviewer: str) -> Decision:

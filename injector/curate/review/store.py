@@ -1,18 +1,21 @@
-"""Review decisions: one SQLite row per decision in `RUN_DIR/review.sqlite`, the latest per candidate wins.
+"""Review decisions: one SQLite row per decision in `RUN_DIR/review.sqlite`, every reviewer's kept apart.
 
-Rows are only ever appended (a changed mind is a new row), so the history of every candidate is kept. "Latest"
-means the latest `time`, ties broken by insertion order: importing an older export never overrides newer work.
+Rows are only ever appended (a changed mind is a new row), so the history of every candidate is kept. A decision is
+keyed by candidate and reviewer: a reviewer's later decision replaces only their own earlier one. "Latest" means
+the latest `time`, ties broken by insertion order: importing an older export never overrides newer work, a time
+more than `CLOCK_SKEW` in the future is refused, and a decision made here is timed after every stored one on its
+candidate, so no import can outrank it. An adjudicator's decision (`role` "adjudication") is final.
+
+Stores written before reviewers were kept apart (no `role` column, `user_version` 0) are migrated when opened.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import logging
 import sqlite3
 from contextlib import closing
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -20,13 +23,19 @@ from injector.answer.align import align_steps
 from injector.util.errors import UserError
 from injector.util.safe_files import require_regular_or_missing
 from injector.records.models import Candidate
-from injector.util.json_bounds import JsonRefused, loads_bounded
+from injector.util.json_bounds import loads_bounded
 
 log = logging.getLogger("injector")
 
 STORE_FILE = "review.sqlite"
 DECISIONS = ("accept", "reject")
-FIELDS = ("id", "decision", "reason", "corrected_error_steps", "edited_steps", "reviewer", "time")
+ROLES = ("review", "adjudication")
+FIELDS = ("id", "decision", "reason", "corrected_error_steps", "edited_steps", "reviewer", "time", "role")
+OPTIONAL_FIELDS = ("role",)
+"""Fields a file or a store of an earlier version may lack (their defaults apply)."""
+SCHEMA_VERSION = 2
+CLOCK_SKEW = timedelta(minutes=5)
+"""How far in the future a decision's time may lie (another machine's clock): later ones are refused."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -40,6 +49,11 @@ CREATE TABLE IF NOT EXISTS decisions (
     time TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS decisions_by_id ON decisions (id);
+"""
+_MIGRATE_TO_2 = """
+ALTER TABLE decisions ADD COLUMN role TEXT NOT NULL DEFAULT 'review';
+CREATE INDEX IF NOT EXISTS decisions_by_reviewer ON decisions (id, reviewer);
+PRAGMA user_version = 2;
 """
 
 
@@ -57,6 +71,8 @@ class Decision:
     reviewer: str = ""
     time: str = ""
     """ISO 8601 UTC; filled in when recorded if empty."""
+    role: str = "review"
+    """`review`, or `adjudication`: an adjudicator's decision on a disputed candidate, which is final."""
 
 
 def now_iso() -> str:
@@ -71,12 +87,19 @@ def normalize_time(value: str) -> str:
     return parsed.astimezone(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def _after(time: str) -> str:
+    """One millisecond after `time` (a normalized time)."""
+    return (datetime.fromisoformat(time) + timedelta(milliseconds=1)).isoformat(timespec="milliseconds")
+
+
 def check_decision(decision: Decision) -> Decision:
     """`decision` with its fields checked and normalized; ValueError says what is wrong."""
     if not isinstance(decision.id, str) or not decision.id:
         raise ValueError("id: expected a non-empty candidate id")
     if decision.decision not in DECISIONS:
         raise ValueError(f"decision: expected accept or reject, got {decision.decision!r}")
+    if decision.role not in ROLES:
+        raise ValueError(f"role: expected {' or '.join(ROLES)}, got {decision.role!r}")
     steps = decision.corrected_error_steps
     if steps is not None:
         if not isinstance(steps, list) or not all(_is_step(s) for s in steps):
@@ -97,11 +120,29 @@ def check_decision(decision: Decision) -> Decision:
         if not isinstance(getattr(decision, name), str):
             raise ValueError(f"{name}: expected text")
     time = normalize_time(decision.time) if decision.time else now_iso()
-    return Decision(decision.id, decision.decision, decision.reason, steps, edits, decision.reviewer, time)
+    latest_allowed = (datetime.now(timezone.utc) + CLOCK_SKEW).isoformat(timespec="milliseconds")
+    if time > latest_allowed:
+        raise ValueError(f"time {time} is in the future (more than {CLOCK_SKEW.seconds // 60} minutes ahead of this "
+                         "machine's clock); check the clock of the machine that made it, or drop the row")
+    return Decision(decision.id, decision.decision, decision.reason, steps, edits, decision.reviewer, time,
+                    decision.role)
 
 
 def _is_step(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int) and value >= 1
+
+
+_BROKEN = ("not a database", "malformed", "no such table", "no such column", "file is encrypted")
+
+
+def _store_error(path: Path, exc: sqlite3.Error, doing: str) -> UserError:
+    """What went wrong with the store, said so the user does the right thing: a full disk or a locked or
+    unwritable file is no reason to move a healthy store aside; only a file that is no review store is."""
+    if any(sign in str(exc).lower() for sign in _BROKEN):
+        return UserError(f"{path}: cannot {doing} the review store ({exc}); it is not one `inject review` wrote: "
+                         "move it aside (the decisions in it are then not used)")
+    return UserError(f"{path}: cannot {doing} the review store ({exc}); the store is left as it was: free disk "
+                     "space, or check the directory is writable and no other program holds the file, then try again")
 
 
 class ReviewStore:
@@ -114,27 +155,43 @@ class ReviewStore:
                 db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persists in the file
                 db.executescript(_SCHEMA)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(decisions)")}
+                missing = [name for name in ("seq", *FIELDS) if name not in columns and name not in OPTIONAL_FIELDS]
+                if missing:  # a store received with a run directory may be anything
+                    raise UserError(f"{self.path}: not a review store (its decisions table lacks "
+                                    f"{', '.join(missing)}); move it aside (the decisions in it are then not used)")
+                if "role" not in columns:  # written before reviewers were kept apart: every row was a review
+                    db.executescript(_MIGRATE_TO_2)
         except sqlite3.Error as exc:
-            raise UserError(f"{self.path}: cannot open the review store ({exc}); check the directory is writable "
-                            "and the file is a review store") from None
-        missing = [name for name in ("seq", *FIELDS) if name not in columns]
-        if missing:  # a store received with a run directory may be anything
-            raise UserError(f"{self.path}: not a review store (its decisions table lacks {', '.join(missing)}); "
-                            "move it aside (the decisions in it are then not used)")
+            raise _store_error(self.path, exc, "open") from None
 
     def _connect(self) -> sqlite3.Connection:
         require_regular_or_missing(self.path)  # a received review.sqlite -> some other database: refused
         return sqlite3.connect(self.path, timeout=30)
 
-    def record(self, decision: Decision) -> None:
-        """Append one decision, committed before this returns."""
-        self.add_all([decision])
+    def record(self, decision: Decision) -> Decision:
+        """Append one decision made here and now, committed before this returns; returns it as stored.
+
+        Its time is now, or just after the latest stored on its candidate when that is later (an import from a
+        machine whose clock runs ahead): a decision made here is never outranked by an older one."""
+        checked = check_decision(decision)
+        try:
+            with closing(self._connect()) as db, db:
+                (latest,) = db.execute("SELECT max(time) FROM decisions WHERE id = ?", (checked.id,)).fetchone()
+                if isinstance(latest, str) and latest >= checked.time:
+                    checked.time = _after(normalize_time(latest))
+                db.execute(_INSERT, to_row(checked))
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc, "write to") from None
+        return checked
 
     def add_all(self, decisions: Iterable[Decision]) -> int:
         """Append decisions in one transaction (all or none); returns how many."""
-        rows = [_to_row(check_decision(d)) for d in decisions]
-        with closing(self._connect()) as db, db:
-            db.executemany(f"INSERT INTO decisions ({', '.join(FIELDS)}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        rows = [to_row(check_decision(d)) for d in decisions]
+        try:
+            with closing(self._connect()) as db, db:
+                db.executemany(_INSERT, rows)
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc, "write to") from None
         return len(rows)
 
     def rows(self, candidate_id: str | None = None) -> list[Decision]:
@@ -146,8 +203,7 @@ class ReviewStore:
                 found = db.execute(f"SELECT seq, {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq",
                                    args).fetchall()
         except sqlite3.Error as exc:
-            raise UserError(f"{self.path}: cannot read the review store ({exc}); it is not one `inject review` "
-                            "wrote: move it aside (the decisions in it are then not used)") from None
+            raise _store_error(self.path, exc, "read") from None
         decisions = []
         for seq, *row in found:
             try:
@@ -157,23 +213,20 @@ class ReviewStore:
         return decisions
 
     def latest(self) -> dict[str, Decision]:
-        """The latest decision per candidate id."""
-        return {decision.id: decision for decision in self.rows()}
+        """The decision per candidate id that stands: the latest adjudication, else the latest of any reviewer."""
+        found: dict[str, Decision] = {}
+        for decision in self.rows():
+            standing = found.get(decision.id)
+            if standing is None or decision.role == "adjudication" or standing.role != "adjudication":
+                found[decision.id] = decision
+        return found
+
+    def latest_of(self, reviewer: str, role: str = "review") -> dict[str, Decision]:
+        """One reviewer's latest decision (in `role`) per candidate id, blind to everyone else's."""
+        return {d.id: d for d in self.rows() if d.reviewer == reviewer and d.role == role}
 
     def history(self, candidate_id: str) -> list[Decision]:
         return self.rows(candidate_id)
-
-    def export(self, path: Path) -> int:
-        """Write every row to a .jsonl or .csv file (by suffix); returns the count."""
-        return write_decisions(Path(path), self.rows())
-
-    def import_(self, path: Path) -> int:
-        """Append the rows of a file written by `export` (rows already present are not added twice).
-
-        Format checks only: the app's rules need the candidates, so `inject review --import` (`import_decisions`)
-        puts each row through `ReviewSession.check` instead, and `build` re-checks whatever the store holds.
-        """
-        return self.add_new(read_decisions(Path(path)))
 
     def add_new(self, decisions: Iterable[Decision]) -> int:
         """Append the decisions this store does not hold yet (same fields); returns how many were appended."""
@@ -187,176 +240,38 @@ class ReviewStore:
         return self.add_all(fresh)
 
 
+_INSERT = f"INSERT INTO decisions ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"
+
+
+def latest_per_reviewer(decisions: Iterable[Decision]) -> dict[str, dict[str, Decision]]:
+    """Candidate id -> reviewer -> that reviewer's latest review decision (`decisions` oldest first)."""
+    found: dict[str, dict[str, Decision]] = {}
+    for decision in decisions:
+        if decision.role == "review":
+            found.setdefault(decision.id, {})[decision.reviewer] = decision
+    return found
+
+
 def _key(decision: Decision) -> tuple:
-    return tuple(_to_row(decision))
+    return tuple(to_row(decision))
 
 
-def _to_row(d: Decision) -> list[Any]:
+def to_row(d: Decision) -> list[Any]:
     edits = None if d.edited_steps is None else json.dumps({str(k): v for k, v in d.edited_steps.items()},
                                                            ensure_ascii=False)
     steps = None if d.corrected_error_steps is None else json.dumps(d.corrected_error_steps)
-    return [d.id, d.decision, d.reason, steps, edits, d.reviewer, d.time]
+    return [d.id, d.decision, d.reason, steps, edits, d.reviewer, d.time, d.role]
 
 
 def _from_row(row: tuple) -> Decision:
     """The decision a stored row holds, checked as one from a file is; ValueError/TypeError if it is none."""
-    id_, decision, reason, steps, edits, reviewer, time = row
+    id_, decision, reason, steps, edits, reviewer, time, role = row
     if edits is not None:
         edits = loads_bounded(edits)
         if not isinstance(edits, dict):
             raise ValueError("edited_steps: expected an object {step number: new text}")
     return check_decision(Decision(id_, decision, reason, None if steps is None else loads_bounded(steps),
-                                   edits, reviewer, time))
-
-
-def _format(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix not in (".jsonl", ".csv"):
-        raise UserError(f"{path}: decisions are exported and imported as .jsonl or .csv; rename the file")
-    return suffix
-
-
-def write_decisions(path: Path, decisions: list[Decision]) -> int:
-    """Write decisions as JSONL (one object per line) or CSV (lists and edits as JSON text); returns the count."""
-    suffix = _format(path)
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        if suffix == ".jsonl":
-            for d in decisions:
-                record = asdict(d)
-                if d.edited_steps is not None:
-                    record["edited_steps"] = {str(k): v for k, v in d.edited_steps.items()}
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        else:
-            writer = csv.writer(handle)
-            writer.writerow(FIELDS)
-            for d in decisions:
-                id_, decision, reason, steps, edits, reviewer, time = _to_row(d)
-                writer.writerow([id_, decision, reason, steps or "", edits or "", reviewer, time])
-    return len(decisions)
-
-
-def read_decisions(path: Path) -> list[Decision]:
-    """Decisions from a .jsonl or .csv file; anything wrong is a UserError naming FILE:LINE."""
-    return [decision for _, decision in read_numbered(path)]
-
-
-def read_numbered(path: Path) -> list[tuple[int, Decision]]:
-    """`read_decisions` with the line each decision was read from; the first bad row is a UserError."""
-    decisions = []
-    for number, row in read_rows(path):
-        if isinstance(row, str):
-            raise UserError(f"{path}:{number}: {row}")
-        decisions.append((number, row))
-    return decisions
-
-
-def read_rows(path: Path) -> list[tuple[int, Decision | str]]:
-    """(line, decision) per row of a .jsonl or .csv file, or (line, what is wrong with it) for a bad row.
-
-    A file that cannot be read as a whole (no such file, not UTF-8, no CSV header, a CSV field longer than
-    MAX_FIELD) is a UserError naming FILE[:LINE].
-    """
-    suffix = _format(path)
-    text = _read_text(path)
-    rows: list[tuple[int, Decision | str]] = []
-    if suffix == ".jsonl":
-        numbered = ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
-        records: Iterable[tuple[int, dict[str, Any] | str]] = ((n, _json_record(line)) for n, line in numbered)
-    else:
-        records = _csv_records(path, text)
-    for number, record in records:
-        try:
-            rows.append((number, _decision_of(record)))
-        except ValueError as exc:
-            rows.append((number, str(exc)))
-    return rows
-
-
-MAX_FIELD = 16 * 1024 * 1024
-"""The longest CSV field read (an edited step's text); csv's own default, 128 KiB, is below what the app saves."""
-
-
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise UserError(f"{path}: no such file; give a file written by `inject review --export`")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror}); check the file's permissions") from None
-    try:
-        return data.decode("utf-8-sig")  # a spreadsheet's CSV export may start with a byte-order mark
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise UserError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8 and import it "
-                        "again") from None
-
-
-def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any] | str]]:
-    """(line, record or what is wrong) per CSV row; a row's line is the line it starts on."""
-    previous = csv.field_size_limit()
-    csv.field_size_limit(MAX_FIELD)
-    start = 1
-    try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        missing = [f for f in ("id", "decision") if f not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(f"{path}:1: the header lacks {', '.join(missing)}; expected {','.join(FIELDS)}")
-        records: list[tuple[int, dict[str, Any] | str]] = []
-        start = reader.line_num + 1
-        for row in reader:
-            records.append((start, _csv_record(row)))
-            start = reader.line_num + 1
-        return records
-    except csv.Error as exc:
-        raise UserError(f"{path}:{start}: not readable as CSV ({exc}); a field may be at most "
-                        f"{MAX_FIELD / 2**20:g} MiB") from None
-    finally:
-        csv.field_size_limit(previous)
-
-
-def _decision_of(record: dict[str, Any] | str) -> Decision:
-    """A checked decision from a row's fields; ValueError says what is wrong (a str record is already that)."""
-    if isinstance(record, str):
-        raise ValueError(record)
-    unknown = sorted(set(record) - set(FIELDS))
-    if unknown:
-        raise ValueError(f"unknown field {', '.join(unknown)}; expected {', '.join(FIELDS)}")
-    missing = [name for name in ("id", "decision") if not record.get(name)]
-    if missing:
-        raise ValueError(f"{' and '.join(missing)} missing; every row needs id and decision")
-    try:
-        return check_decision(Decision(**{k: v for k, v in record.items()
-                                          if v is not None or k in ("corrected_error_steps", "edited_steps")}))
-    except TypeError as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _json_record(line: str) -> dict[str, Any] | str:
-    """A JSONL row's fields, or what is wrong with it."""
-    try:
-        record = loads_bounded(line)
-    except json.JSONDecodeError as exc:
-        return f"not valid JSON ({exc.msg})"
-    except JsonRefused as exc:
-        return f"not usable JSON (it {exc})"
-    if not isinstance(record, dict):
-        return f"expected a JSON object with the fields {', '.join(FIELDS)}"
-    return record
-
-
-def _csv_record(row: dict[str, Any]) -> dict[str, Any] | str:
-    """A CSV row's fields (lists and edits decoded from their JSON text), or what is wrong with it."""
-    if None in row:
-        return "more values than header fields"
-    record: dict[str, Any] = {k: ("" if v is None else v) for k, v in row.items()}
-    for name in ("corrected_error_steps", "edited_steps"):
-        text = record.get(name, "")
-        try:
-            record[name] = loads_bounded(text) if text.strip() else None
-        except ValueError:  # malformed, or past the JSON limits
-            example = '[2, 5]' if name == "corrected_error_steps" else '{"3": "new text"}'
-            return f"{name}: not JSON (expected e.g. {example})"
-    return record
+                                   edits, reviewer, time, role))
 
 
 def apply_decision(candidate: Candidate, decision: Decision) -> Candidate:
@@ -391,4 +306,4 @@ def apply_decision(candidate: Candidate, decision: Decision) -> Candidate:
     return candidate.model_copy(update=update, deep=True)
 
 
-__all__ = ["Decision", "ReviewStore", "apply_decision", "read_decisions", "write_decisions"]
+__all__ = ["Decision", "ReviewStore", "apply_decision", "latest_per_reviewer"]

@@ -1,18 +1,21 @@
 """Offline circular_logic operators: a result's derivation is replaced by a loop.
 
-The step that derives a result is replaced by a step that takes the result as given, followed by a step that
-"derives" it back from that assumption (substituting it into the equation it should solve, or undoing the
-computation that should have produced it), and concludes the value it started from. The final answer and every
-other step stay as they were. Wording is drawn from small pools of plain connectives that the original solutions
-also use, so that the loop is found by reading the mathematics, not the words.
+The step that derives a result is replaced by a step that takes the result as given; what follows "derives" it
+back from that assumption (substituting it into the equation it should solve, or undoing the computation that
+should have produced it, with operands the solution established earlier as quantities) and concludes the value it
+started from. Two shapes: the loop in two steps (the assumption; the derivation and conclusion in one step) or in
+three (the assumption; the derivation; the conclusion on its own). The final answer and every other step stay as
+they were. Wording is drawn from small pools of plain connectives that the original solutions also use, so that
+the loop is found by reading the mathematics, not the words.
 """
 from __future__ import annotations
 
 import random
 
 from injector.model.trajectory import Trajectory
-from injector.engines.offline.equations import styled, Computation, Solved, computations, determines, introduced, inverse_equations, \
+from injector.engines.offline.equations import Computation, Solved, computations, determines, introduced, inverse_equations, \
     own_sentence, solved_values, stated_quantity, substituted
+from injector.engines.offline.wording import styled
 from injector.engines.offline.text import Option, Perturbation, insert, replace, split_answer
 
 # Wording: frames that PRM800K's own steps use about as often as these pools do ("so", "that means", "we know
@@ -32,6 +35,15 @@ DERIVE_VALUE = ("So ${filled}$, and ${var} = {value}$.",
                 "So ${equation}$ is ${filled}$, which means that ${var} = {value}$.",
                 "We know ${filled}$, so ${var} = {value}$.",
                 "Then ${filled}$, so ${var}$ is ${value}$.")
+# The three-step loop: the value put back (no conclusion yet), then the conclusion on its own.
+LEAN_VALUE = ("So ${filled}$.", "Then ${filled}$.", "That means ${filled}$.", "And ${equation}$ is ${filled}$.",
+              "If ${var} = {value}$, then ${filled}$.", "We have ${filled}$.")
+CONCLUDE_VALUE = ("So ${var} = {value}$.", "That means ${var} = {value}$.", "So ${var}$ is ${value}$.",
+                  "Right, so ${var} = {value}$.", "Therefore ${var} = {value}$.", "And so ${var} = {value}$.")
+LEAN_CLAUSE = ("So ${inverse}$.", "That means ${inverse}$.", "Then ${inverse}$.", "And ${inverse}$.",
+               "We know ${inverse}$.", "We have ${inverse}$.")
+CONCLUDE_CLAUSE = ("So {clause}.", "That means {clause}.", "{Clause}.", "Right, so {clause}.",
+                   "Therefore {clause}.", "And so {clause}.")
 # The bare clause (no framing word at all) is the commonest form: it reads like any other step.
 ASSUME_CLAUSE = ("{Clause}.", "{Clause}.", "So {clause}.", "We know that {clause}.", "And {clause}.",
                  "That means {clause}.", "Right, so {clause}.")
@@ -51,7 +63,10 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
         if tail or index == len(steps) - 1:
             continue
         for solved in solved_values(steps, trajectory.question, index):
-            if determines(solved):
+            # The equation the loop puts the value back into must stay written: one the replaced step wrote
+            # itself would leave the loop leaning on operands established nowhere.
+            before = "".join(split_answer(steps[index - 1])[0].split()) if index else ""
+            if determines(solved) and "".join(f"{solved.left}={solved.right}".split()) in before:
                 options.append(_loop_on_value(index, solved, step))
         earlier = trajectory.question + " " + " ".join(steps[:index])
         for computation in computations(body, index):
@@ -67,12 +82,16 @@ def _loop_on_value(index: int, solved: Solved, step: str) -> Option:
 
     def option(rng: random.Random) -> Perturbation:
         var, value, filled = solved.var, solved.value, substituted(solved)
+        fields = {"var": var, "value": value, "filled": filled, "equation": f"{solved.left} = {solved.right}"}
         assumed = rng.choice(forms).format(var=var, value=value)
-        derived = rng.choice(DERIVE_VALUE).format(var=var, value=value, filled=filled,
-                                                  equation=f"{solved.left} = {solved.right}")
-        return Perturbation("assume_the_value", [replace(index + 1, assumed), insert(index + 1, derived)],
+        if rng.random() < 0.5:
+            loop = [insert(index + 1, rng.choice(DERIVE_VALUE).format(**fields))]
+        else:
+            loop = [insert(index + 1, rng.choice(LEAN_VALUE).format(**fields)),
+                    insert(index + 1, rng.choice(CONCLUDE_VALUE).format(**fields))]
+        return Perturbation("assume_the_value", [replace(index + 1, assumed), *loop],
                             f"Step {index + 1} no longer solves for ${var}$: it takes ${var} = {value}$ as given, and "
-                            f"the next step substitutes that value into ${solved.left} = {solved.right}$ and "
+                            f"what follows substitutes that value into ${solved.left} = {solved.right}$ and "
                             f"concludes ${var} = {value}$ from it. The value rests only on itself: the chain loops "
                             "back to its assumption.")
     return option
@@ -87,7 +106,7 @@ def _loop_on_computation(body: str, computation: Computation, earlier: str) -> O
     if stated is None:
         return None
     clause = stated.clause(computation.value)
-    inverses = inverse_equations(computation.lhs, computation.value, earlier)
+    inverses = inverse_equations(computation.lhs, computation.value, earlier, strict=True)
     if not inverses:
         return None
 
@@ -98,10 +117,15 @@ def _loop_on_computation(body: str, computation: Computation, earlier: str) -> O
             assumed = own + "."  # the step's own sentence, its computation gone: the value stated bare
         else:
             assumed = rng.choice(ASSUME_CLAUSE).format(clause=clause, Clause=clause[:1].upper() + clause[1:])
-        derived = rng.choice(DERIVE_CLAUSE).replace("${inverse}$", "{inverse}").format(inverse=inverse, clause=clause)
         step = computation.step + 1
-        return Perturbation("assume_the_result", [replace(step, assumed), insert(step, derived)],
+        fields = {"inverse": inverse, "clause": clause, "Clause": clause[:1].upper() + clause[1:]}
+        if rng.random() < 0.5:
+            loop = [insert(step, rng.choice(DERIVE_CLAUSE).replace("${inverse}$", "{inverse}").format(**fields))]
+        else:
+            loop = [insert(step, rng.choice(LEAN_CLAUSE).replace("${inverse}$", "{inverse}").format(**fields)),
+                    insert(step, rng.choice(CONCLUDE_CLAUSE).format(**fields))]
+        return Perturbation("assume_the_result", [replace(step, assumed), *loop],
                             f"Step {step} no longer computes {stated.math(computation.lhs)}: it takes {clause} as given, "
-                            f"and the next step works back from that value ({inverse}) to conclude the same value. "
+                            f"and what follows works back from that value ({inverse}) to conclude the same value. "
                             "The result rests only on itself: the chain loops back to its assumption.")
     return option

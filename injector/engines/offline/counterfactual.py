@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from math import isqrt
 
 from injector.model.trajectory import Trajectory
-from injector.engines.offline.propagate import (DECORATION, LITERAL, carried_on, chains, evaluate, final_answer_changed, math_spans,
-                        propagate, tokens)
+from injector.engines.offline.latex_values import DECORATION, LITERAL, chains, evaluate, math_spans, tokens
+from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate
 from injector.engines.offline.text import Option, Perturbation, split_answer
 
 

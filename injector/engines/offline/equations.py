@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from injector.engines.offline.text import NUMBER, lower_first, split_answer
+from injector.util.foreign_errors import latex_failures
 
 # A value an operator can take as a result: a number, a negative number or a plain fraction.
 VALUE = r"-?\s*(?:\\[dt]?frac\{\d+\}\{\d+\}|" + NUMBER.pattern + ")"
@@ -69,7 +70,7 @@ def evaluate(latex: str):
         return None
     try:
         value = sympy.nsimplify(latex2sympy(latex.replace("*", " \\cdot ")).doit(), rational=True)
-    except Exception:  # latex2sympy raises many kinds; an unparsable expression is simply not offered
+    except latex_failures():  # latex2sympy raises bare Exceptions; an unparsable expression is simply not offered
         return None
     return value if value.is_number and value.is_finite and value.is_real else None
 
@@ -200,9 +201,11 @@ def _outside_math(body: str) -> str:
     return MATH.sub(lambda m: " " * len(m.group(0)), body)
 
 
-def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
+def inverse_equations(lhs: str, value: str, earlier: str, strict: bool = False) -> list[str]:
     """Equations that recover a known operand of `lhs` from `value`: `a + b` -> `value - b = a`, `a \\cdot b` ->
-    `\\frac{value}{b} = a`, `\\frac{a}{b}` -> `value \\cdot b = a`; only operands written earlier count as known."""
+    `\\frac{value}{b} = a`, `\\frac{a}{b}` -> `value \\cdot b = a`; only operands written earlier count as known.
+    `strict`: written earlier as a quantity (a standalone number), not only inside an exponent, a subscript or a
+    LaTeX argument (`x^2` or `\\frac{1}{2}` establishes no 2)."""
     lhs = lhs.strip()
     fraction = re.fullmatch(r"\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}", lhs)
     if fraction:
@@ -214,8 +217,10 @@ def inverse_equations(lhs: str, value: str, earlier: str) -> list[str]:
             if len(parts) >= 2 and all(parts) and (op != "-" or len(parts) == 2):
                 terms.append((op, parts))
     # An operand is known when it is a number (or a computation of numbers) that the solution had already written.
+    quantities = {m.group(0) for m in NUMBER.finditer(earlier)}
     known = lambda operand: evaluate(operand) is not None and NUMBER.search(operand) and \
-        not any(introduced(n.group(0), earlier) for n in NUMBER.finditer(operand))
+        not any(introduced(n.group(0), earlier) or (strict and n.group(0) not in quantities)
+                for n in NUMBER.finditer(operand))
     inverses = []
     for op, parts in terms:
         if len(terms) > 1 or not all(known(p) for p in parts):
@@ -375,52 +380,3 @@ def determines(solved: Solved) -> bool:
     other = latex_number(other + 1)
     return other is not None and not holds(substitute(solved.left, solved.var, other),
                                            substitute(solved.right, solved.var, other))
-
-
-# Leading connectives a solution's own steps use ("Right, ", "So ", "Next, "), to open an inserted step the same way.
-OPENER = re.compile(r"^(?:Right|So|Then|Now|And|Next|Similarly|Likewise|Finally|Also|Thus|Hence|OK|Ok|Okay|Yes|"
-                    r"That's right|Great|First|Second|Alright)\b,?\s+(?=\S)")
-
-
-def house_style(steps: list[str]) -> tuple[list[str], str]:
-    """How a solution writes: the connectives its steps open with, and its multiplication sign (`\\cdot` unless it
-    writes `\\times` or `*` more often)."""
-    openers = [m.group(0) for step in steps if (m := OPENER.match(step))]
-    text = " ".join(steps)
-    signs = {"\\cdot": text.count("\\cdot"), "\\times": text.count("\\times"),
-             "*": len(re.findall(r"\d\s*\*\s*\d", text))}
-    times = max(signs, key=lambda sign: (signs[sign], sign == "\\cdot"))
-    return openers, times
-
-
-def in_house_style(text: str, style: tuple[list[str], str], rng) -> str:
-    """A generated step opened, now and then, like the solution's own steps, with its multiplication sign."""
-    openers, times = style
-    if times != "\\cdot":
-        text = text.replace("\\cdot", times if times == "\\times" else "*")
-    if openers and rng.random() < 0.5 and not OPENER.match(text) and not CONNECTIVE.match(text) and \
-            not re.match(r"(?:We|Since|As|With|From|Putting|Plugging|This|That|It|Here|For|Suppose|Let|Say|Assume)\b",
-                         text):
-        opener = rng.choice(openers)
-        text = opener + (text[0].lower() + text[1:] if text[:2].istitle() or text[:1].isupper() and
-                         text[1:2].islower() else text)
-    return text
-
-
-def styled(options: list, steps: list[str]) -> list:
-    """`options` whose generated steps are written in the solution's house style (see `in_house_style`)."""
-    style = house_style(steps)
-
-    def wrap(option):
-        def restyled(rng):
-            perturbation = option(rng)
-            if perturbation is not None:
-                for edit in perturbation.edits:
-                    if edit.get("error") and "text" in edit:
-                        text = in_house_style(edit["text"], style, rng)
-                        # An opener must not turn a replacement back into the step it replaces.
-                        if edit["op"] != "replace" or text != steps[edit["step"] - 1].strip():
-                            edit["text"] = text
-            return perturbation
-        return restyled
-    return [wrap(option) for option in options]

@@ -7,8 +7,8 @@ import re
 from fractions import Fraction
 
 from injector.model.trajectory import Trajectory
-from injector.engines.offline.propagate import (DECORATION, LITERAL, carried_on, chains, evaluate, final_answer_changed, math_spans, propagate,
-                        render)
+from injector.engines.offline.latex_values import DECORATION, LITERAL, chains, evaluate, math_spans, render
+from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate
 from injector.engines.offline.text import Option, Perturbation, split_answer
 
 

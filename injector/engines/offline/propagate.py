@@ -25,307 +25,15 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
-from injector.util.errors import InjectorError
+from injector.util.foreign_errors import sympy_failures
 from injector.engines.offline.text import replace, split_answer
-
-# Math segments: $$...$$, $...$ (an escaped \$ is a dollar sign, not a delimiter), \(...\), \[...\].
-MATH = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$((?:\\\$|[^$])+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-# A value token: \frac{p}{q} with integer p, q, or a plain number (optionally with a unary minus, decided later).
-VALUE = re.compile(r"\\[dt]?frac\{(\d+)\}\{(\d+)\}|(?<![\w.])\d+(?:\.\d+)?(?![\d])(?!\.\d)")
-RELATION = re.compile(r"\\(?:neq|ne|leq|le|geq|ge|approx|equiv|cong|sim|to|Rightarrow|implies|iff|pmod|mod|"
-                      r"Longrightarrow|rightarrow|subset|in|propto)(?![A-Za-z])|[=<>]")
-SEPARATOR = re.compile(r",|;|\\quad|\\qquad|\\text\{\s*(?:and|or)\s*\}")
-ORDER = {"<", ">", "\\le", "\\leq", "\\ge", "\\geq", "\\neq", "\\ne"}
-# Decorations that do not change a value: dollar signs, degrees, percent, text units, spacing, sizing.
-DECORATION = re.compile(r"\\\$|\^\s*\{?\\circ\}?|\\%|\\text\{[^{}]*\}|\\mbox\{[^{}]*\}|\\[,;:! ]|\\left|\\right|"
-                        r"\\displaystyle|\\big|\\Big")
-LITERAL = re.compile(r"\s*(-?)\s*(?:\\[dt]?frac\{(\d+)\}\{(\d+)\}|(\d+(?:\.\d+)?))\s*")
-
-
-# Claims in words about the numbers of a step ("both are divisible by 81", "dividing by 2", "reduces to") stay
-# true only for the old values and cannot be recomputed: a step with one is not rewritten.
-NUMBER_THEORY_PROSE = re.compile(r"divisible|\bdivid(?:e|es|ing)\b[^.$]*\bby\s+\d|\breduces?\b|lowest terms|"
-                                 r"\bprimes?\b|common (?:factor|divisor|multiple)|\bfactors?\b", re.IGNORECASE)
-
-
-class NotRecomputable(InjectorError):
-    """The change cannot be carried through this step exactly."""
-
-
-@dataclass
-class Token:
-    start: int
-    end: int
-    value: Fraction
-    text: str
-    """The token's own text, minus sign included when it is unary."""
-    raised: bool
-    """In an exponent, a subscript or a base-n numeral: not a quantity of the problem."""
-    parts: tuple[tuple[int, int, int], ...] = ()
-    """For \\frac{p}{q}: (start, end, value) of p and of q, which may be quantities in their own right."""
-
-
-def _unary_minus_before(text: str, start: int) -> int | None:
-    """Start of a unary minus right before `start` ("= -12", "(-7)", "$-4c"), else None."""
-    k = start - 1
-    while k >= 0 and text[k] == " ":
-        k -= 1
-    if k < 0 or text[k] != "-":
-        return None
-    j = k - 1
-    while j >= 0 and text[j] == " ":
-        j -= 1
-    if j < 0 or text[j] in "=(,[{<>+*/:" or re.search(r"\\[A-Za-z]+$", text[: j + 1]):
-        return k
-    return None
-
-
-def tokens(text: str, signed: bool = True) -> list[Token]:
-    """The value tokens of a text, in order."""
-    found = []
-    for match in VALUE.finditer(text):
-        start, end = match.start(), match.end()
-        parts: tuple[tuple[int, int, int], ...] = ()
-        if match.group(1) is not None:
-            value = Fraction(int(match.group(1)), int(match.group(2)))
-            parts = tuple((match.start(g), match.end(g), int(match.group(g))) for g in (1, 2))
-        else:
-            value = Fraction(match.group(0))
-        before = text[:start].rstrip()
-        raised = bool(re.search(r"[_^]\{?$", before) or re.match(r"\s*_", text[end:])
-                      or re.search(r"[_^]\{[^{}]*$", text[:start]))
-        minus = _unary_minus_before(text, start) if signed else None
-        if minus is not None:
-            start, value = minus, -value
-        found.append(Token(start, end, value, text[start:end], raised, parts))
-    return found
-
-
-@lru_cache(maxsize=8192)
-def values(text: str) -> frozenset[Fraction]:
-    """Every value a text mentions, with and without its sign (a "-12" also shows a 12)."""
-    found = tokens(text)
-    parts = {Fraction(value) for t in found for _, _, value in t.parts}
-    return frozenset({abs(t.value) for t in found} | {t.value for t in found} | parts)
-
-
-def render(value: Fraction, like: str, in_math: bool) -> str:
-    """`value` written like the token `like` (integer, decimal with as many places, or \\frac), exactly."""
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    bare = like.lstrip("- ")
-    frac = re.match(r"\\([dt]?frac)", bare)
-    if frac:
-        if magnitude.denominator == 1:
-            return f"{sign}{magnitude.numerator}"
-        return f"{sign}\\{frac.group(1)}{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
-    places = len(bare.split(".")[1]) if "." in bare else 0
-    for digits in range(places, 5):
-        scaled = magnitude * 10**digits
-        if scaled.denominator == 1:
-            if digits == 0:
-                return f"{sign}{scaled.numerator}"
-            whole, part = divmod(scaled.numerator, 10**digits)
-            return f"{sign}{whole}.{part:0{digits}d}"
-    if not in_math:  # prose: "1250/3 minutes" (a new $...$ segment would change the step's shape)
-        return f"{sign}{magnitude.numerator}/{magnitude.denominator}"
-    return f"{sign}\\frac{{{magnitude.numerator}}}{{{magnitude.denominator}}}"
-
-
-def substitute(text: str, changes: dict[Fraction, Fraction], in_math: bool,
-               fractions: list[tuple[Fraction, Fraction]] | None = None) -> tuple[str, bool]:
-    """`text` with every token whose value changed rewritten; whether anything was. A fraction whose numerator or
-    denominator changed has a new value: (old, new) is appended to `fractions` when given."""
-    out, last, hit = [], 0, False
-    for token in tokens(text):
-        # A fraction's own numerator or denominator changing wins over its value changing (6/16 -> 12/16, not 3/4).
-        if token.value not in changes or any(value in changes for _, _, value in token.parts):
-            parts = [Fraction(value) for _, _, value in token.parts]
-            for k, (start, end, value) in enumerate(token.parts):  # \frac{6}{16} after 16 became 8: \frac{6}{8}
-                if value in changes:
-                    new_part = changes[Fraction(value)]
-                    if new_part.denominator != 1 or new_part <= 0:
-                        raise NotRecomputable(f"{value} in {token.text} would not be a whole number")
-                    out.append(text[last:start] + str(new_part.numerator))
-                    last, hit = end, True
-                    parts[k] = new_part
-            if parts and fractions is not None and parts[0] / parts[1] != abs(token.value):
-                sign = -1 if token.value < 0 else 1
-                fractions.append((token.value, sign * parts[0] / parts[1]))
-            continue
-        if token.raised:
-            raise NotRecomputable(f"{token.text} occurs in an exponent or a subscript")
-        new = render(changes[token.value], token.text, in_math)
-        if new.startswith("-") and not token.text.startswith("-") and in_math:
-            before = text[: token.start].rstrip()
-            if before and (before[-1] not in "=(,[{" or re.search(r"\\[A-Za-z]+$", before)):
-                new = f"({new})"  # "3 \cdot (-1)", "20 - (-1)"
-        out.append(text[last: token.start] + new)
-        last, hit = token.end, True
-    out.append(text[last:])
-    return "".join(out), hit
-
-
-_NUM = r"\(?-?\d+(?:\.\d+)?\)?"
-# Arithmetic written in prose, without $ ("60 * 7 = 420"): at least one "=", numbers and operators only.
-PLAIN_ARITHMETIC = re.compile(rf"(?<![\w.$\\^_{{]){_NUM}(?:\s*[-+*/×]\s*{_NUM})*(?:\s*=\s*{_NUM}(?:\s*[-+*/×]\s*{_NUM})*)+"
-                              r"(?![\w.]\d|\d|\^)")
-
-
-def dollar_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each $-delimited (or \\( \\), \\[ \\]) math segment's content."""
-    spans = []
-    for match in MATH.finditer(text):
-        group = next(g for g in range(1, 5) if match.group(g) is not None)
-        spans.append((match.start(group), match.end(group)))
-    return spans
-
-
-def plain_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of arithmetic written in prose, outside math segments."""
-    blanked = MATH.sub(lambda m: " " * len(m.group(0)), text)
-    return [(m.start(), m.end()) for m in PLAIN_ARITHMETIC.finditer(blanked)]
-
-
-def math_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each piece of mathematics: math segments and arithmetic written in prose, in order."""
-    return sorted(dollar_spans(text) + plain_spans(text))
-
-
-def _top_level_split(text: str, pattern: re.Pattern) -> list[tuple[int, int, str]]:
-    """Split `text` at matches of `pattern` outside brackets: (start, end, separator-before)."""
-    depth, parts, begin, before, k = 0, [], 0, "", 0
-    while k < len(text):
-        ch = text[k]
-        if ch == "\\" and k + 1 < len(text) and not text[k + 1].isalpha():
-            k += 2  # "\{", "\$", "\," are characters, not brackets or separators
-            continue
-        if ch in "{([":
-            depth += 1
-        elif ch in "})]":
-            depth -= 1
-        elif depth == 0:
-            match = pattern.match(text, k)
-            if match and match.end() > k:
-                parts.append((begin, k, before))
-                begin, before, k = match.end(), match.group(0), match.end()
-                continue
-        k += 1
-    parts.append((begin, len(text), before))
-    return parts
-
-
-@dataclass
-class Chain:
-    """Expressions joined by relations: `exprs[i]` is (start, end) in the step text; `relations[i]` joins i-1, i."""
-
-    exprs: list[tuple[int, int]]
-    relations: list[str]
-    in_dollars: bool = True
-    """Inside $...$ (else arithmetic written in prose, where a fraction is written as $\\frac{p}{q}$)."""
-
-
-def chains(text: str, spans: list[tuple[int, int]]) -> list[Chain]:
-    found, dollars = [], set(dollar_spans(text))
-    for seg_start, seg_end in spans:
-        segment = text[seg_start:seg_end]
-        for start, end, _ in _top_level_split(segment, SEPARATOR):
-            piece = segment[start:end]
-            parts = _top_level_split(piece, RELATION)
-            exprs = [(seg_start + start + a, seg_start + start + b) for a, b, _ in parts]
-            found.append(Chain(exprs, [rel for _, _, rel in parts[1:]], (seg_start, seg_end) in dollars))
-    return found
-
-
-def clean(latex: str) -> str:
-    latex = DECORATION.sub(" ", latex)
-    latex = re.sub(r"\\[dt]frac", r"\\frac", latex).replace("×", "\\times ")
-    # Decimals as exact fractions, so sympy never rounds.
-    return re.sub(r"(?<![\w.])(\d+)\.(\d+)", lambda m: f"\\frac{{{m.group(1)}{m.group(2)}}}{{1{'0' * len(m.group(2))}}}",
-                  latex)
-
-
-@lru_cache(maxsize=4096)
-def parse(latex: str) -> Any:
-    """A sympy expression for a LaTeX expression, or None when it does not parse."""
-    from latex2sympy2_extended import latex2sympy
-    from latex2sympy2_extended.latex2sympy2 import ConversionConfig
-
-    source = clean(latex).strip()
-    if not source or re.search(r"\\(?:pmod|mod|equiv|ldots|cdots|dots|in|cup|cap|infty|int|sum|prod|lim)\b", source):
-        return None
-    try:
-        return latex2sympy(source, conversion_config=ConversionConfig(lowercase_symbols=False))
-    except Exception:  # the parser raises many kinds; any of them means "not an expression we can evaluate"
-        return None
-
-
-def evaluate(latex: str, env: dict[str, Any]) -> Any:
-    """The exact value of a LaTeX expression under `env` (symbol name -> value), or None."""
-    import sympy
-
-    expr = parse(latex)
-    if expr is None or not isinstance(expr, sympy.Expr):
-        return None
-    names = {s.name: s for s in expr.free_symbols}
-    if any(name not in env for name in names):
-        return None
-    return _evaluate(latex, tuple(sorted((name, env[name]) for name in names)))
-
-
-@lru_cache(maxsize=16384)
-def _evaluate(latex: str, bindings: tuple) -> Any:
-    import sympy
-
-    expr = parse(latex)
-    names = {s.name: s for s in expr.free_symbols}
-    env = dict(bindings)
-    try:
-        value = sympy.nsimplify(expr.subs({names[n]: env[n] for n in names}).doit())
-    except Exception:
-        return None
-    return value if value.is_number and value.is_finite and value.is_real else None
-
-
-def equal(a: Any, b: Any) -> bool:
-    """Exact for rationals; otherwise numerically to 40 digits (sympy's simplify can take minutes on big powers)."""
-    import sympy
-
-    if isinstance(a, sympy.Rational) and isinstance(b, sympy.Rational):
-        return bool(a == b)
-    try:
-        difference = sympy.N(a - b, 50)
-        scale = max(abs(sympy.N(a, 20)), abs(sympy.N(b, 20)), 1)
-        return bool(abs(difference) <= scale * sympy.Float("1e-40"))
-    except Exception:  # not comparable as numbers
-        return False
-
-
-def as_fraction(value: Any) -> Fraction | None:
-    import sympy
-
-    return Fraction(int(value.p), int(value.q)) if isinstance(value, sympy.Rational) else None
-
-
-def literal(latex: str) -> bool:
-    return LITERAL.fullmatch(DECORATION.sub(" ", unbox(latex))) is not None
-
-
-def unbox(latex: str) -> str:
-    """`\\boxed{x}` -> `x`."""
-    return re.sub(r"^\s*\\boxed\{(.*)\}\s*$", r"\1", latex, flags=re.DOTALL)
-
-
-def lone_symbol(latex: str) -> str | None:
-    expr = parse(latex)
-    import sympy
-
-    return expr.name if isinstance(expr, sympy.Symbol) else None
+from injector.engines.offline.latex_values import (MATH, NUMBER_THEORY_PROSE, ORDER, PLAIN_ARITHMETIC, as_fraction,
+                                                   Chain, chains, equal, evaluate, literal, lone_symbol, math_spans,
+                                                   NotRecomputable, parse, refuse_half_carried, render,
+                                                   substitute_answer, substitute_in_step, tokens, values)
 
 
 class Recomputer:
@@ -494,9 +202,23 @@ class Recomputer:
         first = next(k for k in range(start, len(touched)) if touched[k]) if any(touched[start:]) else None
         if first is None:
             return []
+        edits = self._rewrite_results(index, (old_exprs, new_exprs), (old_vals, new_vals), n,
+                                      range(start, len(new_exprs)), first, names_left)
+        if name is not None:
+            self.assign(name, old_vals[-1], new_vals[first])
+        return edits
+
+    def _rewrite_results(self, index: int, exprs: tuple[list[str], list[str]], vals: tuple[list[Any], list[Any]],
+                         n: Chain, positions: range, first: int, names_left: bool) -> list[tuple[int, int, str]]:
+        """(start, end, text) rewrites of the literal results of chain `n` right of its first changed expression
+        `first`, each recorded as a change in turn."""
+        import sympy
+
+        old_vals, new_vals = vals
+        old_exprs, new_exprs = exprs
         target = new_vals[first]
         edits = []
-        for k in range(start, len(new_exprs)):
+        for k in positions:
             if k == first or equal(new_vals[k], target):
                 continue
             if k < first and names_left:
@@ -516,8 +238,6 @@ class Recomputer:
                 raise NotRecomputable(f"step {index + 1} would restate {rendered} as itself")
             edits.append((a + core.start(), a + core.end(), rendered))
             self.add_change(old_value, new_value, index)
-        if name is not None:
-            self.assign(name, old_vals[-1], target)
         return edits
 
     def _solve(self, old_exprs: list[str], new_exprs: list[str]) -> bool:
@@ -542,7 +262,7 @@ class Recomputer:
                 if sympy.degree(equation, unknown[0]) > 2:
                     return False
                 roots = [r for r in sympy.solve(equation, unknown[0]) if r.is_real]
-            except Exception:
+            except sympy_failures():
                 return False
             if len(roots) != 1:
                 return False
@@ -628,16 +348,16 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
     else:
         walker.step(index, old_text, new_text, given=_given_chains(old_text, new_text))
         new_body, new_tail = split_answer(new_text)
-        new_text = new_body + _substitute_answer(new_tail, walker.changes)  # a slip in the last step reaches its answer
+        new_text = new_body + substitute_answer(new_tail, walker.changes)  # a slip in the last step reaches its answer
     edits = [replace(index + 1, new_text)]
     walker.current[index] = new_text
     for k in range(index + 1, len(steps)):
         body, tail = split_answer(steps[k])
         fractions: list[tuple[Fraction, Fraction]] = []
-        new_body = _substitute_outside_and_inside(body, math_spans(body), walker.changes, fractions)
+        new_body = substitute_in_step(body, math_spans(body), walker.changes, fractions)
         for old_value, new_value in fractions:  # "\frac{16}{32}" is now "\frac{66}{32}": a later "\frac{1}{2}" too
             walker.add_change(old_value, new_value, k)
-        new_tail = _substitute_answer(tail, walker.changes)
+        new_tail = substitute_answer(tail, walker.changes)
         if new_body == body and new_tail == tail and not _uses_changed_symbols(walker, body):
             walker.step(k, body, body)
             continue
@@ -648,7 +368,9 @@ def _propagate(steps: list[str], index: int, new_text: str, question: str, recom
         walker.current[k] = text
         if text != steps[k]:
             edits.append(replace(k + 1, text))
+    refuse_half_carried(steps, edits, walker.changes)
     return edits
+
 
 
 def _recompute(walker: Recomputer, index: int, old: str, new: str, names_left: bool = False) -> str:
@@ -659,40 +381,12 @@ def _recompute(walker: Recomputer, index: int, old: str, new: str, names_left: b
     recomputed = walker.step(index, old_body, body, names_left=names_left)
     fresh = {a: b for a, b in walker.changes.items() if a not in known}
     if fresh:  # a result recomputed here and restated later in the same step ("... = 250, so 250 minutes")
-        recomputed = _substitute_outside_and_inside(recomputed, math_spans(recomputed), fresh)
-    return recomputed + _substitute_answer(split_answer(new)[1] or tail, walker.changes)
+        recomputed = substitute_in_step(recomputed, math_spans(recomputed), fresh)
+    return recomputed + substitute_answer(split_answer(new)[1] or tail, walker.changes)
 
 
 def _uses_changed_symbols(walker: Recomputer, body: str) -> bool:
     return any(walker._uses_changed_symbol(body[a:b]) for a, b in math_spans(body))
-
-
-def _substitute_outside_and_inside(body: str, spans: list[tuple[int, int]], changes: dict,
-                                   fractions: list | None = None) -> str:
-    out, last = [], 0
-    dollars = set(dollar_spans(body))
-    for start, end in spans:
-        out.append(substitute(body[last:start], changes, in_math=False, fractions=fractions)[0])
-        out.append(substitute(body[start:end], changes, in_math=(start, end) in dollars, fractions=fractions)[0])
-        last = end
-    out.append(substitute(body[last:], changes, in_math=False, fractions=fractions)[0])
-    return "".join(out)
-
-
-ANSWER_VALUE = re.compile(r"(#+ *(?:Final )?Answer\b[:\s]*(?:\\n)*\s*)(.*?)(\s*)$", re.IGNORECASE | re.DOTALL)
-
-
-def _substitute_answer(tail: str, changes: dict) -> str:
-    if not tail:
-        return tail
-    match = ANSWER_VALUE.search(tail)
-    if not match:
-        return tail
-    answer = match.group(2)
-    new, hit = substitute(answer, changes, in_math=True)
-    if hit and not literal(new):
-        raise NotRecomputable("the final answer is an expression with a changed value in it")
-    return tail[: match.start(2)] + new + tail[match.end(2):]
 
 
 def carried_on(edits: list[dict[str, Any]]) -> str:

@@ -1,11 +1,15 @@
-"""Offline redundancy operators: a correct step that nothing needs, inserted right after the step it duplicates.
+"""Offline redundancy operators: a correct step that nothing needs, of several kinds (PRMBench's redundancy: a step
+that can be removed without affecting correctness).
 
-The inserted step re-derives a result the step before it has just derived, by another route: the same quantity
-computed another way (repeated addition, splitting a factor, scaling a fraction, adding in another order), a
-known operand recovered from the result, or the solved equation with the value put back in. Every equation in it
-is evaluated before it is offered. Its wording is the original step's own clause or plain connectives, never the
-words a reader (or a bag-of-words probe) would take as the sign of a re-check ("check", "again", "verify", "note").
-A step that states one branch of an "or" is never restated: on its own that branch misleads.
+- re-derivation: right after a step, its result computed another way (repeated addition, splitting a factor,
+  scaling a fraction, adding in another order);
+- a needless check: a known operand recovered from the result, said with the step's own clause or sentence (never
+  a bare equation alone), or the solved equation with the value put back in;
+- a restated fact: a result the solution derived earlier, restated with its computation a few steps later.
+Every equation in an inserted step is evaluated before it is offered. Its wording is the original step's own
+clause or plain connectives, never the words a reader (or a bag-of-words probe) would take as the sign of a
+re-check ("check", "again", "verify", "note"). A step that states one branch of an "or" is never restated: on its
+own that branch misleads.
 """
 from __future__ import annotations
 
@@ -13,17 +17,15 @@ import random
 import re
 
 from injector.model.trajectory import Trajectory
-from injector.engines.offline.equations import MATH, styled, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
+from injector.engines.offline.equations import MATH, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
     latex_number, own_sentence, solved_values, Stated, stated_quantity, substituted, top_level_split
 from injector.engines.offline.text import Option, Perturbation, insert, split_answer
-from injector.engines.offline.wording import say
+from injector.engines.offline.wording import say, styled
 
 # Frames (see `wording.say`, which may put an opener before them). A re-derivation that restates the step's clause:
 SAME_CLAUSE = ("{clause}", "{clause}", "so {clause}", "that means {clause}", "and {clause}", "we know that {clause}",
                "we have that {clause}")
-# A side equation that follows from the step's result, alone or with the step's own clause.
-SIDE_EQUATION = ("{equation}", "we have {equation}", "so {equation}", "and {equation}", "that means {equation}",
-                 "we know that {equation}", "so we have {equation}")
+# A side equation that follows from the step's result, with the step's own clause.
 SIDE_WITH_CLAUSE = ("since {equation}, {clause}", "so {equation}, and {clause}", "we have {equation}, so {clause}",
                     "{equation}, so {clause}", "{clause}, since {equation}", "and {equation}, so {clause}",
                     "{clause}, and {equation}")
@@ -31,10 +33,15 @@ SIDE_WITH_CLAUSE = ("since {equation}, {clause}", "so {equation}, and {clause}",
 AFTER_OWN = (", since {equation}", ", and {equation}", ", so {equation}", ", as {equation}", ", because {equation}",
              ", and so {equation}")
 # A value put back into the equation it solves.
-PUT_BACK = ("if ${var} = {value}$, then ${filled}$", "so ${filled}$", "and ${filled}$", "${filled}$",
-            "so if ${var} = {value}$, we have ${filled}$", "we know that ${filled}$",
-            "with ${var} = {value}$, ${equation}$ is ${filled}$", "so ${equation}$ is ${filled}$")
+# Each names the value it puts back or the equation it goes into: a bare equation alone is not a step a reader
+# can place (the review counted 118 of 211 inserted steps as bare arithmetic).
+PUT_BACK = ("if ${var} = {value}$, then ${filled}$", "so if ${var} = {value}$, we have ${filled}$",
+            "with ${var} = {value}$, ${equation}$ is ${filled}$", "so ${equation}$ is ${filled}$",
+            "and ${equation}$ becomes ${filled}$", "for ${var} = {value}$ we get ${filled}$")
 OPENERS = ("", "", "", "", "", "Right, ")
+# A result restated a few steps after the step that derived it, with its computation.
+RESTATE = ("{clause}", "we know that {clause}", "we found that {clause}", "we have that {clause}", "and {clause}",
+           "so {clause}", "remember, {clause}")
 
 
 def redundancy_options(trajectory: Trajectory) -> list[Option]:
@@ -53,9 +60,11 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
             stated = stated_quantity(body, computation)
             if routes and stated:
                 options.append(_same_clause(index, body, computation, stated, routes))
-            inverses = inverse_equations(computation.lhs, computation.value, earlier)
-            if inverses:
+            inverses = inverse_equations(computation.lhs, computation.value, earlier, strict=True)
+            if inverses and stated:  # a bare equation alone ("We have $\\frac{50}{5} = 10$.") is not offered
                 options.append(_side_equation(index, body, inverses, stated, computation.value))
+            if stated and index + 2 < len(steps) - 1:
+                options.append(_restate_later(index, len(steps), computation, stated))
         for solved in solved_values(steps, trajectory.question, index):
             if determines(solved):  # putting a value into an identity shows nothing
                 options.append(_put_back(index, solved, branches))
@@ -77,16 +86,25 @@ def _same_clause(index: int, body: str, computation: Computation, stated: Stated
     return option
 
 
-def _side_equation(index: int, body: str, inverses: list[str], stated: Stated | None, value: str) -> Option:
+def _restate_later(index: int, size: int, computation: Computation, stated: Stated) -> Option:
     def option(rng: random.Random) -> Perturbation:
-        equation = stated.math(rng.choice(inverses)) if stated else f"${rng.choice(inverses)}$"
-        own = own_sentence(body, stated, value) if stated else None
+        after = rng.randint(index + 3, size - 1)  # not right after it, and before the last step
+        clause = stated.clause(f"{stated.math(computation.lhs).strip('$')} = {computation.value}")
+        text = say(rng, RESTATE, OPENERS, clause=clause)
+        return Perturbation("restate_a_result", [insert(after, text)],
+                            f"The step inserted after step {after} restates the result of step {index + 1} "
+                            f"({computation.value}) with its computation; it is true, and nothing later needs it.")
+    return option
+
+
+def _side_equation(index: int, body: str, inverses: list[str], stated: Stated, value: str) -> Option:
+    def option(rng: random.Random) -> Perturbation:
+        equation = stated.math(rng.choice(inverses))
+        own = own_sentence(body, stated, value)
         if own is not None and rng.random() < 0.85:  # the step's own words, its result worked back from
             text = own + rng.choice(AFTER_OWN).format(equation=equation) + "."
-        elif stated:
-            text = say(rng, SIDE_WITH_CLAUSE + SIDE_EQUATION, OPENERS, equation=equation, clause=stated.clause(value))
         else:
-            text = say(rng, SIDE_EQUATION, OPENERS, equation=equation)
+            text = say(rng, SIDE_WITH_CLAUSE, OPENERS, equation=equation, clause=stated.clause(value))
         return Perturbation("recover_an_operand", [insert(index + 1, text)],
                             f"The step inserted after step {index + 1} works back from the result of step "
                             f"{index + 1} to a number the solution already had ({equation}); it is true, and "

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 from injector.model.trajectory import Trajectory
 from injector.engines.offline.numerical_calculation import slip_decimal, slipped
-from injector.engines.offline.propagate import (DECORATION, LITERAL, Token, carried_on, chains, final_answer_changed, math_spans, propagate,
-                        render, tokens, values)
+from injector.engines.offline.latex_values import DECORATION, LITERAL, Token, chains, math_spans, render, tokens, values
+from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate
 from injector.engines.offline.text import Option, Perturbation, split_answer
 
 

@@ -9,6 +9,9 @@ their wording. Words the solutions (nearly) never write ("hence", "also", "this 
 from __future__ import annotations
 
 import random
+import re
+
+from injector.engines.offline.equations import CONNECTIVE
 
 # How a generated step may open; the empty opener (most often) leaves the frame's own first word.
 OPENERS = ("", "", "", "", "So ", "And ", "Right, so ", "Now ", "Ok, so ", "Then ", "Right, and ", "Yes, and ")
@@ -23,3 +26,52 @@ def say(rng: random.Random, frames: tuple[str, ...], openers: tuple[str, ...] = 
     text = opener + frame
     text = text[:1].upper() + text[1:]
     return text if text.endswith((".", "?", "!")) else text + "."
+
+
+# Leading connectives a solution's own steps use ("Right, ", "So ", "Next, "), to open an inserted step the same way.
+OPENER = re.compile(r"^(?:Right|So|Then|Now|And|Next|Similarly|Likewise|Finally|Also|Thus|Hence|OK|Ok|Okay|Yes|"
+                    r"That's right|Great|First|Second|Alright)\b,?\s+(?=\S)")
+
+
+def house_style(steps: list[str]) -> tuple[list[str], str]:
+    """How a solution writes: the connectives its steps open with, and its multiplication sign (`\\cdot` unless it
+    writes `\\times` or `*` more often)."""
+    openers = [m.group(0) for step in steps if (m := OPENER.match(step))]
+    text = " ".join(steps)
+    signs = {"\\cdot": text.count("\\cdot"), "\\times": text.count("\\times"),
+             "*": len(re.findall(r"\d\s*\*\s*\d", text))}
+    times = max(signs, key=lambda sign: (signs[sign], sign == "\\cdot"))
+    return openers, times
+
+
+def in_house_style(text: str, style: tuple[list[str], str], rng) -> str:
+    """A generated step opened, now and then, like the solution's own steps, with its multiplication sign."""
+    openers, times = style
+    if times != "\\cdot":
+        text = text.replace("\\cdot", times if times == "\\times" else "*")
+    if openers and rng.random() < 0.5 and not OPENER.match(text) and not CONNECTIVE.match(text) and \
+            not re.match(r"(?:We|Since|As|With|From|Putting|Plugging|This|That|It|Here|For|Suppose|Let|Say|Assume)\b",
+                         text):
+        opener = rng.choice(openers)
+        text = opener + (text[0].lower() + text[1:] if text[:2].istitle() or text[:1].isupper() and
+                         text[1:2].islower() else text)
+    return text
+
+
+def styled(options: list, steps: list[str]) -> list:
+    """`options` whose generated steps are written in the solution's house style (see `in_house_style`)."""
+    style = house_style(steps)
+
+    def wrap(option):
+        def restyled(rng):
+            perturbation = option(rng)
+            if perturbation is not None:
+                for edit in perturbation.edits:
+                    if edit.get("error") and "text" in edit:
+                        text = in_house_style(edit["text"], style, rng)
+                        # An opener must not turn a replacement back into the step it replaces.
+                        if edit["op"] != "replace" or text != steps[edit["step"] - 1].strip():
+                            edit["text"] = text
+            return perturbation
+        return restyled
+    return [wrap(option) for option in options]

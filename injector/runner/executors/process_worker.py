@@ -69,7 +69,7 @@ def worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engi
     except InjectorError as exc:
         outcome = {"status": "failed", "error_type": type(exc).__name__, "message": str(exc),
                    "exit_code": exc.exit_code}
-    except Exception as exc:  # a bug: say which, with the worker's traceback in the log
+    except Exception as exc:  # noqa: BLE001 - a bug: reported (exit 1), its traceback logged
         log.debug("worker %d: %s", index, traceback.format_exc())
         outcome = {"status": "failed", "error_type": type(exc).__name__, "message": str(exc), "exit_code": 1,
                    "internal": True}

@@ -41,13 +41,16 @@ from injector.runner.executors.base import WorkerFailed, shares
 from injector.runner.executors.process_worker import worker_main
 from injector.runner.shards import shard_of
 from injector.runner.spec import RunProgress, RunSpec
-from injector.util.errors import BudgetExceeded, UserError
+from injector.util.errors import BudgetExceeded, ProviderUnreachable, UserError
 
 __all__ = ["WorkerFailed", "WorkerProcesses", "shares"]
 
 STOP_GRACE_SECONDS = 30.0
 """How long a stopped worker may take to cancel its requests and exit before it is killed."""
 PIPE_BYTES = 1 << 20
+EXIT_RESUMABLE = ProviderUnreachable.exit_code
+"""A worker that died (killed, out of memory) or was stopped from outside: a failure the same command recovers from,
+as a provider outage is (exit 5); not a bug (exit 1)."""
 """Pipe buffer asked for (Linux): room for a few hundred units queued for a worker."""
 
 
@@ -201,10 +204,10 @@ class WorkerProcesses:
             if outcome["status"] == "died":
                 how = _death(outcome.get("exitcode"))
                 raise WorkerFailed(f"worker {index + 1} of {self.count} {how}; nothing written is lost: run the same "
-                                   "command again to continue")
+                                   "command again to continue", EXIT_RESUMABLE)
             if outcome["status"] == "interrupted":  # stopped from outside (a SIGTERM not sent by us)
                 raise WorkerFailed(f"worker {index + 1} of {self.count} was stopped; nothing written is lost: run "
-                                   "the same command again to continue")
+                                   "the same command again to continue", EXIT_RESUMABLE)
         if any(outcome["status"] == "budget" for _, outcome in outcomes):
             raise BudgetExceeded(f"{spec.budget_message(progress.cost)} (each of the {self.count} workers stops at "
                                  f"its 1/{self.count} of the budget)")
@@ -231,7 +234,7 @@ class _Feeder(threading.Thread):
                     self._send(worker, (unit.trajectory, unit.category.id, unit.sample))
                 if not any(w.feeding for w in self.workers):
                     break  # every worker stopped (budgets, failures): reading on would only count records
-        except Exception as exc:  # a bad input line: the run stops, as the local loop's producer would
+        except Exception as exc:  # noqa: BLE001 - kept and raised by the parent: the run stops, as the local loop would
             self.failure = exc
             WorkerProcesses._stop(self.workers)
         finally:

@@ -90,7 +90,7 @@ def connect_ray(init_options: dict[str, Any] | None = None) -> tuple[Any, bool]:
             ray.init(address=address, namespace=RAY_NAMESPACE, **QUIET_RAY)
         else:  # address="local": a new local session, never one some earlier `ray start` left running
             ray.init(address="local", namespace=RAY_NAMESPACE, **QUIET_RAY, **(init_options or {}))
-    except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError, TimeoutError...
+    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; its first line reaches the user (exit 2)
         where = f"the Ray cluster at RAY_ADDRESS={address}" if address else "a local Ray"
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot start or reach {where} ({reason}); check it with `ray status`, or unset "

@@ -166,7 +166,7 @@ class ShardWorker:
             except InjectorError as exc:  # authentication refused, a full disk: stop this worker, and the run
                 self.failure = (str(exc), exc.exit_code)
                 return None
-            except Exception as exc:  # a bug: keep where it happened (the driver's traceback would not show it)
+            except Exception as exc:  # noqa: BLE001 - a bug: reported with where it happened (exit 1), not swallowed
                 where = traceback.format_exc(limit=-3).strip().splitlines()
                 self.failure = (f"internal error in a Ray worker: {type(exc).__name__}: {exc} ({' | '.join(where)})",
                                 1)

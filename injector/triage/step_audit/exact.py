@@ -13,6 +13,7 @@ import re
 from fractions import Fraction
 
 from injector.util.errors import InjectorError
+from injector.util.foreign_errors import latex_failures
 
 Value = Fraction
 
@@ -255,7 +256,7 @@ def sympy_value(latex: str) -> object:
 
     try:
         value = latex2sympy(_sympy_ready(latex), conversion_config=ConversionConfig(lowercase_symbols=False))
-    except Exception as exc:  # latex2sympy raises bare Exceptions; an unreadable side is simply not checked
+    except latex_failures() as exc:  # latex2sympy raises bare Exceptions; an unreadable side is not checked
         raise NotClosed(f"unparsable ({type(exc).__name__})") from None
     if not isinstance(value, sympy.Expr) or value.free_symbols or value.atoms(AppliedUndef):
         raise NotClosed("not a closed number")

@@ -1,0 +1,107 @@
+"""The offline confidence operator (issue 25): a false value is carried through every later use or not at all, and
+no certainty phrase, opener or tag marks the error step (the decoys on correct steps draw from the same
+repertoire). Named inputs: PRMBench's prm_train_p1_88 (its source solution, PRM800K phase 1, Apache-2.0 via
+PRMBench), where "No, there are 8 people left, not 7; that much is certain." was followed by "8 choices for the
+first role and 6 for the second", and the bundled sample."""
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+
+import pytest
+from semantic_checks import checks_for
+
+from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
+from injector.engines.offline.certainty import ADVERBS, CLAUSES, OPENERS, SENTENCES
+from injector.engines.offline.propagate import why_not
+from injector.records.directory import Candidate
+
+ROLES = Trajectory(id="prm_train_p1_88", question=(
+    "A play has two different male roles, two different female roles and two different roles that can be either "
+    "gender. Only a man can be assigned to a male role, and only a woman can be assigned to a female role. If five "
+    "men and six women audition, in how many ways can the six roles be assigned?"), steps=[
+    "Ok, so we have two male roles, two female roles and two other roles.",
+    "Yes, so we need to choose the actors for the male and female roles first.",
+    "Right, so we have 5 choices for the first male role and 4 choices for the second male role.",
+    "So we need to multiply these two numbers together to get the total number of combinations of men.",
+    "That would be 5*4=20.",
+    "Now we have 6 choices for the first female role and 5 choices for the second female role.",
+    "Right, so we need to multiply these two numbers together to get the total number of combinations of women.",
+    "That would be 6*5=30.",
+    "Now we need to choose the actors for the remaining two roles.",
+    "And at the beginning we had 11 people and we have already chosen 2 for male roles and 2 for female roles.",
+    "So there are 11-4=7 people left.",
+    "And we have 7 choices for the first role and 6 choices for the second.",
+    "Right, so we need to multiply these two numbers together to get the total number of combinations for these "
+    "two roles.",
+    "That would be 7*6=42.",
+    "Now we need to multiply all of our results together to get the total number of combinations.",
+    "So it would be 20*30*42=25200.",
+    "Right so there are 25200 ways to assign the six roles."])
+
+
+def candidates(trajectories: list[Trajectory], samples: int = 4) -> list[tuple[Trajectory, Candidate]]:
+    taxonomy = Taxonomy.load()
+    category, engine = taxonomy.category("confidence"), OfflineEngine()
+    made = []
+    for trajectory in trajectories:
+        for sample in range(samples):
+            record = asyncio.run(inject_one(taxonomy, category, trajectory, engine, seed=0, sample=sample))
+            if not isinstance(record, Candidate):
+                break
+            made.append((trajectory, record))
+    return made
+
+
+def test_a_value_derived_in_words_from_the_changed_one_refuses_the_change():
+    steps = list(ROLES.steps)
+    reason = why_not(steps, 10, "So there are 11-4=8 people left.", question=ROLES.question)
+    assert reason is not None and "keeps 6, derived from 7 in words" in reason
+
+
+def test_the_roles_problem_never_carries_the_false_value_half_way():
+    made = candidates([ROLES], samples=8)
+    check = checks_for("confidence").check
+    for trajectory, candidate in made:
+        record = candidate.model_dump(mode="json")
+        assert check(trajectory, record) == []
+        text = " ".join(candidate.modified_process)
+        # Every false count of people left would leave "6 choices for the second" or "7*6" half-carried.
+        assert "people left" not in candidate.modified_process[min(candidate.error_steps) - 1] or \
+            "7 choices for the first role and 6" in text
+        assert not re.search(r"\bnot 7\b|^No,|Correction:|That is not right", text, re.M)
+
+
+def test_the_semantic_check_catches_a_value_carried_half_way():
+    """The independent check (tests/semantic_checks/confidence.py) rejects the item the review found."""
+    steps = list(ROLES.steps)
+    steps[10] = "It is certain that there are 8 people left."
+    steps[11] = "And we have 8 choices for the first role and 6 choices for the second."
+    steps[13] = "That would be 8*6=48."
+    steps[15] = "So it would be 20*30*48=28800."
+    steps[16] = "Right so there are 28800 ways to assign the six roles."
+    steps[4] = "That would be 5*4=20, no doubt about it."
+    record = {"modified_process": steps, "error_steps": [11, 12, 14, 16, 17], "modified_steps": [5, 11, 12, 14, 16, 17]}
+    problems = checks_for("confidence").check(ROLES, record)
+    assert any("keeps 6, derived from the true 7" in p for p in problems)
+
+
+def test_no_certainty_phrase_marks_the_error_step():
+    made = candidates(list(load_trajectories()) + [ROLES], samples=3)
+    assert len(made) >= 15
+    on_error: Counter = Counter()
+    on_correct: Counter = Counter()
+    phrases = [p.split("{")[0].strip(" ,") for p in OPENERS] + list(ADVERBS) + list(CLAUSES) + list(SENTENCES)
+    for _, candidate in made:
+        first = min(candidate.error_steps)
+        for k in candidate.modified_steps:
+            text = candidate.modified_process[k - 1]
+            found = {p for p in phrases if p.lower() in text.lower()}
+            (on_error if k == first else on_correct).update(found)
+        assert "as is certain" not in " ".join(candidate.modified_process)
+    # No phrase is on more than a quarter of the error steps, and the phrases seen on error steps are, taken
+    # together, at least as common on correct steps (the decoys).
+    assert max(on_error.values()) <= len(made) / 4
+    assert sum(on_correct.values()) >= sum(on_error.values())
+    assert len(on_error) >= 10  # a repertoire, not a template
