@@ -45,15 +45,15 @@ def _by_parameter(ctx: click.Context, path: str, data: dict[Any, Any]) -> dict[s
                 names[flag.lstrip("-")] = names[flag.lstrip("-").replace("-", "_")] = parameter
     mapped: dict[str, Any] = {}
     for key, value in data.items():
-        parameter = names.get(str(key))
-        if parameter is None or parameter.name is None:
+        found = names.get(str(key))
+        if found is None or found.name is None:
             known = ", ".join(sorted({flag.lstrip("-") for p in ctx.command.params if isinstance(p, click.Option)
                                       and p.name not in ("config", "help") for flag in p.opts if flag.startswith("--")}))
             raise click.UsageError(f"{path}: unknown option {key!r}; the options of `inject {ctx.command.name}` are: "
                                    f"{known}", ctx)
-        if parameter.multiple and not isinstance(value, list):
+        if found.multiple and not isinstance(value, list):
             value = [value]
-        mapped[parameter.name] = value
+        mapped[found.name] = value
     return mapped
 
 
