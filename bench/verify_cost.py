@@ -38,7 +38,8 @@ from injector.engines.llm import import_litellm  # noqa: E402
 from injector.records.directory import RunDirectory  # noqa: E402
 from injector.records.models import Candidate, RunManifest  # noqa: E402
 from injector.taxonomy import Taxonomy  # noqa: E402
-from injector.triage.verify import VerifySpec, rollout_truth, verify  # noqa: E402
+from injector.triage.judging import rollout_truth  # noqa: E402
+from injector.triage.verify import VerifySpec, verify  # noqa: E402
 
 PRMBENCH = ROOT / "tests" / "fixtures" / "prmbench"
 ANSWER = json.dumps({"first_error_step": -1, "reason": "Every step follows from the previous ones."})

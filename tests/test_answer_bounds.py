@@ -18,7 +18,7 @@ from injector.engines.base import TransientProviderError
 from injector.evaluate.metrics import EvalItem
 from injector.evaluate.judge import JOURNAL_FILE, LLMJudge
 from injector.evaluate.prm_server import PRMServer, PRMServerError
-from injector.records.directory import Rejection
+from injector.records.models import Rejection
 from injector.util.errors import ProviderUnreachable
 
 STEPS = ["Let $x = 2$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]

@@ -27,17 +27,18 @@ def run_dir(tmp_path_factory) -> Path:
     taxonomy = Taxonomy.load()
     # Bundled trajectories where the offline counterfactual operator applies (it needs a formula or constant from
     # its table).
-    engine, counterfactual = OfflineEngine(), taxonomy.category("counterfactual")
+    engine = OfflineEngine()
+    counterfactual, redundancy = taxonomy.category("counterfactual"), taxonomy.category("redundancy")
 
-    def applies(trajectory) -> bool:
+    def applies(trajectory, category) -> bool:
         try:
-            return engine.perturb(trajectory, counterfactual, seed=0, sample=0) is not None
+            return engine.perturb(trajectory, category, seed=0, sample=0) is not None
         except NotApplicable:
             return False
 
-    trajectories = [t for t in load_trajectories() if applies(t)][:6]
-    # Three more for redundancy (the counterfactual table applies to only three bundled trajectories now).
-    trajectories += [t for t in load_trajectories() if not applies(t)][:3]
+    trajectories = [t for t in load_trajectories() if applies(t, counterfactual)][:6]
+    # Three more where redundancy applies (the counterfactual table applies to only three bundled trajectories).
+    trajectories += [t for t in load_trajectories() if not applies(t, counterfactual) and applies(t, redundancy)][:3]
     categories = taxonomy.select(["counterfactual", "redundancy", "missing_condition"])
     # missing_condition is withdrawn from the offline engine: an operator with no options stands in, so the
     # category's units are all not_applicable rejects.
@@ -242,8 +243,8 @@ def test_stats_json_matches_a_hand_count(reviewed, tmp_path):
     assert unfit["rejected_by_validation"] == sum(r["category"] == "missing_condition" for r in rejects)
     assert unfit["reject_codes"] == {"not_applicable": unfit["rejected_by_validation"]}
     assert numbers["total"]["records"] == len(records) + len(rejects) and numbers["total"]["cost"] == 0.0
-    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["counts_by_category.png",
-                                                                       "error_positions.png"]
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "counts_by_category.png", "error_positions.png", "funnel.png", "reject_codes.png"]  # the run had rejects
 
 
 def test_audit_audits_prmbench_and_gates_on_failures(tmp_path):

@@ -15,7 +15,7 @@ from semantic_checks import checks_for
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
 from injector.engines.offline.certainty import ADVERBS, CLAUSES, OPENERS, SENTENCES
 from injector.engines.offline.propagate import why_not
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 
 ROLES = Trajectory(id="prm_train_p1_88", question=(
     "A play has two different male roles, two different female roles and two different roles that can be either "

@@ -14,7 +14,7 @@ from test_offline_semantics import prmbench_originals
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
 from injector.engines.offline.equations import inverse_equations
 from injector.engines.offline.text import NUMBER
-from injector.records.directory import Candidate
+from injector.records.models import Candidate
 
 # Bare arithmetic, as the review counted it (118 of 211 inserted steps): an opener, then only `$...$` holding
 # numbers and operators ("We have $\\frac{50}{5} = 10$."); "$y = 31^2 + 1 = 962$" names what it restates.
@@ -45,7 +45,7 @@ def made(category_id: str, sources: list[Trajectory], samples: int = 3) -> list[
 
 def test_redundancy_draws_several_kinds_and_never_a_bare_equation(sources):
     pairs = made("redundancy", sources)
-    kinds = Counter(c.provenance["operator"] for _, c in pairs)
+    kinds = Counter(c.provenance.details["operator"] for _, c in pairs)
     assert {"rederive_another_way", "recover_an_operand", "restate_a_result"} <= set(kinds), kinds
     assert max(kinds.values()) <= 0.6 * len(pairs), kinds  # no one kind is most of the items
     inserted = [c.modified_process[k - 1] for _, c in pairs for k in c.error_steps]
@@ -53,7 +53,7 @@ def test_redundancy_draws_several_kinds_and_never_a_bare_equation(sources):
     assert bare("We have $\\frac{50}{5} = 10$.") and not bare("And we have $y = 31^2 + 1 = 962$.")
     # A restated result sits at least one step away from the step that derived it.
     for _, c in pairs:
-        if c.provenance["operator"] == "restate_a_result":
+        if c.provenance.details["operator"] == "restate_a_result":
             [k] = c.error_steps
             assert c.modified_process[k - 2] == c.original_process[k - 2]
             assert 2 <= k - 1 < len(c.original_process)
@@ -81,6 +81,6 @@ def test_circular_loops_have_two_shapes_and_lean_only_on_established_quantities(
                 # A value put back into an equation is evaluated there ("2 \\cdot 5 + 2 = 12 = 3 \\cdot 5 - 3"):
                 # what stands right after its "=" is computed, not leaned on.
                 computed = set(re.findall(r"=\s*(\d+(?:\.\d+)?)", math)) \
-                    if c.provenance["operator"] == "assume_the_value" else set()
+                    if c.provenance.details["operator"] == "assume_the_value" else set()
                 loose = {m.group(0) for m in NUMBER.finditer(math)} - established - assumed - computed
                 assert not loose, f"{c.id}: step {k} leans on {sorted(loose)}, established nowhere before"

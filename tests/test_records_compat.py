@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from injector.records.directory import RunDirectory
 from injector.model.provenance import Attempt, Usage
 from injector.records.models import Candidate, Rejection, RunManifest
+from injector.triage.verdicts import VERIFY_FILE, JudgeSettings, VerifyRecord, read_verdicts
 from injector.util.errors import UserError
 
 COMPAT = Path(__file__).parent / "fixtures" / "run-dir-compat"
@@ -93,3 +94,19 @@ def test_a_manifest_of_the_wrong_shape_is_one_user_error_naming_it(tmp_path: Pat
         RunDirectory(tmp_path).read_manifest()
     (tmp_path / "manifest.json").write_text(json.dumps({"status": "finished"}))  # partial, by hand: still reads
     assert RunDirectory(tmp_path).read_manifest() == RunManifest(status="finished")
+
+
+def test_an_old_verify_record_reads_back_as_the_model_with_its_values(tmp_path: Path) -> None:
+    raw, = lines(COMPAT / "llm" / VERIFY_FILE)
+    record = read_verdicts(COMPAT / "llm")[raw["id"]]
+    assert isinstance(record, VerifyRecord) and record.model_dump(mode="json", exclude_unset=True) == raw
+    assert (record.verdict, record.judge_modified.first_error_step, record.usage.requests) == ("original_flagged", 2, 2)
+    assert record.judge is not None and record.judge.engine == "llm" and record.judge.votes == 1
+    assert record.judge.same_as(JudgeSettings.model_validate(raw["judge"]))  # a rerun with these settings skips it
+    # Written as the model (as `inject verify` appends it) and read back: the same record.
+    (tmp_path / "manifest.json").write_text("{}")
+    directory = RunDirectory(tmp_path)
+    directory.append_to(tmp_path / VERIFY_FILE, record)
+    directory.close_files()
+    assert read_verdicts(tmp_path) == {record.id: record}
+    assert lines(tmp_path / VERIFY_FILE) == [raw]

@@ -172,14 +172,14 @@ def test_every_verdict_kind_votes_and_ties(scripted_server, tmp_path):
                    "circ": "unparseable", "multi": "confirmed", "mc": "confirmed", "dom": "confirmed",
                    "flag": "original_flagged", "multi2": "flagged", "tie": "disputed"}
     records = _by_name(run)
-    assert records["dom"].votes == [1, 2, 2] and records["dom"].model_extra["verdict_votes"] == [
+    assert records["dom"].votes == [1, 2, 2] and records["dom"].verdict_votes == [
         "early", "confirmed", "confirmed"]
     assert records["dom"].judge_modified.first_error_step == 2  # the majority's answer is shown
     assert records["tie"].votes == [1, 3, -1]
     assert records["cf"].votes == [2]  # confirmed at once: no votes spent on it
     assert records["dec"].votes == [1, 1, 1] and records["dec"].verdict == "early"  # a unanimous vote stays early
     assert records["circ"].judge_modified.first_error_step is None
-    assert records["circ"].judge_modified.model_extra["raw"] == "still no idea"
+    assert records["circ"].judge_modified.raw == "still no idea"
     assert records["mc"].judge_modified.first_error_step == 2  # 99 is out of range: asked again once
     assert records["flag"].judge_original.first_error_step == 1
     assert records["multi"].judge_original is None and records["multi"].kind == "alternative"
@@ -247,13 +247,13 @@ def test_rollouts_score_both_prefixes(scripted_server, tmp_path):
                      for r in scripted_server.requests)
     assert set(models) == {("judge", False), ("roller", True)} and models[("roller", True)] == 16
     records = _by_name(run)
-    assert records["cf"].mc == {"n": 4, "before": 1.0, "through": 0.25, "before_correct": 4, "through_correct": 1,
+    assert records["cf"].mc.model_dump() == {"n": 4, "before": 1.0, "through": 0.25, "before_correct": 4, "through_correct": 1,
                                 "answer": "9"}
     # t2's counterfactual edits step 1: the prefix before it is empty, through it carries 48.
-    assert records["flag"].mc["before"] == 1.0 and records["flag"].mc["through"] == 0.25
+    assert records["flag"].mc.before == 1.0 and records["flag"].mc.through == 0.25
     assert records["red"].mc is None and records["multi"].mc is None  # final answer unchanged: no rollouts
     assert sorted(len(prefix) for prefix, _ in rollouts) == [0] * 4 + [1] * 8 + [2] * 4
-    assert records["cf"].usage["requests"] == 1 + 1 + 8  # its critique, t1's error original, its rollouts
+    assert records["cf"].usage.requests == 1 + 1 + 8  # its critique, t1's error original, its rollouts
 
 
 def test_max_cost_stops_with_exit_3_and_the_same_command_continues(scripted_server, tmp_path):
@@ -371,7 +371,7 @@ def test_interrupt_exits_130_and_the_summary_says_so(scripted_server, tmp_path, 
     async def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("injector.triage.verify._Judge.verify_one", interrupted)
+    monkeypatch.setattr("injector.triage.judging.Judge.verify_one", interrupted)
     result = verify_cli(scripted_server, run)
     assert result.exit_code == 130
     assert "interrupted; nothing written is lost. Run the same command again to continue" in result.output

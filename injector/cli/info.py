@@ -61,7 +61,8 @@ def stats(path, as_json, plots, cues, taxonomy_path) -> None:
     """Per-category numbers of a run or split directory, or of PRMBench-format JSONL (a file or a directory)."""
     import json
 
-    from injector.curate.stats import compute_stats, stats_table, write_plots
+    from injector.curate.plots import write_plots
+    from injector.curate.stats import compute_stats, stats_table
 
     numbers = compute_stats(path, cues=cues, taxonomy=taxonomy_path)
     click.echo(json.dumps(numbers, indent=2) if as_json else stats_table(numbers))

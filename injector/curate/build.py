@@ -242,6 +242,9 @@ def build(request: BuildRequest) -> BuildReport:
     from injector.curate.calibration import review_figures
 
     report.reviews = review_figures(list(request.run_dirs))
+    from injector.curate.funnel import funnel
+
+    report.funnel = None if (figures := funnel(request.run_dirs, request.consensus)) is None else figures.model_dump()
     if not rows:
         left_out = " or `require`" if report.left_out_by_verdict else ""
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "

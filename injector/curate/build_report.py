@@ -30,6 +30,8 @@ class BuildReport:
     """(category, verdict or `unverified`) -> rows of the split, when a run was verified."""
     reviews: dict[str, Any] | None = None
     """Reviewer agreement and the judge's calibration of the runs (`calibration.review_figures`), for the card."""
+    funnel: dict[str, Any] | None = None
+    """The runs' funnel and costs (`funnel.Funnel`, dumped), for the card."""
     dropped: list = field(default_factory=list)
     """`dedup.Dropped` per row `decontaminate` or `dedup` left out, in that order."""
     dedup_threshold: float | None = None

@@ -57,6 +57,10 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
         from injector.curate.calibration import review_section
 
         parts.append(review_section(report.reviews))
+    if getattr(report, "funnel", None):
+        from injector.curate.funnel import funnel_section
+
+        parts.append(funnel_section(report.funnel))
     parts.append(FILES_SECTION)
     parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
                  "PRMBench: Apache-2.0) and of the model outputs.\n")

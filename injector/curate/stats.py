@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from injector.curate.card import error_steps_inside, record_answer_changed, relative_error_position
+from injector.curate.rows import CORRECT
+from injector.util.money import money
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines, loads_bounded
 from injector.records.directory import RunDirectory
@@ -16,7 +18,8 @@ from injector.records.models import Candidate, Rejection
 
 log = logging.getLogger("injector")
 
-STATUSES = ("accepted", "rejected_by_reviewer", "unreviewed", "rejected_by_validation", "in_split")
+STATUSES = ("accepted", "rejected_by_reviewer", "unreviewed", "rejected_by_validation", "in_split",
+            "correct_control")
 
 
 def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any], str]]:
@@ -50,8 +53,11 @@ def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any],
                                      "directory written by `inject build`")
                 row["provenance"] = _provenance_of(row.get("provenance"))
                 row["in_split"] = True
-                # `reviewed` is what build recorded: a reviewer accepted the row, or it came unreviewed.
-                rows.append(({**row, "_where": (split, number)}, "accepted" if row.get("reviewed") else "unreviewed"))
+                # `reviewed` is what build recorded: a reviewer accepted the row, or it came unreviewed; correct
+                # controls (source solutions) were never reviewed and are counted apart.
+                status = ("correct_control" if row["category"] == CORRECT
+                          else "accepted" if row.get("reviewed") else "unreviewed")
+                rows.append(({**row, "_where": (split, number)}, status))
         return rows
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     if not files or not path.exists():
@@ -184,6 +190,10 @@ def compute_stats(path: str | Path, *, cues: bool = False,
 
         if (reviews := review_figures([path])) is not None:
             result["reviews"] = reviews
+        from injector.curate.funnel import funnel
+
+        if (figures := funnel([path])) is not None:
+            result["funnel"] = figures.model_dump()
     if cues:
         from injector.triage.cues import cue_records, cue_report
 
@@ -268,7 +278,7 @@ def stats_table(stats: dict[str, Any]) -> str:
     with_cues = "cues" in stats
     lines = [header + (f" {'cue AUC':>7} {'pos AUC':>7} {'len AUC':>7}" if with_cues else "")]
     for name, row in [*stats["categories"].items(), ("total", stats["total"])]:
-        cost = "unknown" if row["cost"] is None else f"${row['cost']:.4f}"
+        cost = money(row["cost"])
         lines.append(
             f"{name:22} {row['records']:7d} {row['accepted']:8d} {row['rejected_by_reviewer']:7d} "
             f"{row['unreviewed']:6d} {row['rejected_by_validation']:7d} {row['in_split']:8d} "
@@ -281,8 +291,14 @@ def stats_table(stats: dict[str, Any]) -> str:
     if total["answer_checked"] < candidates:
         lines += ["", f"ans.chg: share whose final answer changed, among the {total['answer_checked']} of "
                   f"{candidates} solutions where both final answers were found (\\boxed{{}} or `# Answer`)"]
+    if total.get("correct_control"):
+        lines += ["", f"correct controls: {total['correct_control']} (source solutions, not reviewed)"]
     if "verdicts" in stats:
         lines += _verdict_lines(stats["verdicts"])
+    if "funnel" in stats:
+        from injector.curate.funnel import funnel_lines
+
+        lines += funnel_lines(stats["funnel"])
     if with_cues:
         lines += _cue_notes(stats["cues"])
     if "reviews" in stats:
@@ -335,48 +351,3 @@ def _cue_notes(cues: dict[str, Any]) -> list[str]:
 
 def _show(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
-
-
-def write_plots(stats: dict[str, Any], directory: str | Path) -> list[Path]:
-    """Two PNGs: counts by category and status; first-error position histogram per category."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display here
-    import matplotlib.pyplot as plt
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    categories = list(stats["categories"])
-    counts_path, positions_path = directory / "counts_by_category.png", directory / "error_positions.png"
-
-    figure, axes = plt.subplots(figsize=(max(6, 1.2 * len(categories)), 4))
-    bottom = [0] * len(categories)
-    stacked = [s for s in STATUSES if s != "in_split"]  # a split's rows are counted there already
-    if not any(stats["categories"][c][s] for c in categories for s in stacked):
-        stacked = ["in_split"]  # PRMBench files: nothing is known but that the rows are there
-    for status in stacked:
-        values = [stats["categories"][c][status] for c in categories]
-        if any(values):
-            axes.bar(categories, values, bottom=bottom, label=status.replace("_", " "))
-            bottom = [b + v for b, v in zip(bottom, values)]
-    axes.set_ylabel("records")
-    axes.set_title("Records by category and status")
-    axes.legend(fontsize=8)
-    axes.tick_params(axis="x", rotation=30)
-    figure.tight_layout()
-    figure.savefig(counts_path, dpi=100)
-    plt.close(figure)
-
-    figure, grid = plt.subplots(1, max(1, len(categories)), figsize=(max(6, 2.4 * len(categories)), 3),
-                                sharey=True, squeeze=False)
-    for axes, category in zip(grid[0], categories):
-        histogram = stats["categories"][category]["error_position_histogram"]
-        axes.bar(list(histogram), list(histogram.values()))
-        axes.set_title(category, fontsize=9)
-        axes.tick_params(axis="x", rotation=60, labelsize=7)
-    grid[0][0].set_ylabel("candidates")
-    figure.suptitle("First error step ÷ steps")
-    figure.tight_layout()
-    figure.savefig(positions_path, dpi=100)
-    plt.close(figure)
-    return [counts_path, positions_path]

@@ -222,6 +222,8 @@ def write_plots(report: dict[str, Any], items: Sequence[EvalItem], scores: Score
         import matplotlib.pyplot as plt
     except ImportError:
         return []
+    from injector.curate.palette import NEUTRAL
+
     written = []
     prmbench = report["prmbench"]
     if prmbench is not None:
@@ -233,7 +235,7 @@ def write_plots(report: dict[str, Any], items: Sequence[EvalItem], scores: Score
         what = "first-error accuracy"
     figure, axes = plt.subplots(figsize=(max(5.0, 0.8 * len(per_category) + 2), 4))
     names = list(per_category)
-    axes.bar(names, [value or 0.0 for value in per_category.values()], color="#4c72b0")
+    axes.bar(names, [value or 0.0 for value in per_category.values()], color=NEUTRAL)
     axes.set_ylim(0, 1)
     axes.set_ylabel(what)
     axes.set_title(f"{what} per category, {report.get('label_rule') or report['threshold']}")
@@ -247,7 +249,7 @@ def write_plots(report: dict[str, Any], items: Sequence[EvalItem], scores: Score
         curve = [(point["recall"], point["precision"]) for point in error_detection_curve(items, scores, grid)]
         points = [(recall, precision) for recall, precision in curve if recall is not None and precision is not None]
         figure, axes = plt.subplots(figsize=(5, 4))
-        axes.plot([recall for recall, _ in points], [precision for _, precision in points], marker=".")
+        axes.plot([recall for recall, _ in points], [precision for _, precision in points], marker=".", color=NEUTRAL)
         axes.set_xlim(0, 1.02)
         axes.set_ylim(0, 1.02)
         axes.set_xlabel("recall of error steps")

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -114,6 +115,26 @@ class RunDirectory:
         if config_hash is not None and manifest.config_hash != config_hash:
             raise UserError(f"{self.path} holds a run with a different configuration; a helper appends only to the "
                             "run it belongs to")
+
+    @contextmanager
+    def exclusive(self, name: str, holder: str) -> Iterator[None]:
+        """Hold the directory's lock file `name` (e.g. `.verify.lock`) for the block, without waiting: a second
+        holder (another process, or another open of it here) is refused with a `UserError` naming the lock.
+        `holder` says what holds it, for the message. The lock goes with the descriptor: a killed holder frees it."""
+        path = self.path / name
+        try:  # never through a link planted in a received directory
+            fd = open_fd(path, os.O_WRONLY | os.O_CREAT)
+        except OSError as exc:
+            raise WriteFailed(path, exc) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise UserError(f"{self.path} is being worked on by another {holder}, which holds {path}; wait for "
+                                "it to finish, then run the same command again") from None
+            yield
+        finally:
+            os.close(fd)
 
     def release(self) -> None:
         self.close_files()

@@ -77,14 +77,30 @@ def bare_steps(steps: list[str]) -> list[str]:
     return [strip_label(step) for step in steps] if detect_labels(steps) is not None else list(steps)
 
 
+_TAG_OPENING = re.compile(r"<(?=[/!?A-Za-z]|\s*/?\s*(?:step|question))", re.IGNORECASE)
+"""A `<` that could begin a tag (`<step_4>`, `</step_3>`, `< /question >`, `<!--`)."""
+TAG_ESCAPE = "&lt;"
+
+
+def as_data(text: str) -> str:
+    """Candidate text as the judge is shown it: every `<` that could begin a tag is written `&lt;`, so no question,
+    step or image name can close the tag around it and open a forged one (the prompt says so, and that the text is
+    data). Nothing else changes: `a < b` and `x<1` stay as they are; `a<b` is shown `a&lt;b`."""
+    return _TAG_OPENING.sub(TAG_ESCAPE, text)
+
+
 def critique_messages(kind: str, question: str, steps: list[str], images: list[str]) -> list[dict[str, Any]]:
-    """The judge's messages for one critique of `steps` (the question and the numbered steps, nothing else)."""
-    return render_bundled(CRITIQUE_TEMPLATES[kind], question=question, steps=bare_steps(steps), images=images)
+    """The judge's messages for one critique of `steps` (the question and the numbered steps, nothing else), the
+    candidate's text fenced as data (`as_data`)."""
+    return render_bundled(CRITIQUE_TEMPLATES[kind], question=as_data(question),
+                          steps=[as_data(step) for step in bare_steps(steps)], images=[as_data(i) for i in images])
 
 
 def rollout_messages(question: str, prefix: list[str], images: list[str]) -> list[dict[str, Any]]:
-    """The messages asking to continue a solution from `prefix` (possibly empty) to its final answer."""
-    return render_bundled(ROLLOUT_TEMPLATE, question=question, steps=bare_steps(prefix), images=images)
+    """The messages asking to continue a solution from `prefix` (possibly empty) to its final answer, the text
+    fenced as data (`as_data`)."""
+    return render_bundled(ROLLOUT_TEMPLATE, question=as_data(question),
+                          steps=[as_data(step) for step in bare_steps(prefix)], images=[as_data(i) for i in images])
 
 
 class UnreadableJudgement(InjectorError, ValueError):

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from injector.engines.base import Proposal
+from injector.model.provenance import EngineInfo
 from injector.records.jsonl import problem_of, read_jsonl_numbered
 
 log = logging.getLogger(__name__)
@@ -34,16 +36,78 @@ wrong step of an alternative solution (multi_solution)."""
 class JudgeAnswer(BaseModel):
     """One critique's parsed answer: `first_error_step` is 1-based, -1 for "none", None when unparseable."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     first_error_step: int | None
     reason: str = ""
+    raw: str | None = None
+    """The judge's last answer text (its first 2,000 characters) when it could not be read, for the reviewer
+    (written only then)."""
+
+
+class JudgeUsage(BaseModel):
+    """Requests, tokens and dollars of the judge (None once any answer had no known price)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = 0.0
+
+    def add(self, proposal: Proposal) -> None:
+        if proposal.details.get("cached"):
+            self.cached += 1
+        else:
+            self.requests += 1
+        self.prompt_tokens += proposal.usage.get("prompt_tokens", 0)
+        self.completion_tokens += proposal.usage.get("completion_tokens", 0)
+        self.cost = None if self.cost is None or proposal.cost is None else self.cost + proposal.cost
+
+    def merge(self, other: JudgeUsage) -> None:
+        self.requests += other.requests
+        self.cached += other.cached
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+
+
+class MonteCarlo(BaseModel):
+    """Rollout scores (`--rollouts N`): the share of N continuations reaching the right answer from the prefix
+    before the first error step and from the prefix through it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    before: float | None = None
+    before_correct: int | None = None
+    through: float | None = None
+    through_correct: int | None = None
+    answer: str | None = None
+    """The answer the continuations were judged against."""
+
+
+class JudgeSettings(EngineInfo):
+    """What makes a verdict, recorded on every line: the judge engine's description (its own settings as extra
+    fields) and the pass's votes, rollouts and seed. A rerun with the same settings skips verified candidates."""
+
+    votes: int = 1
+    votes_all: bool = False
+    rollouts: int = 0
+    seed: int = 0
+    rollout_model: str | None = None
+    """The rollouts' model, when it is not the judge (written only then)."""
+
+    def same_as(self, other: JudgeSettings) -> bool:
+        """The same settings, field for field as they were written."""
+        return self.model_dump(exclude_unset=True) == other.model_dump(exclude_unset=True)
 
 
 class VerifyRecord(BaseModel):
-    """One line of `verify.jsonl`."""
+    """One line of `verify.jsonl`, written and read back as this model."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     id: str
     """The candidate's `id` (as in candidates.jsonl)."""
@@ -59,9 +123,14 @@ class VerifyRecord(BaseModel):
     """The answer on the original solution, for the same critique kind (None for multi_solution)."""
     votes: list[int | None] = []
     """Every sampled `first_error_step` on the modified solution (None = unparseable)."""
-    mc: dict[str, Any] | None = None
-    """Monte Carlo rollout scores `{"n", "before", "through"}` when `--rollouts` ran for this candidate."""
-    usage: dict[str, Any] = {}
+    mc: MonteCarlo | None = None
+    """Monte Carlo rollout scores, when `--rollouts` ran for this candidate."""
+    usage: JudgeUsage = Field(default_factory=JudgeUsage)
+    """What this candidate's critiques cost (an original's, shared, on the candidate that asked first)."""
+    verdict_votes: list[Verdict] = []
+    """The verdict of every vote, in order (the majority is `verdict`)."""
+    judge: JudgeSettings | None = None
+    time: str | None = None
 
     @property
     def reason(self) -> str:

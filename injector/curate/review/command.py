@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from injector.curate.review.options import ReviewOptions
 
 
 def _default_reviewer() -> str:
@@ -58,27 +61,9 @@ def review(run_dirs: tuple[Path, ...], **options) -> None:
     forward the port over SSH (docs/review.md).
     Keys: a accept, r reject, e correct error steps or step text, s skip, j/k next/previous, t LaTeX source.
     """
+    from injector.curate.review.options import ReviewOptions  # pydantic: not loaded for --help
+
     run_review(ReviewOptions(run_dirs=list(run_dirs), **options))
-
-
-class ReviewOptions(BaseModel):
-    """What `inject review` was asked to do."""
-
-    run_dirs: list[Path]
-    port: int = 0
-    no_browser: bool = False
-    reviewer: str | None = None
-    export_path: Path | None = None
-    import_path: Path | None = None
-    taxonomy_path: str | None = None
-    reviewers: str | None = None
-    overlap: int = 1
-    seed: int = 0
-    gold_path: Path | None = None
-    gold_rate: float = 0.05
-    agreement: bool = False
-    bootstrap: int = 1000
-    adjudicate: bool = False
 
 
 def run_review(options: ReviewOptions) -> None:

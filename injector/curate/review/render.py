@@ -222,7 +222,7 @@ def _triage(record: VerifyRecord | None) -> str:
     if len(record.votes) > 1:
         facts.append("votes: " + ", ".join("?" if v is None else str(v) for v in record.votes))
     if record.mc:
-        facts.append("Monte Carlo: " + ", ".join(f"{k} {v}" for k, v in record.mc.items()))
+        facts.append("Monte Carlo: " + ", ".join(f"{k} {v}" for k, v in record.mc.model_dump(exclude_unset=True).items()))
     original = record.judge_original.reason if record.judge_original and record.verdict == "original_flagged" else ""
     reasons = f'<div class="text judge-reason">reason: {e(record.reason)}</div>' if record.reason else ""
     if original:

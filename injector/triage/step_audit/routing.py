@@ -56,11 +56,11 @@ def judge_opinion(verdict: VerifyRecord | None) -> Opinion:
 
 
 def rollout_opinion(verdict: VerifyRecord | None) -> Opinion:
-    """From `mc = {"before", "through"}`: a clear drop at the error step agrees, no drop disagrees."""
+    """From the rollout scores before and through the error step: a clear drop agrees, no drop disagrees."""
     scores = verdict.mc if verdict is not None else None
-    if not scores or scores.get("before") is None or scores.get("through") is None:
+    if scores is None or scores.before is None or scores.through is None:
         return "silent"
-    drop = float(scores["before"]) - float(scores["through"])
+    drop = scores.before - scores.through
     return "agree" if drop >= ROLLOUT_DROP else "disagree"
 
 
