@@ -284,8 +284,9 @@ def stats_table(stats: dict[str, Any]) -> str:
             f"{row['unreviewed']:6d} {row['rejected_by_validation']:7d} {row['in_split']:8d} "
             f"{_show(row['mean_steps']):>6} {_show(row['mean_error_steps']):>6} "
             f"{_show(row['mean_error_position']):>7} {_show(row['answer_changed_share']):>7} {row['tokens']:9d} "
-            f"{cost:>10} {_dollars(row.get('cost_per_candidate')):>9}" + (f" {_show(row.get('cue_auc')):>7} {_show(row.get('position_auc')):>7} "
-                             f"{_show(row.get('length_auc')):>7}" if with_cues else ""))
+            f"{cost:>10} {_dollars(row.get('cost_per_candidate')):>9}"
+            + (f" {_show(row.get('cue_auc')):>7} {_show(row.get('position_auc')):>7} "
+               f"{_show(row.get('length_auc')):>7}" if with_cues else ""))
     total = stats["total"]
     candidates = total["records"] - total["rejected_by_validation"]
     if total["answer_checked"] < candidates:

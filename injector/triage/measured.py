@@ -25,7 +25,7 @@ def check_verify_measured(summary: VerifySummary) -> None:
 def _unmeasured(run_dir: Path) -> InjectorError:
     records = list(read_verdicts(run_dir).values())
     answers = [record.judge_modified for record in records if record.judge_modified is not None]
-    raws = [str((answer.model_extra or {}).get("raw", "")) for answer in answers]
+    raws = [answer.raw or "" for answer in answers]
     problem = answers[-1].reason.removeprefix("unparseable: ") if answers else "no readable critique"
     returned = f"its last answer: {excerpt(raws[-1])}" if raws and raws[-1] else "no answer text"
     where = run_dir / "verify.jsonl"
