@@ -54,7 +54,23 @@ def demo_lines(split: str) -> list[str]:
             for item in load_split(split).items]
 
 
+def main(argv: list[str] | None = None) -> None:
+    """The command line: `--help` prints the docstring; a bad split is a one-line error (exit 2), no traceback."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python data/make_demo_scores.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("split", metavar="SPLIT_DIR", help="an `inject build` directory (or a split's JSONL file)")
+    args = parser.parse_args(argv)
+    from injector.util.errors import InjectorError
+
+    try:
+        lines = demo_lines(args.split)
+    except InjectorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.stdout.writelines(lines)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python data/make_demo_scores.py SPLIT_DIR > data/demo_scores.jsonl")
-    sys.stdout.writelines(demo_lines(sys.argv[1]))
+    main()

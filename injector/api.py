@@ -77,6 +77,9 @@ class RunRequest(BaseModel):
     max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1)
     retry_rejects: bool = False
     max_cost: float | None = Field(default=None, ge=0)
+    """Dollars the run directory may spend over all its invocations (`RunSpec.max_cost`)."""
+    max_cost_per_invocation: float | None = Field(default=None, ge=0)
+    """Dollars this invocation may spend."""
 
     @model_validator(mode="after")
     def _combinations(self) -> RunRequest:
@@ -130,7 +133,8 @@ def run_spec(request: RunRequest, taxonomy: Taxonomy, categories: list[Category]
     return RunSpec(taxonomy=taxonomy, categories=categories, samples=request.samples, seed=request.seed,
                    output_mode=request.output_mode, limit=limit, max_attempts=request.max_attempts,
                    retry_rejects=request.retry_rejects, out=out, concurrency=request.requests_in_flight,
-                   max_cost=request.max_cost, candidate_audit=audit_on_write)  # the step audit, recorded per candidate
+                   max_cost=request.max_cost, max_cost_per_invocation=request.max_cost_per_invocation,
+                   candidate_audit=audit_on_write)  # the step audit, recorded per candidate
 
 
 def build_engine(request: RunRequest) -> Any:

@@ -130,7 +130,7 @@ def test_rejects_keep_raw_codes_and_messages(scripted_server, trajectories_file,
 
 @pytest.mark.parametrize(("reply", "code"), [
     (Reply(status=400, error="bad request: unsupported thing"), "provider_error"),
-    (Reply(status=404, error="model not found"), "provider_error"),
+    (Reply(status=422, error="unprocessable entity"), "provider_error"),
     ("this is not json at all", "parse_error"),
     (json.dumps({"edits": "oops", "reason": ""}), "schema"),
 ])

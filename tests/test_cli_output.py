@@ -40,7 +40,7 @@ def test_run_summary_table_is_exact(scripted_server, trajectories_file, tmp_path
         "no_error_steps                   2\n"
         "parse_error                      1\n"
         "\n"
-        "tokens: 600 prompt + 300 completion; cost $0.0045; 0 transient retries\n"
+        "tokens: 600 prompt + 300 completion; cost $0.0045 ($0.0015 per candidate); 0 transient retries\n"
     )
     assert result.stdout == f"{out}: 3 candidates, 3 rejects (6 new, 0 already there)\n"
 

@@ -264,3 +264,18 @@ def test_a_provider_outage_keeps_what_was_judged_and_the_same_call_continues(spl
     result = evaluate(EvalRequest(split=split, out=out), judge())
     assert [item_of(r["body"]) for r in scripted_server.requests[before:]] == ["c::confidence::0"]
     assert result.metrics["validity"] == 1.0
+
+
+@pytest.mark.parametrize(("answer", "code", "said"), [
+    ("All the steps look fine to me.", 2, "never answered in the format asked for"),
+    (json.dumps({"steps": [{"step": 1, "correct": True}]}), 5, "nothing was measured"),
+])
+def test_a_judge_with_no_valid_answer_exits_non_zero(split, tmp_path, scripted_server, answer, code, said):
+    """Issue 29: no valid answer is no measurement: exit 2 (never the format) or 5, saying what the judge returned."""
+    scripted_server.script = lambda request: answer
+    out = tmp_path / "report"
+    result = invoke("eval", str(split), "--judge", "openai/judge", "--api-base", scripted_server.api_base,
+                    "--out", str(out))
+    assert result.exit_code == code, result.output
+    assert said in result.output and f"its last answer: {answer!r}"[:40] in result.output
+    assert not (out / "metrics.json").exists()

@@ -14,7 +14,7 @@ from scripted_server import Reply, ScriptedServer
 from injector import LLMEngine, Taxonomy, Trajectory, inject_one
 from injector.engines.base import ProviderError, TransientProviderError
 from injector.engines.openai_client import choose_client, model_entry, price_table, serves
-from injector.util.errors import AuthenticationRefused, UserError
+from injector.util.errors import AuthenticationRefused, ProviderMisconfigured, UserError
 from injector.model.provenance import Usage
 from injector.records.models import Candidate, Rejection
 
@@ -105,7 +105,8 @@ def test_the_same_http_answer_gets_the_same_reason(server, status, headers):
     outcomes = {}
     for client in CLIENTS:
         engine = engine_for(client, server, transient_attempts=1)
-        with pytest.raises((ProviderError, TransientProviderError, AuthenticationRefused)) as caught:
+        refusals = (ProviderError, TransientProviderError, AuthenticationRefused, ProviderMisconfigured)
+        with pytest.raises(refusals) as caught:
             asyncio.run(engine._complete_with_retries(engine.request([{"role": "user", "content": "hi"}], 0, None,
                                                                      "x")))
         error = caught.value

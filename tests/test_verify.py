@@ -430,3 +430,13 @@ def test_the_judge_sees_a_static_system_part_and_bare_numbered_steps():
     assert one[0] == two[0]  # byte-identical system message: a cacheable prefix
     assert shown_steps(one[1]["content"]) == tuple(T1)  # "Step k:" labels stripped, the prompt numbers the steps
     assert critique_messages("alternative", Q2, T2, []) == two  # the alternative's critique gives nothing away
+
+
+def test_a_judge_that_never_follows_the_format_exits_2(scripted_server, tmp_path):
+    """Issue 29: every critique unreadable is no triage: exit 2, saying what the judge returned."""
+    run = make_run(tmp_path / "run", [CANDIDATES[0][0]])
+    scripted_server.script = lambda request: "Step 2 looks wrong to me."
+    result = verify_cli(scripted_server, run, "--no-cache")
+    assert result.exit_code == 2, result.output
+    assert "never answered in the format asked for" in result.output
+    assert "its last answer: 'Step 2 looks wrong to me.'" in result.output

@@ -144,7 +144,7 @@ def test_max_cost_is_divided_so_the_total_holds(scripted_server, tmp_path):
                                                "--concurrency", "2", "--price-in", "10", "--price-out", "20",
                                                "--max-cost", "0.004"), catch_exceptions=False)
     assert result.exit_code == 3, result.output
-    assert "reaching --max-cost $0.004" in result.output
+    assert "has spent $0.0040 of --max-cost $0.004" in result.output
     assert len(scripted_server.requests) == 2  # one per worker; each alone with the whole budget would send two
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "budget_exceeded" and manifest["totals"]["cost"] == pytest.approx(0.004)

@@ -110,6 +110,7 @@ def main() -> None:
     from injector.util.redaction import RedactingFilter
 
     for handler in logging.getLogger().handlers:  # no key reaches the terminal through a log line
+        handler.setLevel(logging.WARNING)  # a run's log events (INFO) go to its log.jsonl; --verbose shows them
         if not any(isinstance(existing, RedactingFilter) for existing in handler.filters):
             handler.addFilter(RedactingFilter())
 

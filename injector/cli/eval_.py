@@ -45,7 +45,7 @@ def _every_ten_seconds(line):
               help="Maps PRMBench classifications to category ids (default: the bundled prmbench taxonomy).")
 @click.option("--threshold", type=click.FloatRange(0, 1),
               help="A step is predicted correct when its score is above this  [default: 0.5]")
-@click.option("--sweep", is_flag=True, help="Choose the threshold on a 20%% dev subset (by a hash of the ids) and "
+@click.option("--sweep", is_flag=True, help="Choose the threshold on a 20% dev subset (by a hash of the ids) and "
               "report the rest.")
 @click.option("--sweep-metric", type=click.Choice(["prmscore", "processbench"]), default="prmscore",
               show_default=True, help="What --sweep maximises.")

@@ -94,9 +94,10 @@ REQUEST_ENGINE_OPTIONS = ("timeout", "max_answer_bytes", "rpm", "tpm", "cache_pa
 """The options of `request_options` that are engine settings under the same names (`no_cache` is `use_cache`)."""
 
 
-def request_options(who: str):
+def request_options(who: str, max_cost_help: str | None = None):
     """The request loop's options that `run`, `verify` and `eval` share (concurrency, limits, cache, prices,
-    budget), declared once here; `who` prefixes their help ("Judge: ")."""
+    budget), declared once here; `who` prefixes their help ("Judge: "); `max_cost_help` says what `--max-cost` caps
+    where it is not one invocation's spend (`run`: the run directory's)."""
     def lead(text: str) -> str:
         text = who + text
         return text[:1].upper() + text[1:]
@@ -117,7 +118,8 @@ def request_options(who: str):
                      help=lead("dollars per million prompt tokens (models litellm has no price for).")),
         click.option("--price-out", type=click.FloatRange(min=0), help=lead("dollars per million completion tokens.")),
         click.option("--max-cost", type=click.FloatRange(min=0),
-                     help=lead("stop cleanly (exit 3, resumable) once this invocation has spent this many dollars.")),
+                     help=max_cost_help or lead("stop cleanly (exit 3, resumable) once this invocation has spent "
+                                                "this many dollars.")),
     ]
 
     def decorate(function):

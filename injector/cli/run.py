@@ -6,9 +6,10 @@ from typing import Any
 import click
 
 from injector.cli.base import EXIT_INTERRUPTED, examples, invocation, main
+from injector.cli.config_file import config_option
 from injector.cli.options import InputOptions, engine_fields, input_options, output_mode_option, request_options
 from injector.model.choices import CLIENTS, OFFLINE_MODEL
-from injector.util.errors import BatchesPending
+from injector.util.errors import BatchesPending, BudgetExceeded
 
 class EngineModelOption(click.Option):
     """`--model`, whose help lists the registered engine names, read from the registry only when help is shown."""
@@ -26,6 +27,7 @@ class EngineModelOption(click.Option):
     "inject run --category all --model gpt-4o --max-cost 20 --rpm 450 --out runs/gpt4o",
     "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1",
     "inject run --category all --model gpt-4o --rpm 450 --out runs/big --executor ray   # Ray workers"))
+@config_option
 @input_options
 @output_mode_option
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
@@ -50,7 +52,13 @@ class EngineModelOption(click.Option):
 @click.option("--no-schema", is_flag=True, help="Do not send a JSON-schema response_format (for servers that reject it).")
 @click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True,
               help="Attempts per unit; a failed answer is sent back with the validator's messages.")
-@request_options("")
+@request_options("", max_cost_help="The run directory's budget in dollars over all its invocations (the manifest "
+                 "keeps the total): a unit starts only while the total cannot pass it; then exit 3, and the same "
+                 "command with a higher --max-cost continues.")
+@click.option("--max-cost-per-invocation", type=click.FloatRange(min=0), metavar="DOLLARS",
+              help="Stop cleanly (exit 3, resumable) once this invocation has spent this many dollars.")
+@click.option("--verbose", is_flag=True, help="Show the run's log (RUN/log.jsonl: each unit's outcome, the start and "
+              "the end) on the terminal too.")
 @click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
               show_envvar=True, default="auto", show_default=True,
               help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "
@@ -70,13 +78,13 @@ class EngineModelOption(click.Option):
 @click.option("--no-wait", is_flag=True, help="With --batch: submit and exit; the same command again collects.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Where units run: this process, or Ray workers (RAY_ADDRESS, else a local Ray; needs "
-                   "prm-injector[ray]). --concurrency, --rpm, --tpm and --max-cost are divided among the workers.")
+                   "prm-injector[ray]). --concurrency, --rpm, --tpm and the budget are divided among the workers.")
 @click.option("--ray-workers", type=click.IntRange(min=1), metavar="N",
               help="With --executor ray: workers (Ray actors). Default: one per CPU of the Ray cluster; never more "
                    "than --concurrency.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Worker processes, each over its own shard of the units (use every core: validation is CPU-bound). "
-                   "--concurrency, --rpm, --tpm and --max-cost are divided among them.")
+                   "--concurrency, --rpm, --tpm and the budget are divided among them.")
 def run(inputs: InputOptions, **options) -> None:
     """Inject errors into trajectories and write candidates and rejects to a run directory."""
     from injector import api, split_by_support
@@ -94,7 +102,7 @@ def run(inputs: InputOptions, **options) -> None:
         click.echo(f"skipping {category_id}: {reason}; pass --model with an LLM to include it", err=True)
     spec = api.run_spec(request, taxonomy, selected, inputs.limit)
     if request.dry_run:
-        click.echo(dry_run_table(plan_run(source, spec, engine)))
+        click.echo(dry_run_table(plan_run(source, spec, engine), rpm=request.engine.rpm, tpm=request.engine.tpm))
         return
     result = _run_units(source, spec, engine, executor)
     if result is not None:
@@ -113,22 +121,31 @@ def _run_request(options: dict[str, Any]) -> Any:
         max_tokens=options.pop("max_tokens"), use_schema=not options.pop("no_schema"), client=options.pop("client"),
         **engine_fields(options))
     options["wait"] = not options.pop("no_wait")
+    if options.pop("verbose"):
+        from injector.runner.run_log import show_on_terminal
+
+        click.get_current_context().call_on_close(show_on_terminal())
     return api.make_request(api.RunRequest, engine=engine, **options)
 
 
 def _run_units(source: Any, spec: Any, engine: Any, executor: Any) -> Any:
     """The run, with its progress shown; None when batches are still pending (the same command collects them)."""
     from injector import run as run_injection
-    from injector.runner.progress import ProgressDisplay
+    from injector.runner.progress import ProgressDisplay, summary_table
 
     command = invocation()
+    display = ProgressDisplay()
     try:
-        with ProgressDisplay() as display:
+        with display:
             return run_injection(source, spec, engine, on_progress=display.update, command=command,
                                  executor=executor)
+    except BudgetExceeded:
+        click.echo(summary_table(display.shown()), err=True)  # what was done before the stop, as on exit 0
+        raise
     except KeyboardInterrupt:
         from injector.util.redaction import redact_command
 
+        click.echo(summary_table(display.shown()), err=True)
         resume = " ".join(redact_command(command)) + ("" if "--out" in command else f" --out {spec.out}")
         click.echo(f"interrupted; nothing written is lost. Resume with: {resume}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None

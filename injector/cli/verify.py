@@ -45,6 +45,9 @@ def verify(**options) -> None:
         click.echo("interrupted; nothing written is lost. Run the same command again to continue", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     click.echo(summary_table(summary))
+    from injector.triage.measured import check_verify_measured
+
+    check_verify_measured(summary)  # every critique unreadable: exit 2 or 5, saying what the judge returned
     if summary.failed and not summary.verified:
         from injector.util.errors import ProviderUnreachable
 

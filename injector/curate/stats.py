@@ -258,7 +258,17 @@ def _summarize(group: Any, pl: Any) -> dict[str, Any]:
         "cost": _round(group["cost"].drop_nulls().sum(), 6) if known else None,
         "audit_checked": int(group["audit_flagged"].drop_nulls().len()),
         "audit_flagged": int(group["audit_flagged"].drop_nulls().sum()),
+        "cost_per_candidate": _per_candidate(group, known),
     }
+
+
+def _per_candidate(group: Any, known: bool) -> float | None:
+    """Dollars per candidate that passed validation, the rejects' cost included (what a usable candidate costs);
+    None when the cost is unknown or there is no candidate."""
+    candidates = int((group["status"] != "rejected_by_validation").sum())
+    if not known or not candidates:
+        return None
+    return _round(group["cost"].drop_nulls().sum() / candidates, 6)
 
 
 def _round(value: Any, digits: int = 3) -> float | None:
@@ -268,7 +278,7 @@ def _round(value: Any, digits: int = 3) -> float | None:
 def stats_table(stats: dict[str, Any]) -> str:
     header = (f"{'category':22} {'records':>7} {'accepted':>8} {'rev.rej':>7} {'unrev.':>6} {'val.rej':>7} "
               f"{'in split':>8} {'steps':>6} {'err.st':>6} {'err.pos':>7} {'ans.chg':>7} {'tokens':>9} "
-              f"{'cost':>10}")
+              f"{'cost':>10} {'$/cand.':>9}")
     with_cues = "cues" in stats
     lines = [header + (f" {'cue AUC':>7} {'pos AUC':>7} {'len AUC':>7}" if with_cues else "")]
     for name, row in [*stats["categories"].items(), ("total", stats["total"])]:
@@ -278,8 +288,9 @@ def stats_table(stats: dict[str, Any]) -> str:
             f"{row['unreviewed']:6d} {row['rejected_by_validation']:7d} {row['in_split']:8d} "
             f"{_show(row['mean_steps']):>6} {_show(row['mean_error_steps']):>6} "
             f"{_show(row['mean_error_position']):>7} {_show(row['answer_changed_share']):>7} {row['tokens']:9d} "
-            f"{cost:>10}" + (f" {_show(row.get('cue_auc')):>7} {_show(row.get('position_auc')):>7} "
-                             f"{_show(row.get('length_auc')):>7}" if with_cues else ""))
+            f"{cost:>10} {money(row.get('cost_per_candidate'), '-'):>9}"
+            + (f" {_show(row.get('cue_auc')):>7} {_show(row.get('position_auc')):>7} "
+               f"{_show(row.get('length_auc')):>7}" if with_cues else ""))
     total = stats["total"]
     candidates = total["records"] - total["rejected_by_validation"]
     if total["answer_checked"] < candidates:
@@ -305,7 +316,11 @@ def stats_table(stats: dict[str, Any]) -> str:
 
         lines += review_lines(stats["reviews"])
     if stats["total"]["reject_codes"]:
-        lines += ["", "reject codes: " + ", ".join(f"{c} {n}" for c, n in stats["total"]["reject_codes"].items())]
+        lines += ["", "reject codes: " + _codes(stats["total"]["reject_codes"])]
+        lines += [f"  {name}: {_codes(row['reject_codes'])}" for name, row in stats["categories"].items()
+                  if row["reject_codes"]]
+    if any(row.get("cost_per_candidate") is not None for row in stats["categories"].values()):
+        lines += ["", "$/cand.: dollars per candidate that passed validation, the rejects' cost included"]
     return "\n".join(lines)
 
 
@@ -316,6 +331,10 @@ def _audit_lines(stats: dict[str, Any]) -> list[str]:
         return []
     return ["", "step audit (flagged / audited candidates): " + ", ".join(
         f"{name} {row['audit_flagged']}/{row['audit_checked']}" for name, row in rows if row.get("audit_checked"))]
+
+
+def _codes(codes: dict[str, int]) -> str:
+    return ", ".join(f"{code} {n}" for code, n in codes.items())
 
 
 def _verdict_lines(verdicts: dict[str, dict[str, int]]) -> list[str]:

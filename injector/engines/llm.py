@@ -29,7 +29,7 @@ from injector.engines.openai_client import (PLACEHOLDER_KEY, OpenAIClient, choos
 from injector.engines.model_info import import_litellm, set_offline_environment
 from injector.engines.model_info import (SCHEMA_PREFIXES, environment_status, listed_prices, per_token,
                                          response_cost, takes_schema)
-from injector.engines.provider_faults import rate_limit_wait, retry_after
+from injector.engines.provider_faults import misconfiguration, rate_limit_wait, retry_after
 
 if TYPE_CHECKING:
     from injector.engines.settings import EngineSettings
@@ -293,7 +293,8 @@ class LLMEngine(Engine):
     def _refused(self, exc: Exception, error: Exception) -> Exception:
         """The classified error of a failed request; a 429 also tells the rate limiter. The whole run waits only
         when the window is spent (or 429s come in a burst); a sporadic 429 delays just this request (its retry
-        waits the Retry-After)."""
+        waits the Retry-After). A refusal of the configuration itself stops the run (`misconfiguration`)."""
+        error = misconfiguration(exc, error, model=self.model, api_base=self.api_base, max_tokens=self.max_tokens)
         if isinstance(error, TransientProviderError) and error.status == 429:
             wait, window_spent = rate_limit_wait(exc, error.retry_after)
             # Capped at the retry budget: a run never waits longer on one header than it retries.

@@ -195,3 +195,19 @@ def table_cost(model: str, usage: dict[str, Any]) -> float | None:
 def per_token(price_in: float | None, price_out: float | None) -> tuple[float, float] | None:
     """Given prices (dollars per million tokens) per token, when both are given."""
     return (price_in / 1e6, price_out / 1e6) if price_in is not None and price_out is not None else None
+
+
+def similar_models(model: str, limit: int = 3) -> list[str]:
+    """Chat models in litellm's (offline) model list whose names are closest to `model`, closest first: the likely
+    fix of a typo ("gtp-4o" -> "gpt-4o"). A provider prefix is kept on the suggestions."""
+    import difflib
+
+    prefix, _, name = model.rpartition("/")
+    try:
+        listed = [key for key, info in _litellm().model_cost.items()
+                  if isinstance(info, dict) and info.get("mode") == "chat"]
+    except Exception as exc:  # a suggestion is a courtesy: never the reason a message is not shown
+        log.debug("no model list for suggestions (%s)", exc)
+        return []
+    matches = difflib.get_close_matches(name, listed, n=limit, cutoff=0.75)
+    return [f"{prefix}/{match}" if prefix and "/" not in match else match for match in matches]

@@ -24,9 +24,11 @@ from injector.triage.critique import as_data
 from injector.answer.contract import AnswerError, parse_json_object
 from injector.engines.base import ProviderError, TransientProviderError
 from injector.engines.llm import LLMEngine
-from injector.util.errors import BudgetExceeded, ProviderUnreachable, UserError, WriteFailed
+from injector.util.errors import (BudgetExceeded, InjectorError, NothingMeasured, ProviderUnreachable, UserError,
+                                   WriteFailed)
 from injector.util.resources import bundled_prompts_dir
 from injector.evaluate.metrics import EvalItem
+from injector.triage.measured import excerpt
 from injector.evaluate.scorers import ScorerResult
 from injector.util.answer_limits import capped_text
 from injector.util.json_bounds import loads_bounded
@@ -154,6 +156,8 @@ class LLMJudge:
         refused = [done[item.id]["problem"] for item in items if done[item.id].get("provider_error")]
         if refused and len(refused) == len(items):
             raise UserError(f"the provider refused every request ({refused[0]}); check --judge and --api-base")
+        if items and not valid:
+            raise nothing_measured([done[item.id] for item in items], journal)
         return ScorerResult(scores=scores, scorer={"kind": "judge", **config}, validity=valid / len(items),
                             cost=self.spent, details=details,
                             notes=[f"{len(items) - len(todo)} solutions judged earlier, read from {journal}"]
@@ -216,6 +220,29 @@ class LLMJudge:
             messages = [*messages, {"role": "assistant", "content": proposal.text},
                         {"role": "user", "content": feedback_message(problem or "", len(item.steps))}]
         return {"id": item.id, "verdicts": verdicts, "problem": problem, "answers": answers, "usage": usage}
+
+
+def nothing_measured(records: list[dict[str, Any]], journal: Path) -> InjectorError:
+    """The error for a judge none of whose answers was valid: exit 2 when no answer was even in the format asked
+    for (the judge does not follow it: another model, or --no-schema for a server that mishandles it), else exit 5
+    (answers in the format, none covering every step once); either says what the judge returned."""
+    answers = [record["answers"][-1] for record in records if record.get("answers")]
+    returned = f"its last answer: {excerpt(answers[-1])}" if answers else "no answer text"
+    problem = next((record["problem"] for record in reversed(records) if record.get("problem")), "no verdicts")
+    if answers and not any(_in_format(answer) for answer in answers):
+        return UserError(f"the judge never answered in the format asked for ({problem}; {returned}); use a judge "
+                         "that follows a JSON format, or --no-schema if its server mishandles response_format. Its "
+                         f"answers are in {journal}; remove it (or choose another --out) to judge again")
+    return NothingMeasured(f"no answer of the judge was valid, so nothing was measured ({problem}; {returned}); "
+                           f"its answers are in {journal}")
+
+
+def _in_format(answer: str) -> bool:
+    """Whether an answer is a JSON object with a "steps" list (right or wrong in what it lists)."""
+    try:
+        return isinstance(parse_json_object(answer).get("steps"), list)
+    except AnswerError:
+        return False
 
 
 def _read_journal(path: Path, digest: str) -> dict[str, dict[str, Any]]:

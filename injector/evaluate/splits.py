@@ -250,6 +250,14 @@ def _read_dataset(path: Path, split: str | None, reader: _Reader) -> None:
             reader.add(row, "split", f"{label} row {number}", (label, number))
 
 
+def _refuse_run_directory(path: Path) -> None:
+    """A run directory (or a file of one) is not a split: say so, and how to make one, before reading a line."""
+    run_dir = path if path.is_dir() else path.parent
+    if (run_dir / "manifest.json").is_file() and (run_dir / "candidates.jsonl").exists():
+        raise UserError(f"{path}: this is a run directory (`inject run` writes it), not a split: build a split first "
+                        f"(inject build {run_dir} --out splits/NAME --include-unreviewed --include-sources), then evaluate splits/NAME")
+
+
 def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy | None = None,
                protocol: str | None = None) -> LoadedSplit:
     """Every solution of `path`: an `inject build` directory (its DatasetDict; `split` picks one of its splits,
@@ -260,6 +268,7 @@ def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy
     taxonomy = taxonomy or Taxonomy.load()
     loaded = LoadedSplit(path=str(path), protocol=None if protocol is None else check_protocol(protocol))
     reader = _Reader(taxonomy, loaded)
+    _refuse_run_directory(path)
     if path.is_dir() and any((path / name).is_file() for name in ("dataset_dict.json", "dataset_info.json")):
         _read_dataset(path, split, reader)
     elif path.is_dir():

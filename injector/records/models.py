@@ -178,6 +178,17 @@ class RunTotals(BaseModel):
             self.cost += cost
 
 
+class Spending(BaseModel):
+    """What a run directory has spent over all its invocations: what `--max-cost` caps (the manifest keeps it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    total: float | None = 0.0
+    """Dollars; None once any answer had no known price."""
+    largest_unit: float = 0.0
+    """The most one unit has cost (all its attempts): the reserve a unit needs before it may start under a cap."""
+
+
 class RunManifest(BaseModel):
     """`manifest.json`: how a run was made and what it produced."""
 
@@ -207,6 +218,9 @@ class RunManifest(BaseModel):
     totals: RunTotals = Field(default_factory=RunTotals)
     deployments: list[dict[str, Any]] = Field(default_factory=list)
     """The servers a Router run spread its requests over (`Engine.servers`: hosts and limits, never keys)."""
+    spending: Spending | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Spent over every invocation (None in manifests written before it was kept: `totals.cost` stands in; left
+    out of such a manifest when it is written back, so it reads as it was)."""
 
 
 def unit_id(trajectory_id: str, category_id: str, sample: int) -> str:

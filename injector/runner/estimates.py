@@ -69,3 +69,14 @@ def prmbench_answers(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
                   "edits": edits_from_full(record["original_process"], record["modified_process"], in_range),
                   "reason": record["reason"]},
     }
+
+
+LONG_RUN_SECONDS = 3600.0
+"""Above this, the time the rate limits imply is a warning (the dry run), and so is a live ETA (the progress)."""
+
+
+def rate_limited_seconds(requests: int, tokens: int, rpm: float | None, tpm: float | None) -> float | None:
+    """The least time `--rpm` and `--tpm` allow for `requests` requests of `tokens` tokens (prompt and completion,
+    as the rate limiter counts them); None without limits."""
+    bounds = [60.0 * requests / rpm if rpm else 0.0, 60.0 * tokens / tpm if tpm else 0.0]
+    return max(bounds) if rpm or tpm else None

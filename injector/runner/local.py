@@ -11,6 +11,8 @@ from typing import Any, AsyncIterator, Callable, Iterator
 from injector.engines.base import Engine, Proposal
 from injector.inject.unit import Unit, inject_one
 from injector.records.directory import RunDirectory, WrittenUnits
+from injector.records.models import Candidate, Rejection
+from injector.runner.run_log import event
 from injector.runner.spec import RunProgress, RunSpec
 from injector.util.errors import BudgetExceeded, WriteFailed
 
@@ -75,10 +77,34 @@ class _LocalLoop:
         self.queue: asyncio.Queue[Unit | None] = asyncio.Queue(maxsize=2 * spec.concurrency)
         self.failures: list[BaseException] = []
         self.write_failed = asyncio.Event()
+        self.first_answer = asyncio.Event()
+        """Set once the first unit is done: until then one unit goes alone, so that a configuration the provider
+        refuses (a mistyped model, a bad key) stops the run after one request, not `concurrency` of them. A batch
+        engine sends nothing before every worker waits: it is not held back."""
+        if engine.collects_batches:
+            self.first_answer.set()
+        self.first_taken = False
+        self.budget, self.run_left = spec.invocation_budget(), spec.run_budget_left()
+        self.reserved = 0.0
+        """What the units in flight may spend (reserved when each started)."""
+        self.held_back = False
+        """Whether a unit was left for a later invocation because the budget had no room for it."""
 
     def over_budget(self) -> bool:
-        max_cost = self.spec.max_cost
-        return max_cost is not None and self.progress.cost is not None and self.progress.cost >= max_cost
+        """Whether this invocation's budget is spent (`--max-cost-per-invocation`, or what --max-cost leaves)."""
+        budget = self.budget
+        return budget is not None and self.progress.cost is not None and self.progress.cost >= budget
+
+    def room_for_a_unit(self) -> bool:
+        """Whether one more unit may start under --max-cost: what is spent, what the units in flight may still
+        spend and one more unit (each reserved at the largest unit's cost so far) stay within the run's cap."""
+        if self.run_left is None:
+            return True
+        spent = self.progress.cost or 0.0
+        return self.run_left > 0 and spent + self.reserved + self.unit_reserve() <= self.run_left
+
+    def unit_reserve(self) -> float:
+        return max(self.spec.spent_before.largest_unit, self.progress.largest_unit_cost)
 
     async def run(self, units: Iterator[Unit] | AsyncIterator[Unit]) -> None:
         workers = [asyncio.create_task(self.worker()) for _ in range(self.workers)]
@@ -95,13 +121,12 @@ class _LocalLoop:
             await asyncio.gather(everything, stop, return_exceptions=True)
         if self.failures:
             raise self.failures[0]
-        if self.over_budget():
-            raise BudgetExceeded(f"spent ${self.progress.cost:.4f}, reaching --max-cost ${self.spec.max_cost:g}; "
-                                 "run the same command again to continue")
+        if self.held_back or self.over_budget():
+            raise BudgetExceeded(self.spec.budget_message(self.progress.cost))
 
     async def produce(self, units: Iterator[Unit] | AsyncIterator[Unit]) -> None:
         async for unit in _unit_stream(units):
-            if self.failures or self.over_budget():
+            if self.failures or self.over_budget() or self.held_back:
                 break
             if unit.id in self.finished:
                 self.progress.skipped_existing += 1
@@ -122,8 +147,15 @@ class _LocalLoop:
     async def work(self) -> None:
         spec = self.spec
         while (unit := await self.queue.get()) is not None:
-            if self.failures or self.over_budget():
+            if self.first_taken:
+                await self.first_answer.wait()
+            self.first_taken = True
+            if self.failures or self.over_budget() or not self.room_for_a_unit():
+                self.held_back = self.held_back or not self.failures
+                self.first_answer.set()
                 continue  # keep draining so the producer never blocks on a full queue
+            reserve = self.unit_reserve()
+            self.reserved += reserve
             try:
                 record = await inject_one(spec.taxonomy, unit.category, unit.trajectory, self.engine,
                                           sample=unit.sample, seed=spec.seed, max_attempts=spec.max_attempts,
@@ -135,9 +167,21 @@ class _LocalLoop:
                 self.failures.append(exc)
                 self.write_failed.set()
                 continue
-            except Exception as exc:  # noqa: BLE001 - authentication refused, a bug: kept, raised when the run stops
+            except Exception as exc:  # noqa: BLE001 - refused credentials or model, a bug: raised when the run stops
                 self.failures.append(exc)
                 continue
+            finally:
+                self.reserved -= reserve
+                self.first_answer.set()
             self.progress.record(record)
+            _log_unit(record)
             if self.on_progress:
                 self.on_progress(self.progress)
+
+
+def _log_unit(record: Candidate | Rejection) -> None:
+    """One line of the run's log for a finished unit: its outcome, codes and cost."""
+    accepted = isinstance(record, Candidate)
+    codes = list(record.codes) if isinstance(record, Rejection) else []
+    event("unit_done", f"{record.id}: {'accepted' if accepted else 'rejected ' + ', '.join(codes)}", unit=record.id,
+          outcome="accepted" if accepted else "rejected", codes=codes, cost=record.provenance.cost)

@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from injector.answer.contract import answer_mode
 from injector.engines.base import Engine
 from injector.inject.prompts import render_messages
 from injector.model.trajectory import Trajectory
 from injector.records.directory import RunDirectory
-from injector.records.models import RunManifest, SourceCounts
+from injector.records.models import RunManifest, SourceCounts, Spending
+from injector.runner.configuration import open_run_directory
+from injector.inject.unit import Unit
+from injector.runner.run_log import event, run_log
 from injector.runner.estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
 from injector.runner.local import run_units
 from injector.runner.spec import (RunProgress, RunResult, RunSpec, UnitExecutor, config_hash,  # noqa: F401
@@ -41,32 +44,50 @@ def run(
 
     `trajectories` is a `TrajectoryInput` (what `load_trajectories` returns) or any iterable of `Trajectory`
     (wrapped in an `IterableInput`, whose identity is `{"input": "python"}`); an existing run directory of the same
-    configuration is continued. Rejects are a normal outcome, not an exception; a reached `spec.max_cost` (dollars,
-    this invocation) raises `BudgetExceeded` after the requests in flight are written. `command` is recorded in the
+    configuration is continued. Rejects are a normal outcome, not an exception; a cost cap (`spec.max_cost` over the
+    run directory's invocations, `spec.max_cost_per_invocation`) raises `BudgetExceeded` after the requests in
+    flight are written. `command` is recorded in the
     manifest (default: `sys.argv`, redacted). `executor` runs the units elsewhere (default: this process's event
     loop).
     """
     source = as_input(trajectories)
     engine.check_ready()
     categories, skipped_categories = split_by_support(engine, spec.categories)
-    if spec.max_cost is not None and engine.prices() is None:
-        raise UserError(f"--max-cost needs a price, and {engine.describe()['model']!r} has none in litellm's list: "
-                        "set --price-in and --price-out (dollars per million tokens)")
+    if (refused := price_refusal(spec, engine)) is not None:
+        raise UserError(refused)
     config = run_configuration(spec, engine, source.identity(), categories)
     run_dir = RunDirectory(spec.out if spec.out is not None else default_run_dir())
     digest = config_hash(config)
-    run_dir.prepare(digest)
+    spec = spec.model_copy(update={"out": run_dir.path,
+                                   "spent_before": spent_of(open_run_directory(run_dir, config, digest))})
     manifest = _new_manifest(command, config, digest, categories, skipped_categories, source, engine)
+    manifest.spending = spec.spent_before
     try:
+        _check_budget_left(spec)
         run_dir.write_manifest(manifest)
-    except WriteFailed:
+    except (WriteFailed, BudgetExceeded):
         run_dir.release()
         raise
     progress = RunProgress(planned=planned_units(source, categories, spec.samples, spec.limit),
                            retries=lambda: engine.retries)
     try:
+        with run_log(run_dir.path):
+            _execute(spec.units(source, categories), spec, engine, run_dir, manifest, progress, on_progress,
+                     executor)
+    finally:
+        manifest.spending = _spent_after(spec.spent_before, progress)
+        _close(run_dir, manifest, source, stopping=sys.exc_info()[1])
+    return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
+
+
+def _execute(units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory, manifest: RunManifest,
+             progress: RunProgress, on_progress: Callable[[RunProgress], None] | None,
+             executor: UnitExecutor | None) -> None:
+    """Run the units (here or on `executor`), set the manifest's status, and log the start and the end."""
+    event("run_started", f"run {manifest.config_hash} started in {run_dir.path}", config_hash=manifest.config_hash,
+          command=manifest.command, planned=progress.planned, spent_before=spec.spent_before.total)
+    try:
         with spec.taxonomy.fixed():  # hashed and its prompts' static parts built once, not per unit
-            units = spec.units(source, categories)
             if executor is None:
                 asyncio.run(run_units(units, spec, engine, run_dir, progress, on_progress))
             else:
@@ -74,10 +95,46 @@ def run(
         manifest.status = "finished"
     except BaseException as exc:
         manifest.status = next((status for kind, status in _STOPPED_STATUS if isinstance(exc, kind)), "failed")
+        # INFO, not WARNING: the caller reports the exception itself (the CLI's one error line).
+        event("run_stopped", f"run {manifest.status}: {type(exc).__name__}: {exc}", status=manifest.status,
+              done=progress.done, cost=progress.cost)
         raise
-    finally:
-        _close(run_dir, manifest, source, stopping=sys.exc_info()[1])
-    return RunResult(out_dir=run_dir.path, manifest=manifest, progress=progress)
+    event("run_finished", f"run finished: {progress.accepted} accepted, {progress.rejected} rejected",
+          status=manifest.status, done=progress.done, accepted=progress.accepted, rejected=progress.rejected,
+          cost=progress.cost)
+
+
+def price_refusal(spec: RunSpec, engine: Engine) -> str | None:
+    """Why a cost cap cannot be kept (the model has no known price), or None: `run` refuses to start on it, and
+    the dry run says so beforehand."""
+    flags = [flag for flag, cap in (("--max-cost", spec.max_cost),
+                                    ("--max-cost-per-invocation", spec.max_cost_per_invocation)) if cap is not None]
+    if not flags or engine.prices() is not None:
+        return None
+    return (f"{' and '.join(flags)} need{'s' if len(flags) == 1 else ''} a price, and "
+            f"{engine.describe()['model']!r} has none in litellm's list: set --price-in and --price-out (dollars "
+            "per million tokens)")
+
+
+def spent_of(manifest: RunManifest | None) -> Spending:
+    """What a run directory's manifest says it spent over its invocations (an older manifest: its records' cost)."""
+    if manifest is None:
+        return Spending()
+    if manifest.spending is not None:
+        return manifest.spending
+    return Spending(total=manifest.totals.cost)
+
+
+def _check_budget_left(spec: RunSpec) -> None:
+    """`BudgetExceeded` before anything is sent when --max-cost leaves no room for a unit."""
+    left = spec.run_budget_left()
+    if left is not None and (left <= 0 or left < spec.spent_before.largest_unit):
+        raise BudgetExceeded(spec.budget_message(0.0))
+
+
+def _spent_after(before: Spending, progress: RunProgress) -> Spending:
+    total = None if before.total is None or progress.cost is None else before.total + progress.cost
+    return Spending(total=total, largest_unit=max(before.largest_unit, progress.largest_unit_cost))
 
 
 _STOPPED_STATUS: tuple[tuple[type[BaseException], str], ...] = (
@@ -133,6 +190,10 @@ class DryRunReport:
     """Where the completion-token figures come from (said in the output)."""
     pooled_categories: list[str] = field(default_factory=list)
     """Categories PRMBench has no answers for: estimated with the pooled fit."""
+    refusal: str | None = None
+    """Why the run itself would be refused before sending anything (a cost cap without a price), when it would."""
+    spent_before: float | None = None
+    """What the run directory already spent, when `--max-cost` caps it (None: no cap or no directory yet)."""
 
 
 def dry_run(trajectories: TrajectoryInput | Iterable[Trajectory], spec: RunSpec, engine: Engine) -> DryRunReport:
@@ -144,7 +205,10 @@ def dry_run(trajectories: TrajectoryInput | Iterable[Trajectory], spec: RunSpec,
     """
     categories, _ = split_by_support(engine, spec.categories)
     finished = spec.finished_units(RunDirectory(spec.out)) if spec.out is not None else set()
-    report = DryRunReport(max_attempts=spec.max_attempts if engine.takes_feedback else 1)
+    report = DryRunReport(max_attempts=spec.max_attempts if engine.takes_feedback else 1,
+                          refusal=price_refusal(spec, engine))
+    if spec.max_cost is not None and spec.out is not None:
+        report.spent_before = spent_of(RunDirectory(spec.out).read_manifest()).total
     completion_tokens = 0.0
     pooled: set[str] = set()
     solution_tokens: tuple[Trajectory | None, int] = (None, 0)  # units come per trajectory: count it once

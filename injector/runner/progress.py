@@ -6,6 +6,7 @@ import time
 from typing import Any, TextIO
 
 from injector.model.codes import ReasonCode
+from injector.runner.estimates import LONG_RUN_SECONDS, rate_limited_seconds
 from injector.runner.loop import DryRunReport, RunProgress
 
 PLAIN_INTERVAL_SECONDS = 10.0
@@ -44,19 +45,27 @@ class ProgressDisplay:
         self._last_bar = 0.0
         self._pending: RunProgress | None = None
         """The latest progress not yet shown on the bar (shown at exit)."""
+        self._last: RunProgress | None = None
+
+    def shown(self) -> RunProgress:
+        """The latest progress this display was given (an empty one before the first unit): the summary of a run
+        stopped by an exception, which returns no result."""
+        return self._last if self._last is not None else RunProgress()
 
     def __enter__(self) -> "ProgressDisplay":
         if self.interactive:
             from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, Progress, TextColumn
 
+            # No TimeRemainingColumn: the status line has the ETA already (two ETAs that disagree help nobody).
             self._bar = Progress(TextColumn("[bold]inject"), BarColumn(), TextColumn("{task.description}"),
-                                 TimeRemainingColumn(), console=Console(file=self.stream), transient=False)
+                                 console=Console(file=self.stream), transient=False)
             self._bar.__enter__()
             self._task = self._bar.add_task("starting", total=None)
         return self
 
     def update(self, progress: RunProgress) -> None:
+        self._last = progress
         now = time.monotonic()
         if self._bar is not None:
             self._pending = progress
@@ -91,8 +100,10 @@ def summary_table(progress: RunProgress) -> str:
         for code, count in sorted(progress.codes.items(), key=lambda item: -item[1]):
             lines.append(f"{code:24} {count:9d}")
     lines.append("")
+    per_candidate = ("" if progress.cost is None or not progress.accepted
+                     else f" (${progress.cost / progress.accepted:.4f} per candidate)")
     lines.append(f"tokens: {progress.prompt_tokens} prompt + {progress.completion_tokens} completion; "
-                 f"cost {_cost(progress.cost)}; {progress.retries()} transient retries")
+                 f"cost {_cost(progress.cost)}{per_candidate}; {progress.retries()} transient retries")
     if progress.provider_unreachable():
         lines.append(f"no candidates: {progress.codes[ReasonCode.TRANSIENT_FAILURE]} of {progress.done} units failed "
                      f"transiently after every retry (last: {progress.transient_message}); the provider looks "
@@ -100,7 +111,8 @@ def summary_table(progress: RunProgress) -> str:
     return "\n".join(lines)
 
 
-def dry_run_table(report: DryRunReport) -> str:
+def dry_run_table(report: DryRunReport, rpm: float | None = None, tpm: float | None = None) -> str:
+    """The dry run's figures; with `rpm` / `tpm`, also the time those limits imply (a warning above an hour)."""
     requests = (f"{report.units}" if report.max_attempts == 1
                 else f"{report.units} (up to {report.units * report.max_attempts} with re-asks)")
     return "\n".join([
@@ -111,4 +123,20 @@ def dry_run_table(report: DryRunReport) -> str:
         + (f"; pooled fit for {', '.join(report.pooled_categories)}, which PRMBench lacks"
            if report.pooled_categories else "") + ")",
         f"estimated cost     {_cost(report.cost_estimate)} for one attempt per unit",
+        *_rate_limit_lines(report, rpm, tpm),
+        *([f"already spent      ${report.spent_before:.4f} in this run directory (--max-cost caps the total)"]
+          if report.spent_before else []),
+        *([f"refused            the run would stop here: {report.refusal}"] if report.refusal else []),
     ])
+
+
+def _rate_limit_lines(report: DryRunReport, rpm: float | None, tpm: float | None) -> list[str]:
+    seconds = rate_limited_seconds(report.units, report.prompt_tokens + report.completion_tokens_estimate, rpm, tpm)
+    if seconds is None:
+        return []
+    limits = " and ".join(f"--{name} {value:g}" for name, value in (("rpm", rpm), ("tpm", tpm)) if value)
+    lines = [f"time at the limits at least {_duration(seconds)} ({limits}, one attempt per unit)"]
+    if seconds > LONG_RUN_SECONDS:
+        lines.append(f"warning: at {limits} this run takes over an hour; raise the limits if your provider allows "
+                     "more, or run part of it now (--limit) and the rest later with the same --out")
+    return lines

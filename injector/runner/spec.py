@@ -19,7 +19,7 @@ from injector.inject.unit import DEFAULT_MAX_ATTEMPTS, Unit
 from injector.model.codes import ReasonCode
 from injector.model.trajectory import Trajectory
 from injector.records.directory import RunDirectory
-from injector.records.models import Candidate, Rejection, RunManifest
+from injector.records.models import Candidate, Rejection, RunManifest, Spending
 from injector.sources import TrajectoryInput
 from injector.taxonomy import Category, Taxonomy
 from injector.util.errors import UserError
@@ -58,10 +58,39 @@ class RunSpec(BaseModel):
     concurrency: int = Field(default=16, ge=1)
     """Units in flight."""
     max_cost: float | None = Field(default=None, ge=0)
-    """Dollars this invocation may spend; reaching it raises `BudgetExceeded` (resumable)."""
+    """Dollars the run directory may spend over all its invocations (the manifest keeps the total): a unit starts
+    only while what is spent, what is in flight and the largest unit's cost so far stay within it; then
+    `BudgetExceeded` (resumable with a higher cap)."""
+    max_cost_per_invocation: float | None = Field(default=None, ge=0)
+    """Dollars this invocation may spend; reaching it raises `BudgetExceeded` (the same command continues)."""
+    spent_before: Spending = Field(default_factory=Spending)
+    """What the run directory spent before this invocation: set by `run` from the manifest, not an option."""
     candidate_audit: Callable[[Candidate], Candidate] | None = None
     """Called on every candidate before it is written (`inject run`: the step audit, which records its flags on
     the candidate); a module-level function, so process and Ray workers receive it."""
+
+    def invocation_budget(self) -> float | None:
+        """Dollars this invocation may still spend: what `max_cost` leaves of the run's total, at most
+        `max_cost_per_invocation`; None without a cap."""
+        caps = [cap for cap in (self.run_budget_left(), self.max_cost_per_invocation) if cap is not None]
+        return min(caps) if caps else None
+
+    def run_budget_left(self) -> float | None:
+        """What `max_cost` leaves of the run's total after the earlier invocations; None without it."""
+        if self.max_cost is None:
+            return None
+        return max(0.0, self.max_cost - (self.spent_before.total or 0.0))
+
+    def budget_message(self, spent_now: float | None) -> str:
+        """Why `BudgetExceeded`: how much is spent (this invocation and in all) and how to go on."""
+        now = spent_now or 0.0
+        if self.max_cost is not None and self.invocation_budget() == self.run_budget_left():
+            total = (self.spent_before.total or 0.0) + now
+            return (f"{self.out} has spent ${total:.4f} of --max-cost ${self.max_cost:g} (${now:.4f} in this "
+                    f"invocation), and the next unit could pass it; raise the cap to continue, e.g. the same "
+                    f"command with --max-cost {max(2 * self.max_cost, 1.0):g}")
+        return (f"spent ${now:.4f}, reaching --max-cost-per-invocation ${self.max_cost_per_invocation:g}; run the "
+                "same command again to continue")
 
     def audited(self, record: Candidate | Rejection) -> Candidate | Rejection:
         """`record` as it is written: a candidate passed through `candidate_audit`, a reject as it is."""
@@ -101,6 +130,8 @@ class RunProgress:
     """Transient retries so far (read from the engine)."""
     transient_message: str | None = None
     """The latest transient failure's message: why the provider looks unreachable."""
+    largest_unit_cost: float = 0.0
+    """The most one unit of this invocation cost."""
 
     def rate(self) -> float:
         elapsed = time.monotonic() - self.started
@@ -134,6 +165,8 @@ class RunProgress:
         self.completion_tokens += usage.completion_tokens
         cost = record.provenance.cost
         self.cost = None if self.cost is None or cost is None else self.cost + cost
+        if isinstance(cost, (int, float)):
+            self.largest_unit_cost = max(self.largest_unit_cost, float(cost))
 
 
 @dataclass

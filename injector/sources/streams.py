@@ -20,6 +20,7 @@ from injector.model.choices import DUPLICATE_ID_POLICIES  # defined there for --
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.sources.reading import BadRecord
+from injector.sources.sniff import not_jsonl
 from injector.sources.registry import ReadOptions, RecordFormat, detect_format, format_names, formats, get_format
 from injector.util.resources import bundled_data_path
 from injector.model.trajectory import Trajectory
@@ -302,6 +303,8 @@ def _jsonl_records(path: Path) -> Generator[RawRecord, None, None]:
     where, stem = str(path), path.name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".json")
     with closing(_lines(path)) as lines:
         for line_no, raw in enumerate(lines, 1):
+            if line_no == 1 and (what := not_jsonl(raw)) is not None:
+                raise InputError(path, 1, what)  # the whole file is of another kind: one message, not one a line
             try:
                 text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
             except UnicodeDecodeError:

@@ -68,3 +68,14 @@ class BatchesPending(InjectorError):
     now; running the same command again polls and collects them (exit 0: nothing went wrong)."""
 
     exit_code = 0
+
+
+class ProviderMisconfigured(UserError):
+    """The provider refused the run's configuration (an unknown model or provider, a context window that no prompt
+    fits): every unit would fail the same way, so the run stops at the first answer that shows it (exit 2)."""
+
+
+class NothingMeasured(InjectorError):
+    """`inject eval --judge`, `inject verify`: every answer was invalid, so there is no figure to report (exit 5)."""
+
+    exit_code = 5

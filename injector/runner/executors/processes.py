@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterator
 from injector.engines.base import Engine
 from injector.inject.unit import Unit
 from injector.records.directory import RunDirectory
+from injector.records.models import Spending
 from injector.runner.executors.base import WorkerFailed, shares
 from injector.runner.executors.process_worker import worker_main
 from injector.runner.shards import shard_of
@@ -124,7 +125,9 @@ class WorkerProcesses:
         _widen(units_out)
         share = spec.model_copy(update={
             "concurrency": shares(spec.concurrency, self.count)[index],
-            "max_cost": None if spec.max_cost is None else spec.max_cost / self.count})
+            # Each worker stops on reaching its share of what this invocation may spend.
+            "max_cost": None, "spent_before": Spending(),
+            "max_cost_per_invocation": None if (budget := spec.invocation_budget()) is None else budget / self.count})
         process = context.Process(target=worker_main, name=f"inject-worker-{index}", daemon=True,
                                   args=(index, self.count, os.getpid(), share, engine, run_dir.path, units_in,
                                         results_out))
@@ -206,9 +209,8 @@ class WorkerProcesses:
                 raise WorkerFailed(f"worker {index + 1} of {self.count} was stopped; nothing written is lost: run "
                                    "the same command again to continue", EXIT_RESUMABLE)
         if any(outcome["status"] == "budget" for _, outcome in outcomes):
-            raise BudgetExceeded(f"spent ${progress.cost or 0:.4f}, reaching --max-cost ${spec.max_cost:g} (each of "
-                                 f"the {self.count} workers stops at its 1/{self.count}); run the same command again "
-                                 "to continue")
+            raise BudgetExceeded(f"{spec.budget_message(progress.cost)} (each of the {self.count} workers stops at "
+                                 f"its 1/{self.count} of the budget)")
 
 
 class _Feeder(threading.Thread):

@@ -166,7 +166,7 @@ class _Dispatch:
         share, extra = divmod(spec.concurrency, self.workers)
         self.concurrency = [share + (k < extra) for k in range(self.workers)]
         self.batch_size = [max(MIN_BATCH, c) for c in self.concurrency]
-        self.budget = None if spec.max_cost is None else spec.max_cost / self.workers
+        self.budget = None if (budget := spec.invocation_budget()) is None else budget / self.workers
         send_loaded_hooks_by_value()
         manifest = run_dir.read_manifest()
         self.job = WorkerJob(spec=spec, make_engine=executor.make_engine, workers=self.workers, concurrency=1,
@@ -202,7 +202,7 @@ class _Dispatch:
 
     def over_budget(self, *, every_worker: bool = False) -> bool:
         """Whether the run's budget is spent, or a worker's share of it (`every_worker`: every worker's share)."""
-        max_cost, cost = self.spec.max_cost, self.progress.cost
+        max_cost, cost = self.spec.invocation_budget(), self.progress.cost
         if max_cost is not None and cost is not None and cost >= max_cost:
             return True
         return len(self.out_of_budget) == self.workers if every_worker else bool(self.out_of_budget)
@@ -238,8 +238,7 @@ class _Dispatch:
         if self.failure:
             raise self.failure
         if self.over_budget():
-            raise BudgetExceeded(f"spent ${self.progress.cost or 0:.4f}, reaching --max-cost "
-                                 f"${self.spec.max_cost:g}; run the same command again to continue")
+            raise BudgetExceeded(self.spec.budget_message(self.progress.cost))
 
     def _send(self, shard: int) -> None:
         """Send the shard's buffer to its worker, once the worker has room."""

@@ -1,0 +1,69 @@
+"""Issue 29: `--max-cost` is the run directory's budget over all its invocations (the manifest keeps the total), a
+cap no invocation passes; the dry run says when a cap would be refused for lack of a price."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from injector.cli.commands import main
+from test_run_loop import GOOD, QUESTION, STEPS, read_jsonl
+
+# 100 prompt + 50 completion tokens (the scripted server's usage) at $20,000 per million each: $3 a unit.
+PRICES = ("--price-in", "20000", "--price-out", "20000")
+
+
+@pytest.fixture
+def ten_trajectories(tmp_path: Path) -> Path:
+    path = tmp_path / "input.jsonl"
+    rows = [{"id": f"t{k}", "question": QUESTION, "steps": [*STEPS[:2], STEPS[2] + "." * k], "answer": "5"}
+            for k in range(10)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def run(server, input_path: Path, out: Path, *extra: str):
+    return CliRunner().invoke(main, ["run", "--category", "counterfactual", "--input", str(input_path), "--model",
+                                     "openai/scripted", "--api-base", server.api_base, "--out", str(out), *PRICES,
+                                     *extra], catch_exceptions=False)
+
+
+def test_four_invocations_at_max_cost_20_spend_at_most_20_in_all(scripted_server, ten_trajectories, tmp_path):
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    results = [run(scripted_server, ten_trajectories, out, "--max-cost", "20") for _ in range(4)]
+    assert [result.exit_code for result in results] == [3, 3, 3, 3], results[0].output
+    spent = sum(record["provenance"]["cost"] for record in read_jsonl(out / "candidates.jsonl"))
+    assert spent == pytest.approx(18.0) and len(scripted_server.requests) == 6  # a seventh unit would pass $20
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["spending"] == {"total": pytest.approx(18.0), "largest_unit": pytest.approx(3.0)}
+    assert "has spent $18.0000 of --max-cost $20" in results[-1].output
+    assert "raise the cap to continue, e.g. the same command with --max-cost 40" in results[-1].output
+    # A higher cap continues where the run stopped.
+    assert run(scripted_server, ten_trajectories, out, "--max-cost", "40").exit_code == 0
+    assert len(read_jsonl(out / "candidates.jsonl")) == 10 and len(scripted_server.requests) == 10
+    assert json.loads((out / "manifest.json").read_text())["spending"]["total"] == pytest.approx(30.0)
+
+
+def test_the_dry_run_says_max_cost_would_be_refused_without_a_price(scripted_server, ten_trajectories, tmp_path):
+    result = CliRunner().invoke(main, ["run", "--category", "counterfactual", "--input", str(ten_trajectories),
+                                       "--model", "openai/scripted", "--api-base", scripted_server.api_base,
+                                       "--max-cost", "20", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "refused            the run would stop here: --max-cost needs a price" in result.output
+    assert scripted_server.requests == []
+
+
+def test_max_cost_per_invocation_caps_each_invocation_alone(scripted_server, ten_trajectories, tmp_path):
+    """The old meaning, under its own name: each invocation stops once it has spent the cap (the same command
+    continues), whatever the run spent before."""
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    for expected in (2, 4):
+        result = run(scripted_server, ten_trajectories, out, "--max-cost-per-invocation", "5", "--concurrency", "1")
+        assert result.exit_code == 3, result.output
+        assert "spent $6.0000, reaching --max-cost-per-invocation $5; run the same command again" in result.output
+        assert len(read_jsonl(out / "candidates.jsonl")) == expected
+    assert json.loads((out / "manifest.json").read_text())["spending"]["total"] == pytest.approx(12.0)
