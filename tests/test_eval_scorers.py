@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from injector.cli.commands import main
-from injector.evaluate.judge import read_verdicts
+from injector.evaluate.judge import read_step_verdicts
 from injector.evaluate.prm_server import pooling_url, step_scores_of
 
 
@@ -42,14 +42,14 @@ def item_of(request: dict) -> str:
 
 
 def test_read_verdicts_covers_every_step_once():
-    assert read_verdicts(verdicts(True, False), 2) == ([True, False], None)
-    assert read_verdicts("```json\n" + verdicts(True, False) + "\n```", 2) == ([True, False], None)
-    assert read_verdicts(verdicts(True), 2) == (None, "No verdict for step(s) 2.")
-    assert read_verdicts(verdicts(True, True, True), 2)[1] == "Step 3 does not exist: the solution has steps 1 to 2."
-    assert read_verdicts('{"steps": [{"step": 1, "correct": "yes"}]}', 1)[1].startswith("Each entry")
-    assert read_verdicts('{"steps": [{"step": 1, "correct": true}, {"step": 1, "correct": false}]}', 1)[1] \
+    assert read_step_verdicts(verdicts(True, False), 2) == ([True, False], None)
+    assert read_step_verdicts("```json\n" + verdicts(True, False) + "\n```", 2) == ([True, False], None)
+    assert read_step_verdicts(verdicts(True), 2) == (None, "No verdict for step(s) 2.")
+    assert read_step_verdicts(verdicts(True, True, True), 2)[1] == "Step 3 does not exist: the solution has steps 1 to 2."
+    assert read_step_verdicts('{"steps": [{"step": 1, "correct": "yes"}]}', 1)[1].startswith("Each entry")
+    assert read_step_verdicts('{"steps": [{"step": 1, "correct": true}, {"step": 1, "correct": false}]}', 1)[1] \
         == "Step 1 has more than one verdict."
-    assert read_verdicts("I think step 2 is wrong.", 2)[0] is None
+    assert read_step_verdicts("I think step 2 is wrong.", 2)[0] is None
 
 
 def test_the_judge_re_asks_once_then_counts_the_answer_invalid(split, tmp_path, scripted_server):

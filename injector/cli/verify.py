@@ -33,7 +33,7 @@ def verify(**options) -> None:
     """Triage a run: a blind judge finds the first error of every candidate (and of its original) and gives a
     verdict (RUN/verify.jsonl, RUN/verify-summary.json)."""
     from injector import api
-    from injector.triage.verify import plan_table, summary_table
+    from injector.triage.verify import plan_table, verify_summary_table
 
     request = _verify_request(options)
     if request.dry_run:
@@ -44,7 +44,7 @@ def verify(**options) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted; nothing written is lost. Run the same command again to continue", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
-    click.echo(summary_table(summary))
+    click.echo(verify_summary_table(summary))
     from injector.triage.measured import check_verify_measured
 
     check_verify_measured(summary)  # every critique unreadable: exit 2 or 5, saying what the judge returned
@@ -71,13 +71,13 @@ def _every_ten_seconds() -> Any:
     """A progress callback printing the status line every 10 s: a long pass is not silent."""
     import time
 
-    from injector.triage.verify import status_line
+    from injector.triage.verify import verify_status_line
 
     shown = [time.monotonic()]
 
     def progress(summary: Any) -> None:
         if time.monotonic() - shown[0] >= 10:
             shown[0] = time.monotonic()
-            click.echo(status_line(summary), err=True)
+            click.echo(verify_status_line(summary), err=True)
 
     return progress

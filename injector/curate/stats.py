@@ -184,9 +184,9 @@ def compute_stats(path: str | Path, *, cues: bool = False,
     if verdicts is not None:
         result["verdicts"] = verdicts
     if verdicts is not None or result["total"]["audit_checked"]:
-        from injector.triage.step_audit.routing import agreement_table, run_routing
+        from injector.triage.step_audit.routing import routing_agreement, run_routing
 
-        result["routing"] = agreement_table(run_routing(path))
+        result["routing"] = routing_agreement(run_routing(path))
     if path.is_dir():
         from injector.curate.calibration import review_figures
 

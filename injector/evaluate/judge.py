@@ -65,7 +65,7 @@ def judge_messages(item: EvalItem, template: str | Path | None = None) -> list[d
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def read_verdicts(text: str, n_steps: int) -> tuple[list[bool] | None, str | None]:
+def read_step_verdicts(text: str, n_steps: int) -> tuple[list[bool] | None, str | None]:
     """The verdict of every step 1..n_steps (True: correct), or None and what is wrong with the answer."""
     try:
         answer = parse_json_object(text)
@@ -92,7 +92,7 @@ def read_verdicts(text: str, n_steps: int) -> tuple[list[bool] | None, str | Non
     return [verdicts[k] for k in range(1, n_steps + 1)], None
 
 
-def feedback_message(problem: str, n_steps: int) -> str:
+def judge_feedback(problem: str, n_steps: int) -> str:
     return (f"{problem} Answer again with one JSON object holding exactly one verdict for each of the {n_steps} "
             'steps, numbered 1 to ' f'{n_steps}: {{"steps": [{{"step": 1, "correct": true}}, ...]}}')
 
@@ -214,11 +214,11 @@ class LLMJudge:
             for key in usage:
                 usage[key] += proposal.usage.get(key, 0)
             answers.append(capped_text(proposal.text) or "")  # what the journal keeps: not a huge answer whole
-            verdicts, problem = read_verdicts(proposal.text, len(item.steps))
+            verdicts, problem = read_step_verdicts(proposal.text, len(item.steps))
             if verdicts is not None:
                 break
             messages = [*messages, {"role": "assistant", "content": proposal.text},
-                        {"role": "user", "content": feedback_message(problem or "", len(item.steps))}]
+                        {"role": "user", "content": judge_feedback(problem or "", len(item.steps))}]
         return {"id": item.id, "verdicts": verdicts, "problem": problem, "answers": answers, "usage": usage}
 
 

@@ -211,7 +211,7 @@ def _write_text(path: Path, text: str) -> None:
     _write_atomically(path, lambda target: target.write_text(text, encoding="utf-8"))
 
 
-def write_plots(report: dict[str, Any], items: Sequence[EvalItem], scores: Scores, out: Path) -> list[str]:
+def write_report_plots(report: dict[str, Any], items: Sequence[EvalItem], scores: Scores, out: Path) -> list[str]:
     """per_category.png (PRMScore, or first-error accuracy without step labels) and error_detection_pr.png (how
     precision and recall of finding error steps trade off over thresholds); [] with a note when matplotlib is
     missing."""
@@ -273,7 +273,7 @@ def write_report(out: str | Path, report: dict[str, Any], predictions: list[dict
         _write_text(out / TABLE_FILE, markdown_table(report))
         written = [PREDICTIONS_FILE, TABLE_FILE]
         if plots:
-            written += write_plots(report, items, scores, out)
+            written += write_report_plots(report, items, scores, out)
         # metrics.json last: its presence says the report is complete.
         _write_text(out / METRICS_FILE, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:

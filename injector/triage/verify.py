@@ -296,7 +296,7 @@ def plan_verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = N
     return plan
 
 
-def summary_table(summary: VerifySummary) -> str:
+def verify_summary_table(summary: VerifySummary) -> str:
     """Verdict counts per category (the columns the run has, in `VERDICTS` order), then requests and cost."""
     present = [v for v in VERDICTS if any(v in counts for counts in summary.verdicts.values())]
     width = max([len("category"), *(len(c) for c in summary.verdicts)])
@@ -315,7 +315,7 @@ def summary_table(summary: VerifySummary) -> str:
     return "\n".join(lines)
 
 
-def status_line(summary: VerifySummary) -> str:
+def verify_status_line(summary: VerifySummary) -> str:
     """One line of progress: verified so far of those planned, failures, requests, cost."""
     cost = "cost unknown" if summary.usage.cost is None else f"${summary.usage.cost:.4f}"
     return (f"verify: {summary.verified}/{summary.planned} verified, {summary.failed} failed, "
@@ -336,4 +336,4 @@ def plan_table(plan: VerifyPlan) -> str:
 
 
 __all__ = ["VerifyPlan", "VerifySpec", "VerifySummary", "judge_settings", "plan_table", "plan_verify",
-           "rollout_truth", "status_line", "summary_table", "verify"]
+           "rollout_truth", "verify_status_line", "verify_summary_table", "verify"]

@@ -92,7 +92,7 @@ def route_rank(routing: Routing) -> int:
     return ROUTE_ORDER.index(routing.route)
 
 
-def agreement_table(routings: list[Routing]) -> dict[str, dict[str, int]]:
+def routing_agreement(routings: list[Routing]) -> dict[str, dict[str, int]]:
     """Per category: how many candidates have each (algebra, judge, rollouts) combination, plus each route."""
     table: dict[str, Counter[str]] = defaultdict(Counter)
     for item in routings:
