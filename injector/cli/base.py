@@ -19,21 +19,24 @@ from injector.util.version import __version__
 
 EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what coreutils exit with when the reader of their output went away
-_invocation: list[str] = ["inject"]
-
-
 def invocation() -> list[str]:
-    """The command line of this invocation, as the user typed it."""
-    return list(_invocation)
+    """The command line of this invocation, as the user typed it (kept in the click context's `meta`)."""
+    context = click.get_current_context(silent=True)
+    return list(context.meta.get("invocation", ["inject"])) if context is not None else ["inject"]
 
 
 class InjectGroup(click.Group):
     """Turns library errors into one-line messages and the documented exit codes, never a bare traceback."""
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        # Keep the arguments as given, for manifests and cards ("the command that reproduces it"); `meta` is
+        # shared by every context of this invocation.
+        given = ["inject", *args]
+        context = super().make_context(info_name, args, parent=parent, **extra)
+        context.meta.setdefault("invocation", given)
+        return context
+
     def main(self, args=None, *pargs, **kwargs):
-        # Keep the arguments as given, for manifests and cards ("the command that reproduces it").
-        global _invocation
-        _invocation = ["inject", *(sys.argv[1:] if args is None else args)]
         try:
             return super().main(args, *pargs, **kwargs)
         finally:
