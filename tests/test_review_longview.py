@@ -29,3 +29,17 @@ def test_unchanged_runs_collapse_and_the_header_says_the_rule_and_answers(tmp_pa
     assert 'original <code id="answer-old">9</code> → modified <code id="answer-new">8</code> (changed)' in short
     assert 'id="answer-warning">the final answer changed (9 → 8) but the last step (3)' in short
     assert "unchanged (" not in short  # three steps: nothing to collapse
+    # The checklist: the common checks, then the category's own question; boxes only (nothing is saved).
+    assert page.count('<input type="checkbox" class="check">') == 5 and 'id="checklist"' in page
+    assert "The false fact or assumption is stated as true, and every later use carries it." in page
+
+
+def test_each_bundled_category_has_its_own_check_and_multi_solution_no_error_checks() -> None:
+    from injector.curate.review.longview import CATEGORY_CHECKS, CHECKS, checklist
+    from injector.taxonomy import Taxonomy
+
+    taxonomy = Taxonomy.load()
+    assert set(CATEGORY_CHECKS) == {category.id for category in taxonomy.categories}
+    multi = checklist(taxonomy.category("multi_solution"))
+    assert CATEGORY_CHECKS["multi_solution"] in multi and CHECKS[0] not in multi and multi.count("checkbox") == 2
+    assert checklist(None).count("checkbox") == len(CHECKS)  # a category of another taxonomy: the common ones

@@ -84,6 +84,7 @@ body.typeset.raw .tex-source { display: inline; }
 ins .katex, del .katex { padding: 0 1px; }
 tr.collapsed td { background: #f7f7f7; color: #555; } button.expand { font-size: 12px; }
 #answers p { margin: 2px 0; } .warn { color: #a11; font-weight: bold; }
+#checklist { margin: 4px 0; padding: 2px 8px; border: 1px solid #ccc; } #checklist label { display: block; }
 #math-toggle { margin-left: auto; } body:not(.typeset) #math-toggle { display: none; }
 """
 

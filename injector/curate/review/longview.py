@@ -11,6 +11,36 @@ from injector.curate.review.diff import e
 COLLAPSE_MIN = 3
 """Runs of at least this many unchanged, unmarked steps collapse to one line."""
 
+CHECKS = ("Every error step is marked, and no other step.",
+          "It is an error of this category, not of the one its \"not this\" line names.",
+          "The error is found by reasoning, not given away by its wording.",
+          "The solution still reads naturally.")
+"""What a reviewer checks on every candidate (its `checklist`), before the category's own question."""
+CATEGORY_CHECKS = {
+    "redundancy": "The added step is true and needless: removing it loses nothing.",
+    "circular_logic": "A step assumes what it sets out to show, and the loop closes on quantities established earlier.",
+    "counterfactual": "The false fact or assumption is stated as true, and every later use carries it.",
+    "step_contradiction": "One step contradicts an earlier one, and the contradiction is not resolved.",
+    "domain_inconsistency": "A rule is used outside the domain where it holds.",
+    "confidence": "A false claim is asserted with certainty, and the false value is carried through every use.",
+    "missing_condition": "The removed premise is named, the question stays answerable, and only steps that rely on "
+                         "it are marked.",
+    "deception": "The step looks right and is wrong: a near miss, not a blunder.",
+    "multi_solution": "The new solution is correct, complete and different from the original.",
+}
+"""The bundled categories' own question (by category id); a category of another taxonomy gets the common ones."""
+
+
+def checklist(category: Category | None) -> str:
+    """A short list of boxes the reviewer ticks while reading (the page's own; nothing is saved)."""
+    own = [CATEGORY_CHECKS[category.id]] if category is not None and category.id in CATEGORY_CHECKS else []
+    if category is not None and category.rules.multi_solution:  # no error to find: only whether it reads right
+        items = [*own, CHECKS[-1]]
+    else:
+        items = [*CHECKS, *own]
+    boxes = "".join(f'<label><input type="checkbox" class="check"> {e(item)}</label>' for item in items)
+    return f'<fieldset id="checklist"><legend>check</legend>{boxes}</fieldset>'
+
 
 def collapse(rows: list[tuple[str, int | None]]) -> list[str]:
     """Table rows (HTML, and the step number of a plain unchanged step, else None) with each run of at least
@@ -58,4 +88,4 @@ def answer_header(candidate: Candidate, shown: Candidate, category: Category | N
         facts.append(f'<p class="warn" id="answer-warning">the final answer changed ({e(old or "none")} → '
                      f'{e(new or "none")}) but the last step ({last}) is not marked an error: check the error steps'
                      "</p>")
-    return f'<section id="answers">{"".join(facts)}</section>'
+    return f'<section id="answers">{"".join(facts)}{checklist(category)}</section>'
