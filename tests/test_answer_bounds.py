@@ -145,8 +145,10 @@ def test_a_prm_server_answer_past_the_cap_is_refused_unread(tmp_path, declare_le
 def test_a_judges_journal_keeps_no_huge_answer(scripted_server, tmp_path):
     scripted_server.script = lambda request: Reply(content="z" * 300_000)
     engine = LLMEngine("openai/scripted", api_base=scripted_server.api_base, backoff_seconds=0)
-    result = LLMJudge(engine=engine).score([ITEM], tmp_path)
-    assert result.scores == {"a": None}
+    from injector.util.errors import UserError
+
+    with pytest.raises(UserError, match="never answered in the format"):  # nothing was measured: said, not exit 0
+        LLMJudge(engine=engine).score([ITEM], tmp_path)
     assert (tmp_path / JOURNAL_FILE).stat().st_size < 200_000  # two answers of 300 KB, each kept truncated
 
 

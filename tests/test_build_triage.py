@@ -107,7 +107,8 @@ def test_stats_show_verdict_counts_per_category(verified, sample_run):
     assert list(numbers["redundancy"]) == [v for v in (*VERDICTS, "unverified") if v in numbers["redundancy"]]
     table = invoke("stats", str(run_dir)).output
     assert "verdicts (inject verify):" in table
-    total = [line for line in table.splitlines() if line.startswith("total ")][-1].split()
+    verdict_lines = table.split("verdicts (inject verify):", 1)[1].splitlines()
+    total = next(line for line in verdict_lines if line.startswith("total ")).split()  # the verdict table's total
     assert sum(map(int, total[1:])) == len(candidates(run_dir))
     # an unverified run shows none
     assert "verdicts" not in json.loads(invoke("stats", str(sample_run), "--json").output)

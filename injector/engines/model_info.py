@@ -206,7 +206,7 @@ def similar_models(model: str, limit: int = 3) -> list[str]:
     try:
         listed = [key for key, info in _litellm().model_cost.items()
                   if isinstance(info, dict) and info.get("mode") == "chat"]
-    except Exception as exc:  # a suggestion is a courtesy: never the reason a message is not shown
+    except Exception as exc:  # noqa: BLE001 - logged: a suggestion is only a courtesy
         log.debug("no model list for suggestions (%s)", exc)
         return []
     matches = difflib.get_close_matches(name, listed, n=limit, cutoff=0.75)

@@ -17,7 +17,7 @@ def audit_on_write(candidate: Candidate) -> Candidate:
     audit bug never loses a candidate."""
     try:
         found = audit_candidate(candidate, candidate.category).recorded()
-    except Exception as exc:  # the audit is advisory: a bug in it must not stop the run or drop the candidate
+    except Exception as exc:  # noqa: BLE001 - logged: an audit bug must not drop a candidate
         log.warning("step audit failed on %s (%s: %s); written without it", candidate.id, type(exc).__name__, exc)
         return candidate
     audited = candidate.model_copy()
