@@ -265,7 +265,7 @@ def test_the_budget_is_divided_among_workers_and_the_total_holds(ray_session, tm
     # 100 prompt + 50 completion tokens a request at $10 / $20 per million: $0.002 a request.
     prices = dict(price_in=10.0, price_out=20.0)
     spec = spec_for(tmp_path / "run", ["counterfactual"], limit=25, samples=8, concurrency=4, max_cost=0.05)
-    with pytest.raises(BudgetExceeded, match="run the same command again"):
+    with pytest.raises(BudgetExceeded, match="raise the cap to continue"):
         run(load_trajectories(SAMPLE), spec, llm_engine(scripted_server, **prices),
             executor=ray_executor(scripted_server, **prices))
     spent = 0.002 * len(scripted_server.requests)
