@@ -250,3 +250,19 @@ def test_a_run_directory_is_not_a_split(tmp_path):
         result = invoke("eval", str(given), "--scores", str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "r"))
         assert result.exit_code == 2, result.output
         assert "this is a run directory" in result.output and f"inject build {out} --out" in result.output
+
+
+def test_a_split_without_correct_solutions_says_how_to_get_processbench_f1(tmp_path):
+    path = tmp_path / "split.jsonl"
+    path.write_text(json.dumps(row("a::circular_logic::0", "circular_logic", ["s1", "s2", "s3"], [2])) + "\n")
+    scores = write_scores(tmp_path / "scores.jsonl", [{"id": "a::circular_logic::0", "step_scores": [0.9, 0.2, 0.6]}])
+    out = tmp_path / "report"
+    assert invoke("eval", str(path), "--scores", str(scores), "--out", str(out), "--no-plots").exit_code == 0
+    assert "build the split with `--include-sources`" in (out / "metrics.md").read_text()
+    with_control = tmp_path / "both.jsonl"
+    with_control.write_text(path.read_text() + json.dumps(row("a::correct", "correct", ["s1", "s2", "s3"], [])) + "\n")
+    scores = write_scores(tmp_path / "s2.jsonl", [*map(json.loads, scores.read_text().splitlines()),
+                                                  {"id": "a::correct", "step_scores": [0.9, 0.9, 0.9]}])
+    assert invoke("eval", str(with_control), "--scores", str(scores), "--out", str(tmp_path / "r2"),
+                  "--no-plots").exit_code == 0
+    assert "--include-sources" not in (tmp_path / "r2" / "metrics.md").read_text()

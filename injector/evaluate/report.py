@@ -177,6 +177,9 @@ def _processbench_rows(processbench: dict[str, Any], subsets: bool) -> list[str]
     pooled = "undefined (both accuracies 0)" if processbench.get("f1_undefined") else _cell(processbench, "f1")
     lines.append(f"| **pooled** over every solution | {processbench['n_error'] + processbench['n_correct']} | "
                  f"{_cell(processbench, 'acc_error')} | {_cell(processbench, 'acc_correct')} | {pooled} |")
+    if not processbench["n_correct"]:
+        lines += ["", "No correct solution in the split, so acc_correct and F1 are not defined: build the split with "
+                  "`--include-sources` (each source solution once, as a correct control)."]
     return lines
 
 
