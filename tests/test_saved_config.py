@@ -187,3 +187,68 @@ def test_log_prompts_keeps_each_request_and_raw_answer_without_the_key(scripted_
     assert invoke("run", "--input", trajectories(tmp_path), "--category", "circular_logic", "--limit", "1",
                   "--out", quiet).exit_code == 0
     assert not (quiet / "prompts.jsonl").exists()
+
+
+def log_events(directory: Path) -> list[dict]:
+    return [json.loads(line) for line in (directory / "log.jsonl").read_text().splitlines()]
+
+
+def test_verify_saves_its_options_logs_each_candidate_and_runs_again_from_them(scripted_server, tmp_path):
+    from test_verify import judge, judge_table, make_run
+
+    run = make_run(tmp_path / "run", ["cf", "red"])
+    scripted_server.script = judge(judge_table())
+    result = invoke("verify", run, "--model", "openai/judge", "--api-base", scripted_server.api_base, "--seed", "4",
+                    "--verbose")
+    assert result.exit_code == 0, result.output
+    assert "t1::counterfactual::0: " in result.output  # --verbose: the log on the terminal
+    saved = yaml.safe_load((run / "verify-config.yaml").read_text())
+    assert saved["model"] == "openai/judge" and saved["seed"] == 4 and "run-dir" not in saved
+    events = log_events(run)
+    assert [line["event"] for line in events] == ["verify_started", "candidate_verified", "candidate_verified",
+                                                  "verify_summary", "verify_finished"]
+    assert {line["unit"] for line in events if line["event"] == "candidate_verified"} == {
+        "t1::counterfactual::0", "t1::redundancy::0"}
+    sent = len(scripted_server.requests)
+    again = invoke("verify", "--from", run)
+    assert again.exit_code == 0, again.output
+    assert len(scripted_server.requests) == sent  # the same settings: every verdict is there already
+    assert invoke("verify", "--from", run, "--seed", "5").exit_code == 0  # a flag overrides: judged again
+    assert len(scripted_server.requests) > sent
+    assert yaml.safe_load((run / "verify-config.yaml").read_text())["seed"] == 5
+
+
+def test_build_and_eval_save_their_options_and_logs_and_run_again_from_them(tmp_path):
+    run = tmp_path / "run"
+    assert invoke("run", "--category", "circular_logic", "--limit", "3", "--out", run).exit_code == 0
+    split = tmp_path / "split"
+    assert invoke("build", run, "--out", split, "--include-unreviewed", "--include-sources", "--no-cues",
+                  "--verbose").exit_code == 0
+    saved = yaml.safe_load((split / "build-config.yaml").read_text())
+    assert saved["run-dirs"] == [str(run)] and saved["no-cues"] is True and "overwrite" not in saved
+    assert [line["event"] for line in log_events(split)] == ["build_started", "build_summary", "build_finished"]
+    rows = sorted(path.read_text() for path in (split / "jsonl").iterdir())
+    refused = CliRunner().invoke(main, ["build", "--from", str(split)])
+    assert refused.exit_code == 2 and "overwrite" in refused.output  # never replaced unasked
+    assert invoke("build", "--from", split, "--overwrite").exit_code == 0
+    assert sorted(path.read_text() for path in (split / "jsonl").iterdir()) == rows
+    scores = tmp_path / "scores.jsonl"
+    import datasets
+
+    items = [row for name, part in datasets.load_from_disk(str(split)).items() for row in part]
+    scores.write_text("".join(json.dumps({"id": item["id"], "step_scores": [0.9] * len(item["modified_process"])})
+                              + "\n" for item in items))
+    report = tmp_path / "report"
+    assert invoke("eval", split, "--scores", scores, "--out", report, "--bootstrap", "10").exit_code == 0
+    saved = yaml.safe_load((report / "eval-config.yaml").read_text())
+    assert saved["paths"] == [str(split)] and saved["scores"] == str(scores) and saved["bootstrap"] == 10
+    assert [line["event"] for line in log_events(report)] == ["eval_started", "eval_summary", "eval_finished"]
+    metrics = (report / "metrics.json").read_text()
+    assert invoke("eval", "--from", report).exit_code == 0
+    assert (report / "metrics.json").read_text() == metrics
+
+
+def test_verbose_on_a_command_without_a_log(tmp_path):
+    run = tmp_path / "run"
+    assert invoke("run", "--category", "circular_logic", "--limit", "1", "--out", run).exit_code == 0
+    assert invoke("stats", run, "--verbose").exit_code == 0
