@@ -252,3 +252,25 @@ def test_verbose_on_a_command_without_a_log(tmp_path):
     run = tmp_path / "run"
     assert invoke("run", "--category", "circular_logic", "--limit", "1", "--out", run).exit_code == 0
     assert invoke("stats", run, "--verbose").exit_code == 0
+
+
+def test_a_refused_build_leaves_the_split_there_untouched(tmp_path):
+    run = tmp_path / "run"
+    assert invoke("run", "--category", "circular_logic", "--limit", "2", "--out", run).exit_code == 0
+    split = tmp_path / "split"
+    assert invoke("build", run, "--out", split, "--include-unreviewed", "--no-cues").exit_code == 0
+    before = {path.name: path.read_bytes() for path in split.iterdir() if path.is_file()}
+    refused = CliRunner().invoke(main, ["build", "--from", str(split)])
+    assert refused.exit_code == 2 and "not empty" in refused.output
+    assert {path.name: path.read_bytes() for path in split.iterdir() if path.is_file()} == before
+
+
+def test_a_saved_config_runs_nothing_it_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("category: circular_logic\nlimit: !!python/object/apply:os.system "
+                                     "['touch pwned']\n")
+    result = CliRunner().invoke(main, ["run", "--from", str(run)])
+    assert result.exit_code == 2 and f"{run / 'config.yaml'}:2: not YAML" in result.output, result.output
+    assert not (tmp_path / "pwned").exists()

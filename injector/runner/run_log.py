@@ -68,7 +68,7 @@ class JsonLinesHandler(logging.Handler):
 
 
 @contextmanager
-def run_log(run_dir: Path, deferred: bool = False) -> Iterator[None]:
+def run_log(run_dir: Path, deferred: bool = False) -> Iterator[JsonLinesHandler]:
     """Write the `injector` logger's records of INFO and above to `run_dir/log.jsonl` for the duration (`deferred`:
     at the end, for a directory written at the end)."""
     handler = JsonLinesHandler(Path(run_dir) / LOG_FILE, deferred=deferred)
@@ -78,7 +78,7 @@ def run_log(run_dir: Path, deferred: bool = False) -> Iterator[None]:
     if logger.getEffectiveLevel() > logging.INFO:
         logger.setLevel(logging.INFO)
     try:
-        yield
+        yield handler
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
@@ -89,14 +89,17 @@ def run_log(run_dir: Path, deferred: bool = False) -> Iterator[None]:
 def command_log(directory: Path | str, command: str, deferred: bool = False, **fields: Any) -> Iterator[None]:
     """`run_log` for `verify`, `build` and `eval`: `<command>_started` (with `fields`), then `<command>_finished`
     or `<command>_stopped` (the exception) in `directory/log.jsonl`. Only a directory that exists gets a log (a
-    deferred one: by the end); the caller logs its own figures before the block ends."""
+    deferred one: by the end, and only when the command finished: `build` replaces its directory, and a refused
+    build must not touch the split already there); the caller logs its own figures before the block ends."""
     directory = Path(directory)
-    with run_log(directory, deferred=deferred or not directory.is_dir()):
+    with run_log(directory, deferred=deferred or not directory.is_dir()) as handler:
         event(f"{command}_started", f"{command} started: {directory}", **fields)
         try:
             yield
         except BaseException as exc:
             event(f"{command}_stopped", f"{command} stopped: {type(exc).__name__}: {exc}", error=type(exc).__name__)
+            if deferred:
+                handler.pending = None
             raise
         event(f"{command}_finished", f"{command} finished: {directory}")
 
