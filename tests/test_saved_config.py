@@ -274,3 +274,14 @@ def test_a_saved_config_runs_nothing_it_names(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["run", "--from", str(run)])
     assert result.exit_code == 2 and f"{run / 'config.yaml'}:2: not YAML" in result.output, result.output
     assert not (tmp_path / "pwned").exists()
+
+
+def test_log_prompts_with_worker_processes_keeps_one_whole_line_per_request(tmp_path):
+    out = tmp_path / "run"
+    assert invoke("run", "--category", "circular_logic", "--category", "redundancy", "--limit", "3", "--workers", "2",
+                  "--concurrency", "4", "--log-prompts", "--out", out).exit_code == 0
+    lines = [json.loads(line) for line in (out / "prompts.jsonl").read_text().splitlines()]
+    written = [json.loads(line)["id"] for name in ("candidates.jsonl", "rejects.jsonl") if (out / name).exists()
+               for line in (out / name).read_text().splitlines()]
+    assert sorted(line["unit"] for line in lines) == sorted(written)  # the offline engine answers once per unit
+    assert all(line["request"]["messages"] and (line["answer"] is not None or line["error"]) for line in lines)
