@@ -106,12 +106,14 @@ def _run_rows(run_dir: Path, consensus: str | None, rows: dict[str, FunnelRow]) 
     from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 
     directory = RunDirectory(run_dir)
-    candidates = [candidate for _, candidate in directory.numbered_candidates()]
-    category_of = {c.id: c.category for c in candidates}
     decided = _decisions(run_dir)
-    accepted = _accepted(run_dir, candidates, consensus) if decided else set()
+    # The candidates are read one at a time (a build must not hold the run); a consensus rule needs them all.
+    listed = [candidate for _, candidate in directory.numbered_candidates()] if decided and consensus else []
+    accepted = _accepted(run_dir, listed, consensus) if decided else set()
     verdicts = read_verdicts(run_dir)
-    for candidate in candidates:
+    category_of: dict[str, str] = {}
+    for _, candidate in directory.numbered_candidates():
+        category_of[candidate.id] = candidate.category
         row = rows.setdefault(candidate.category, FunnelRow(category=candidate.category))
         row.units, row.valid = row.units + 1, row.valid + 1
         row.generation_cost = _plus(row.generation_cost, _generation_cost(candidate))
