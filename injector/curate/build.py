@@ -4,6 +4,7 @@ What a build takes is one `BuildRequest`; the rows come from `rows.py`, the file
 its card from `card.py`, the all-or-nothing write from `staging.py`."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -281,7 +282,9 @@ def build(request: BuildRequest) -> BuildReport:
                          cue_sample=request.cue_sample if request.cues else None,
                          require_audit_clean=request.require_audit_clean)
     benchmark = _read_benchmarks(request, report)
-    staging = staging_dir(request.out.resolve())
+    target = request.out.resolve()
+    made = [parent for parent in target.parents if not parent.exists()]  # deepest first
+    staging = staging_dir(target)
     spill = RowSpill(staging / ".rows.jsonl")
     try:
         rows = _hard_rows(request, report, _rows(request, report, spill))
@@ -291,6 +294,13 @@ def build(request: BuildRequest) -> BuildReport:
         report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
         _card_figures(report, rows, spill)
         _write(request, report, splits, spill, staging)
+    except BaseException:
+        spill.close()
+        shutil.rmtree(staging, ignore_errors=True)
+        for parent in made:  # a refused build leaves nothing behind, not even the directories made for `out`
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+        raise
     finally:
         spill.close()
         shutil.rmtree(staging, ignore_errors=True)
