@@ -84,8 +84,10 @@ def load_verdict(run_path: Path, offset: int) -> VerifyRecord | None:
         return None
 
 
-_COLUMNS = ("seq", "id", "category", "verdict", "status", "line", "offset", "source", "verify_offset",
-            *map(order_column, ORDER_KEYS))
+def _columns() -> str:
+    """The columns an entry is read from (the orders' groups as `ORDER_KEYS` has them now: it may be extended)."""
+    return ", ".join(("seq", "id", "category", "verdict", "status", "line", "offset", "source", "verify_offset",
+                      *map(order_column, ORDER_KEYS)))
 
 
 class RunQueue:
@@ -113,26 +115,34 @@ class RunQueue:
             raise store_error(self.store.path, exc, "read the queue of") from None
 
     def entry(self, candidate_id: str) -> Entry | None:
-        found = self._read(f"SELECT {', '.join(_COLUMNS)} FROM queue WHERE id = ?", (candidate_id,))
+        found = self._read(f"SELECT {_columns()} FROM queue WHERE id = ?", (candidate_id,))
         return self._entry(found[0]) if found else None
 
     def all(self) -> list[Entry]:
         """Every entry in file order: O(run), for the queues a plan or an adjudication narrows, not for a page."""
-        return [self._entry(row) for row in self._read(f"SELECT {', '.join(_COLUMNS)} FROM queue ORDER BY seq")]
+        return [self._entry(row) for row in self._read(f"SELECT {_columns()} FROM queue ORDER BY seq")]
 
-    def near(self, view: Any, order: str, after: bool, bound: tuple[str, list[Any]], limit: int) -> list[Entry]:
-        """Up to `limit` entries of the view on one side of a place (`bound`: a condition on the order's group
-        and seq), nearest first."""
-        where, args, index = _where(view, order, bound)
+    def near(self, view: Any, order: str, after: bool, parts: list[Bound], limit: int) -> list[Entry]:
+        """Up to `limit` entries of the view on one side of a place (`parts`: conditions on the order's group and
+        seq, nearest first, each an index range), nearest first."""
         column, direction = order_column(order), "" if after else " DESC"
-        sql = (f"SELECT {', '.join(_COLUMNS)} FROM queue WHERE {where} ORDER BY {column}{direction}, seq{direction} "
-               "LIMIT ?")
-        return [self._entry(row) for row in self._read(sql, [*args, limit], index)]
+        found: list[Entry] = []
+        for part in parts:
+            if len(found) >= limit:
+                break
+            where, args, index = _where(view, order, part)
+            sql = (f"SELECT {_columns()} FROM queue WHERE {where} "
+                   f"ORDER BY {column}{direction}, seq{direction} LIMIT ?")
+            found += [self._entry(row) for row in self._read(sql, [*args, limit - len(found)], index)]
+        return found
 
-    def count(self, view: Any, order: str, bound: tuple[str, list[Any]]) -> int:
-        """How many entries of the view lie before a place: a count over the view's index, in SQLite."""
-        where, args, index = _where(view, order, bound)
-        return int(self._read(f"SELECT count(*) FROM queue WHERE {where}", args, index)[0][0])
+    def count(self, view: Any, order: str, parts: list[Bound]) -> int:
+        """How many entries of the view lie in `parts`: counts over the view's index, in SQLite."""
+        total = 0
+        for part in parts:
+            where, args, index = _where(view, order, part)
+            total += int(self._read(f"SELECT count(*) FROM queue WHERE {where}", args, index)[0][0])
+        return total
 
     def total(self, view: Any) -> int:
         """The view's size, from the counts the triggers keep."""
@@ -150,34 +160,38 @@ class RunQueue:
             "SELECT verdict FROM queue_tally GROUP BY verdict HAVING sum(n) > 0")}
 
 
-def _where(view: Any, order: str, bound: tuple[str, list[Any]]) -> tuple[str, list[Any], tuple[str, ...]]:
-    """The view's filters and `bound` as SQL, and the index that serves them: its filters' columns, then the
-    order's group and seq."""
+Bound = tuple[str, list[Any]]
+"""A condition on a run's entries (SQL with its arguments)."""
+
+
+def _where(view: Any, order: str, part: Bound) -> tuple[str, list[Any], tuple[str, ...]]:
+    """The view's filters and `part` as SQL, and the index that serves them: its filters' columns, then the order's
+    group and seq (`part` is an equality on the group and a range on seq, or a range on the group)."""
     clauses, args, columns = [], [], []
     if view.cat:
         clauses, args, columns = [*clauses, "category = ?"], [*args, view.cat], [*columns, "category"]
     if view.verdict not in ("", "all"):
         clauses, args, columns = [*clauses, "verdict = ?"], [*args, view.verdict], [*columns, "verdict"]
     if view.status not in ("", "all"):
-        # an unknown status matches nothing, as the list filter did
-        code = STATUS_CODES.get(view.status)
-        clauses, args, columns = [*clauses, "status = ?"], [*args, code if code is not None else "?"], \
-            [*columns, "status"]
-    clauses.append(bound[0])
-    return " AND ".join(clauses), [*args, *bound[1]], (*columns, order_column(order), "seq")
+        code = STATUS_CODES.get(view.status, "?")  # an unknown status matches nothing, as the list filter did
+        clauses, args, columns = [*clauses, "status = ?"], [*args, code], [*columns, "status"]
+    clauses.append(part[0])
+    return " AND ".join(clauses), [*args, *part[1]], (*columns, order_column(order), "seq")
 
 
-def bound(order: str, anchor: Entry | None, run: int, after: bool) -> tuple[str, list[Any]]:
-    """The condition on run `run`'s entries to lie after (or before) `anchor` in the order (group, run, seq);
-    none without an anchor."""
+def bound(order: str, anchor: Entry | None, run: int, after: bool) -> list[Bound]:
+    """Where run `run`'s entries lie after (or before) `anchor` in the order (group, run, seq), nearest first:
+    each part a range SQLite reads off the view's index (a row-value comparison would scan the whole group).
+    Everything without an anchor."""
     if anchor is None:
-        return "1", []
+        return [("1", [])]
     column, group = order_column(order), anchor.groups.get(order, 0)
+    farther = f"{column} {'>' if after else '<'} ?"
     if run == anchor.run:
-        return f"({column}, seq) {'>' if after else '<'} (?, ?)", [group, anchor.seq]
-    later = run > anchor.run  # a later run's entries of the same group come after the anchor
-    operator = (">=" if later else ">") if after else ("<" if later else "<=")
-    return f"{column} {operator} ?", [group]
+        return [(f"{column} = ? AND seq {'>' if after else '<'} ?", [group, anchor.seq]), (farther, [group])]
+    # a later run's entries of the anchor's group come after it, an earlier run's before it
+    same_side = (run > anchor.run) == after
+    return [(f"{column} {'>=' if after else '<='} ?" if same_side else farther, [group])]
 
 
 def matches(entry: Entry, view: Any) -> bool:

@@ -170,6 +170,9 @@ def _build(db: sqlite3.Connection, run_path: Path) -> None:
     db.executemany(f"INSERT INTO queue ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                    _rows(run_path))
     _execute_script(db, _AFTER_FILL)
+    for order in ORDER_KEYS:  # the unfiltered views' indexes; a filtered view's is made on its first use
+        column = order_column(order)
+        db.execute(f"CREATE INDEX queue_by_{column}_seq ON queue ({column}, seq)")
 
 
 def _execute_script(db: sqlite3.Connection, script: str) -> None:

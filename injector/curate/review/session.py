@@ -313,7 +313,7 @@ class ReviewSession:
 
     def order(self, view: View) -> str:
         """The view's order, its default resolved."""
-        return view.order if view.order in ORDERS else ("verdict" if self.verified else "file")
+        return view.order if view.order in ORDER_KEYS else ("verdict" if self.verified else "file")
 
     def categories(self) -> list[str]:
         return list(self._category_totals())
