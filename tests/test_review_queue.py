@@ -68,7 +68,7 @@ def test_every_view_window_is_the_list_the_app_built(tmp_path: Path) -> None:
 
 
 def test_the_index_follows_the_file_and_is_kept_while_it_does_not_change(tmp_path: Path) -> None:
-    run = make_run(tmp_path / "run", [candidate(f"c{n}::x::0") for n in range(3)])
+    run = make_run(tmp_path / "run ?#%", [candidate(f"c{n}::x::0") for n in range(3)])  # no URI trips on it
     store = ReviewStore(run)
     assert queue_index.refresh(store, run) is True
     assert queue_index.refresh(store, run) is False  # unchanged: the stored index is used as it is

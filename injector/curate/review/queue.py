@@ -10,6 +10,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import quote
 
 from pydantic import ValidationError
 
@@ -97,6 +98,10 @@ class RunQueue:
         self.store = store
         self.run = run
         self._indexed: set[tuple[str, ...]] = set()
+        # Held open, unused, for the session's life: each read's own connection is then never the store's last
+        # one, whose closing checkpoints the WAL (a page of reads paid that each time).
+        self._held = sqlite3.connect(f"file:{quote(str(store.path))}?mode=ro", uri=True, check_same_thread=False)
+        self._held.execute("SELECT count(*) FROM sqlite_master").fetchall()
 
     def _entry(self, row: Sequence[Any]) -> Entry:
         seq, id_, category, verdict, status, line, offset, source, verify_offset, *groups = row
@@ -167,16 +172,16 @@ Bound = tuple[str, list[Any]]
 def _where(view: Any, order: str, part: Bound) -> tuple[str, list[Any], tuple[str, ...]]:
     """The view's filters and `part` as SQL, and the index that serves them: its filters' columns, then the order's
     group and seq (`part` is an equality on the group and a range on seq, or a range on the group)."""
-    clauses, args, columns = [], [], []
+    filters: list[tuple[str, Any]] = []
     if view.cat:
-        clauses, args, columns = [*clauses, "category = ?"], [*args, view.cat], [*columns, "category"]
+        filters.append(("category", view.cat))
     if view.verdict not in ("", "all"):
-        clauses, args, columns = [*clauses, "verdict = ?"], [*args, view.verdict], [*columns, "verdict"]
+        filters.append(("verdict", view.verdict))
     if view.status not in ("", "all"):
-        code = STATUS_CODES.get(view.status, "?")  # an unknown status matches nothing, as the list filter did
-        clauses, args, columns = [*clauses, "status = ?"], [*args, code], [*columns, "status"]
-    clauses.append(part[0])
-    return " AND ".join(clauses), [*args, *part[1]], (*columns, order_column(order), "seq")
+        filters.append(("status", STATUS_CODES.get(view.status, "?")))  # an unknown status matches nothing
+    clauses = [f"{column} = ?" for column, _ in filters] + [part[0]]
+    columns = tuple(column for column, _ in filters)
+    return " AND ".join(clauses), [*(value for _, value in filters), *part[1]], (*columns, order_column(order), "seq")
 
 
 def bound(order: str, anchor: Entry | None, run: int, after: bool) -> list[Bound]:
