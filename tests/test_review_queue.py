@@ -9,7 +9,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from injector.cli.commands import main
 from injector.triage.verdicts import verdict_rank
 from injector.util.errors import UserError
 from injector.curate.review import queue_index
@@ -116,6 +118,8 @@ def test_a_line_that_is_no_candidate_is_shown_as_such_and_never_decided(tmp_path
         status, answer = decide(server, "c1::x::0", decision="accept")
         assert status == 422 and "not a candidate record" in answer["error"]
         assert decide(server, "c2::x::0", decision="accept")[0] == 200
+    result = CliRunner().invoke(main, ["build", str(run), "--out", str(tmp_path / "split")])
+    assert result.exit_code == 2 and f"{run / 'candidates.jsonl'}:2" in result.output  # build validates them all
 
 
 def test_an_order_is_pluggable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,10 +16,8 @@ def to_adjudication(session) -> None:
     session.role = "adjudication"
     for run in session.runs:
         per = latest_per_reviewer(run.store.rows())
-        reviewed = (run.entries if session.listed else
-                    [entry for candidate_id in per if (entry := run.queue.entry(candidate_id)) is not None])
-        reviewed.sort(key=lambda entry: entry.seq)
-        run.entries = [entry for entry in reviewed if entry.file == CANDIDATES_FILE and entry.id in per
+        listed = run.entries if session.listed else run.queue.all()  # file order
+        run.entries = [entry for entry in listed if entry.file == CANDIDATES_FILE and entry.id in per
                        and _disputed(session, entry, per[entry.id])]
         run.reviews = per
         run.blind = True

@@ -88,7 +88,15 @@ CREATE TABLE queue_categories (category TEXT PRIMARY KEY, first INTEGER NOT NULL
 """
 
 
-_DROP = "DROP TABLE IF EXISTS queue;\nDROP TABLE IF EXISTS queue_tally;\nDROP TABLE IF EXISTS queue_categories;\n"
+_DROP = """
+DROP TABLE IF EXISTS queue;
+DROP TABLE IF EXISTS queue_tally;
+DROP TABLE IF EXISTS queue_categories;
+DROP TRIGGER IF EXISTS queue_standing_new;
+DROP TRIGGER IF EXISTS queue_standing_changed;
+"""
+"""Everything the index made, dropped before it is made again: a received store may hold objects of these names
+that do something else."""
 _AFTER_FILL = """
 CREATE UNIQUE INDEX queue_by_id ON queue (id);
 UPDATE queue SET status = (SELECT decision FROM standing WHERE standing.id = queue.id)
@@ -96,10 +104,10 @@ UPDATE queue SET status = (SELECT decision FROM standing WHERE standing.id = que
 INSERT INTO queue_tally SELECT category, verdict, status, count(*) FROM queue GROUP BY category, verdict, status;
 INSERT INTO queue_categories SELECT category, min(seq) FROM queue GROUP BY category;
 INSERT OR IGNORE INTO candidates (id, category) SELECT id, category FROM queue;
-CREATE TRIGGER IF NOT EXISTS queue_standing_new AFTER INSERT ON standing BEGIN
+CREATE TRIGGER queue_standing_new AFTER INSERT ON standing BEGIN
     UPDATE queue SET status = NEW.decision WHERE id = NEW.id;
 END;
-CREATE TRIGGER IF NOT EXISTS queue_standing_changed AFTER UPDATE OF decision ON standing BEGIN
+CREATE TRIGGER queue_standing_changed AFTER UPDATE OF decision ON standing BEGIN
     UPDATE queue SET status = NEW.decision WHERE id = NEW.id;
 END;
 CREATE TRIGGER queue_tally_kept AFTER UPDATE OF status ON queue WHEN OLD.status != NEW.status BEGIN
@@ -145,11 +153,13 @@ def refresh(store: ReviewStore, run_path: Path) -> bool:
         with closing(store.connect()) as db:
             db.isolation_level = None  # the transaction below is ours: BEGIN IMMEDIATE to COMMIT
             db.execute("CREATE TABLE IF NOT EXISTS queue_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            found = db.execute("SELECT value FROM queue_meta WHERE name = 'signature'").fetchone()
-            if found is not None and found[0] == wanted:
+            if _indexed(db) == wanted:
                 return False
             db.execute("BEGIN IMMEDIATE")
             try:
+                if _indexed(db) == wanted:  # another process built it while this one waited for the lock
+                    db.execute("COMMIT")
+                    return False
                 _build(db, run_path)
                 db.execute("INSERT OR REPLACE INTO queue_meta VALUES ('signature', ?)", (wanted,))
                 db.execute("COMMIT")
@@ -159,6 +169,11 @@ def refresh(store: ReviewStore, run_path: Path) -> bool:
     except sqlite3.Error as exc:
         raise store_error(store.path, exc, "index the candidates in") from None
     return True
+
+
+def _indexed(db: sqlite3.Connection) -> str | None:
+    found = db.execute("SELECT value FROM queue_meta WHERE name = 'signature'").fetchone()
+    return found[0] if found is not None else None
 
 
 def _build(db: sqlite3.Connection, run_path: Path) -> None:
