@@ -19,7 +19,6 @@ import os
 import re
 import sqlite3
 from contextlib import closing
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -47,15 +46,25 @@ class Facts:
     written, unvalidated: check what you read; {} when it is no object), and `verify_line()`, its verify record (a
     dict, or None), are read only when a key asks."""
 
-    def __init__(self, id_: str, category: str, verdict: str, raw: bytes,
-                 verify_line: Callable[[], dict[str, Any] | None]):
-        self.id, self.category, self.verdict, self.verify_line = id_, category, verdict, verify_line
-        self._raw = raw
+    __slots__ = ("id", "category", "verdict", "_raw", "_run_path", "_verify_offset", "_record")
 
-    @cached_property
+    def __init__(self, id_: str, category: str, verdict: str, raw: bytes, run_path: Path, verify_offset: int | None):
+        self.id, self.category, self.verdict = id_, category, verdict
+        self._raw, self._run_path, self._verify_offset = raw, run_path, verify_offset
+        self._record: dict[str, Any] | None = None
+
+    @property
     def record(self) -> dict[str, Any]:
-        value = loads_bounded(self._raw.decode("utf-8"))
-        return value if isinstance(value, dict) else {}
+        if self._record is None:
+            value = loads_bounded(self._raw.decode("utf-8"))
+            self._record = value if isinstance(value, dict) else {}
+        return self._record
+
+    def verify_line(self) -> dict[str, Any] | None:
+        if self._verify_offset is None:
+            return None
+        value = line_at(self._run_path / VERIFY_FILE, self._verify_offset)
+        return value if isinstance(value, dict) else None
 
 
 OrderKey = Callable[[Facts], int]
@@ -223,7 +232,7 @@ def _gold_ids(run_path: Path) -> set[str]:
 def _rows(run_path: Path) -> Iterator[tuple[Any, ...]]:
     """The queue's rows: the candidates (the first line of an id), then the gold items the review plan names."""
     verdicts, gold, seen = _verdicts(run_path), _gold_ids(run_path), set()
-    seq = 0
+    keys, seq = tuple(ORDER_KEYS.values()), 0
     for source, name in enumerate(SOURCES):
         if source and not gold:
             break
@@ -232,9 +241,9 @@ def _rows(run_path: Path) -> Iterator[tuple[Any, ...]]:
                 continue
             seen.add(id_)
             verify_offset, verdict = verdicts.get(id_, (None, UNVERIFIED))
-            facts = Facts(id_, category, verdict, raw, _verify_reader(run_path, verify_offset))
-            yield (seq, id_, category, verdict, number, offset, source, verify_offset,
-                   *(_group(key, facts) for key in ORDER_KEYS.values()))
+            facts = Facts(id_, category, verdict, raw, run_path, verify_offset)
+            yield (seq, id_, category, verdict, number, offset, source, verify_offset, *[_group(key, facts)
+                                                                                         for key in keys])
             seq += 1
 
 
@@ -307,10 +316,3 @@ def _group(key: OrderKey, facts: Facts) -> int:
         return max(-LAST_GROUP, min(LAST_GROUP, int(key(facts))))
     except Exception:  # noqa: BLE001 - an order's key on unvalidated data: a failure sorts the candidate last
         return LAST_GROUP
-
-
-def _verify_reader(run_path: Path, offset: int | None) -> Callable[[], dict[str, Any] | None]:
-    def read() -> dict[str, Any] | None:
-        value = None if offset is None else line_at(run_path / VERIFY_FILE, offset)
-        return value if isinstance(value, dict) else None
-    return read
