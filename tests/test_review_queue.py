@@ -130,3 +130,13 @@ def test_an_order_is_pluggable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     session = ReviewSession([make_run(tmp_path / "run", records)], "bob")
     window = session.window(View(order="redundancy_first"), None, 0, 10)
     assert [e.id.split("::")[0] for e in window.entries] == ["c0", "c3", "c6", "c1", "c2", "c4", "c5"]
+
+
+def test_build_indexes_no_queue(tmp_path: Path) -> None:
+    """`build` reads every record itself: it opens the store for its decisions and indexes nothing."""
+    run = make_run(tmp_path / "run", [candidate("c0::x::0")])
+    ReviewStore(run).add_all([Decision("c0::x::0", "accept", reviewer="ann")])
+    result = CliRunner().invoke(main, ["build", str(run), "--out", str(tmp_path / "split")])
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(run / STORE_FILE) as db:
+        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'queue'").fetchone() == (0,)

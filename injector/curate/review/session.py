@@ -126,13 +126,14 @@ class ReviewSession:
     """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
 
     def __init__(self, run_dirs: Sequence[str | Path], reviewer: str = "", taxonomy: str | Path | None = None, *,
-                 queue: bool = False):
+                 queue: bool = False, listing: bool = True):
         """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
         own is read from its manifest for its rules only (see `run_taxonomy`). With `queue`, a run that has a
         review plan (`assign.py`) shows only the reviewer's queue, gold items mixed in, blind to others' decisions
         and to the judge's verdicts (which would also tell gold items apart). Each run's candidates are indexed in
         its store (`queue_index.py`, rebuilt only when its files changed), not read: a record is validated when
-        it is shown, and `build` validates them all."""
+        it is shown, and `build` validates them all. Without `listing` (`build`: it reads every record itself, and
+        needs only the stores and the rules) nothing is indexed, and no view may be asked for."""
         self.reviewer = reviewer
         self.role = "review"
         """The role of the decisions made through the app: `adjudication` for an adjudicator's."""
@@ -143,9 +144,10 @@ class ReviewSession:
                 raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
             loaded, note = run_taxonomy(path, taxonomy)
             store = ReviewStore(path)
-            refresh(store, path)  # every candidate, gold items too (their decisions are imported and exported)
+            if listing:
+                refresh(store, path)  # every candidate, gold items too (their decisions are imported and exported)
             run = Run(path, store, loaded, RunQueue(store, number), note, image_base=_run_image_base(path))
-            run.verified = bool(run.queue.verdicts() - {UNVERIFIED})
+            run.verified = listing and bool(run.queue.verdicts() - {UNVERIFIED})
             if queue:
                 _to_queue(run, reviewer)
             self.runs.append(run)
