@@ -23,6 +23,7 @@ from injector.model.provenance import EngineInfo
 from injector.records.directory import RunDirectory
 from injector.records.jsonl import record_at
 from injector.records.models import Candidate
+from injector.runner.run_log import event
 from injector.taxonomy import Taxonomy, run_taxonomy
 from injector.triage.critique import critique_kind, critique_messages
 from injector.triage.judging import Judge, Work, declared_first, rollout_truth
@@ -225,10 +226,12 @@ async def _verify_all(directory: RunDirectory, work: Iterator[Work], judge: Judg
         except (ProviderError, TransientProviderError) as exc:
             summary.failed += 1
             summary.failure = str(exc)
+            event("candidate_failed", f"{item.candidate.id}: not verified ({exc})", unit=item.candidate.id)
         except Exception as exc:  # authentication refused, a write failure, a bug: stop the pass
             fatal.append(exc)
         else:
             summary.verified += 1
+            event("candidate_verified", f"{record.id}: {record.verdict}", unit=record.id, verdict=record.verdict)
         finally:
             in_flight.release()
         if on_progress:
