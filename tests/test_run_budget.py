@@ -67,3 +67,20 @@ def test_max_cost_per_invocation_caps_each_invocation_alone(scripted_server, ten
         assert "spent $6.0000, reaching --max-cost-per-invocation $5; run the same command again" in result.output
         assert len(read_jsonl(out / "candidates.jsonl")) == expected
     assert json.loads((out / "manifest.json").read_text())["spending"]["total"] == pytest.approx(12.0)
+
+
+def test_with_two_workers_four_invocations_at_max_cost_20_spend_at_most_20(scripted_server, ten_trajectories,
+                                                                           tmp_path):
+    """Each worker process reserves within its share of what --max-cost leaves: the shares add up to the run's
+    budget, so neither a worker's units in flight nor the next invocation can pass it (a worker once stopped only
+    after reaching its share, with every unit it had in flight on top)."""
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    out = tmp_path / "run"
+    results = [run(scripted_server, ten_trajectories, out, "--max-cost", "20", "--workers", "2") for _ in range(4)]
+    assert [result.exit_code for result in results] == [3, 3, 3, 3], results[0].output
+    spent = sum(record["provenance"]["cost"] for record in read_jsonl(out / "candidates.jsonl"))
+    assert spent <= 20.0 and spent == pytest.approx(3.0 * len(scripted_server.requests))
+    # The workers' largest unit reaches the manifest: the next invocation reserves it before starting a unit.
+    assert json.loads((out / "manifest.json").read_text())["spending"] == {"total": pytest.approx(spent),
+                                                                          "largest_unit": pytest.approx(3.0)}
+    assert "raise the cap to continue" in results[-1].output

@@ -158,4 +158,4 @@ def _snapshot(progress: RunProgress) -> dict[str, Any]:
             "skipped_existing": progress.skipped_existing, "prompt_tokens": progress.prompt_tokens,
             "completion_tokens": progress.completion_tokens, "cost": progress.cost, "codes": dict(progress.codes),
             "by_category": {k: dict(v) for k, v in progress.by_category.items()}, "retries": progress.retries(),
-            "transient_message": progress.transient_message}
+            "transient_message": progress.transient_message, "largest_unit_cost": progress.largest_unit_cost}

@@ -12,8 +12,9 @@ processes (forked, so they inherit the engine, the taxonomy and its hooks as bui
   `--workers 1`.
 - Limits hold in total: worker k gets its share of --concurrency (the shares differ by at most one and add up to
   it), 1/N of --rpm and --tpm (each worker has its own rate limiter; a run-wide pause after a burst of 429s
-  pauses the worker that saw them) and 1/N of --max-cost (a worker stops at its share, so the total never exceeds
-  the budget, though a run can stop with exit 3 before the others have spent theirs).
+  pauses the worker that saw them) and 1/N of what --max-cost leaves (a worker starts a unit only while its share
+  can hold it, so the total never exceeds the budget, though a run can stop with exit 3 before the others have
+  spent theirs) and of --max-cost-per-invocation.
 - Workers send a snapshot of their counts at most every `SNAPSHOT_SECONDS`; the parent adds them up for the one
   progress display and the summary.
 - Ctrl-C reaches the parent only (the workers ignore SIGINT); it stops the workers with SIGTERM, which cancels
@@ -123,11 +124,15 @@ class WorkerProcesses:
         results_in, results_out = context.Pipe(duplex=False)
         units_in, units_out = context.Pipe(duplex=False)
         _widen(units_out)
+        run_left, per_invocation = spec.run_budget_left(), spec.max_cost_per_invocation
         share = spec.model_copy(update={
             "concurrency": shares(spec.concurrency, self.count)[index],
-            # Each worker stops on reaching its share of what this invocation may spend.
-            "max_cost": None, "spent_before": Spending(),
-            "max_cost_per_invocation": None if (budget := spec.invocation_budget()) is None else budget / self.count})
+            # What --max-cost leaves is divided: each worker starts a unit only while its share can hold it (the
+            # largest unit so far reserved for each one in flight), so the shares' sum, the run's cap, holds. A
+            # worker given the whole remainder, or stopping only once its share was reached, overshot it.
+            "max_cost": None if run_left is None else run_left / self.count,
+            "spent_before": Spending(largest_unit=spec.spent_before.largest_unit),
+            "max_cost_per_invocation": None if per_invocation is None else per_invocation / self.count})
         process = context.Process(target=worker_main, name=f"inject-worker-{index}", daemon=True,
                                   args=(index, self.count, os.getpid(), share, engine, run_dir.path, units_in,
                                         results_out))
@@ -262,6 +267,8 @@ def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker]) -
         setattr(progress, name, sum(s[name] for s in snapshots))
     costs = [s["cost"] for s in snapshots]
     progress.cost = None if any(cost is None for cost in costs) else sum(costs)
+    # The manifest keeps it: the next invocation reserves it for each unit it starts under --max-cost.
+    progress.largest_unit_cost = max((s["largest_unit_cost"] for s in snapshots), default=0.0)
     progress.codes, progress.by_category = {}, {}
     for snapshot in snapshots:
         for code, count in snapshot["codes"].items():
