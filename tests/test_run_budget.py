@@ -84,3 +84,29 @@ def test_with_two_workers_four_invocations_at_max_cost_20_spend_at_most_20(scrip
     assert json.loads((out / "manifest.json").read_text())["spending"] == {"total": pytest.approx(spent),
                                                                           "largest_unit": pytest.approx(3.0)}
     assert "raise the cap to continue" in results[-1].output
+
+
+def test_a_ray_worker_starts_a_unit_only_while_its_share_can_hold_it(scripted_server, ten_trajectories, tmp_path):
+    """The Ray worker's own code, without Ray: with 4 slots and a $10 share of $3 units it once started 4 units
+    before any had ended (and more while spent stayed under $10); now the first goes alone, then each unit
+    reserves the largest so far: 3 units, $9."""
+    import asyncio
+
+    from injector import RunSpec, Taxonomy, load_trajectories
+    from injector.engines import from_model
+    from injector.runner.executors.ray_worker import ShardWorker, WorkerJob
+
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    taxonomy = Taxonomy.load()
+    spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]), out=tmp_path / "run")
+    engine = from_model("openai/scripted", api_base=scripted_server.api_base, use_cache=False, price_in=20000,
+                        price_out=20000)
+    engine.check_ready()
+    job = WorkerJob(spec=spec, make_engine=lambda workers: engine, workers=1, concurrency=4, budget=10.0,
+                    run_path=str(tmp_path / "run"), config_hash="abc", engine_description={}, append=False)
+    worker = ShardWorker(job)
+    worker._slots, worker.engine = asyncio.Semaphore(4), engine
+    units = [(trajectory, "counterfactual", 0, False) for trajectory in load_trajectories(str(ten_trajectories))]
+    result = asyncio.run(worker.process(units))
+    assert sum(record.provenance.cost for record in result.records) == pytest.approx(9.0)
+    assert len(scripted_server.requests) == 3 and result.budget_reached
