@@ -124,7 +124,8 @@ def test_a_hostile_manifest_stays_inside_the_code_block_and_nothing_it_names_run
     rebuilt = tmp_path / "rebuilt"  # a run from "Python" whose recorded settings are hostile
     shutil.copytree(cli_run, rebuilt)
     _edit_manifest(rebuilt, lambda manifest: (manifest.update(command=["python", "x.py"], config_hash="0" * 16),
-                                              manifest["config"].update(input={"input": "in\n```\n# Heading `x`"})))
+                                              manifest["config"].update(input={"input": "in\n```\n# Heading `x`"},
+                                                                        api_base_host="h\n```\n# Host heading")))
     split = tmp_path / "split"
     assert invoke("build", str(hostile), str(rebuilt), "--out", str(split), "--include-unreviewed").exit_code == 0
     card = (split / "README.md").read_text()
@@ -141,6 +142,7 @@ def test_a_hostile_manifest_stays_inside_the_code_block_and_nothing_it_names_run
     assert all(line.isprintable() for line in code)
     assert _words(code[1]) == redact_command(HOSTILE)  # every word exactly, one line, secrets redacted
     assert code[0].startswith("# run 1: ") and "0.1\\n```\\n# Injected heading" in code[0]
+    assert code[3].endswith("(server host h\\n```\\n# Host heading: add its --api-base)")
     assert _words(code[4])[:4] == ["inject", "run", "--input", "in\n```\n# Heading `x`"]
     # Text outside the block says nothing a manifest wrote.
     outside = "".join(token.content for token in after if token.type == "inline")

@@ -36,6 +36,8 @@ class RunOrigin(BaseModel):
     rejects: int = 0
     spent: float | None = None
     """Dollars the run directory spent over its invocations (None: unknown)."""
+    server: str | None = None
+    """The host of the model's server a run made from Python recorded (its `--api-base` is not kept whole)."""
 
 
 def run_origins(run_dirs: Iterable[str | Path]) -> list[RunOrigin]:
@@ -51,7 +53,8 @@ def run_origins(run_dirs: Iterable[str | Path]) -> list[RunOrigin]:
         origins.append(RunOrigin(
             path=str(path), command=redact_command(manifest.command) if recorded else _rebuilt(manifest, path),
             reconstructed=not recorded, toolkit_version=manifest.toolkit_version, status=manifest.status,
-            candidates=manifest.counts.candidates, rejects=manifest.counts.rejects, spent=spent))
+            candidates=manifest.counts.candidates, rejects=manifest.counts.rejects, spent=spent,
+            server=None if recorded or not isinstance(host := manifest.config.get("api_base_host"), str) else host))
     return origins
 
 
@@ -122,7 +125,8 @@ def _run_lines(origins: list[RunOrigin]) -> list[str]:
                      f", {one_line(origin.status)}, {origin.candidates} candidates, {origin.rejects} rejects, "
                      f"{spent})")
         if origin.reconstructed:
-            lines.append("# made from Python: this command is rebuilt from the settings its manifest recorded")
+            lines.append("# made from Python: this command is rebuilt from the settings its manifest recorded"
+                         + (f" (server host {one_line(origin.server)}: add its --api-base)" if origin.server else ""))
         if "--config" in origin.command or any(word.startswith("--config=") for word in origin.command):
             lines.append("# the options in its --config file are part of this command")
         lines.append(" ".join(shell_word(word) for word in origin.command))
