@@ -86,6 +86,15 @@ def test_with_two_workers_four_invocations_at_max_cost_20_spend_at_most_20(scrip
     assert "raise the cap to continue" in results[-1].output
 
 
+def test_with_two_workers_a_fresh_run_sends_its_first_unit_alone(scripted_server, ten_trajectories, tmp_path):
+    """No unit's cost is known yet: one unit goes first in the whole invocation, not one per worker. At --max-cost 4
+    and $3 a unit the run spends $3 (each worker given its half once started a unit each: $6)."""
+    scripted_server.script = lambda request: json.dumps(GOOD)
+    result = run(scripted_server, ten_trajectories, tmp_path / "run", "--max-cost", "4", "--workers", "2")
+    assert result.exit_code == 3, result.output
+    assert len(scripted_server.requests) == 1 and "has spent $3.0000 of --max-cost $4" in result.output
+
+
 def test_a_ray_worker_starts_a_unit_only_while_its_share_can_hold_it(scripted_server, ten_trajectories, tmp_path):
     """The Ray worker's own code, without Ray: with 4 slots and a $10 share of $3 units it once started 4 units
     before any had ended (and more while spent stayed under $10); now the first goes alone, then each unit
