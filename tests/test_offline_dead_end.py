@@ -59,3 +59,22 @@ def test_a_step_stating_the_answer_is_never_a_dead_end():
                                 "Then the greatest distance is $5+10=15$ feet.",
                                 "Right, because the rope is 10 feet long."])
     assert [c.error_steps for c in _candidates(trajectory, "step_contradiction")] == []
+
+
+def test_the_check_takes_a_recheck_arriving_at_an_earlier_result_for_a_dead_end():
+    # Step 5 re-checks and arrives at 240, which step 1 derived first: 240 is still step 5's result, and only
+    # the 200 it uses is the conflicting value (the check took 240 for one and found no result left).
+    original = Trajectory(id="recheck", question="You planned to work 20 hours a week for 12 weeks and lost 2 "
+                          "weeks. How many hours a week must you work now?", steps=[
+                              "You originally had to work $20*12=240$ hours.",
+                              "Since you lost two weeks, you only worked $20*10=200$ hours.",
+                              "So you have $240-200=40$ hours left to work.",
+                              "With 10 weeks left, that is $40/10=4$ more hours per week.",
+                              "Since you already worked 200 hours, you will have worked $200+40=240$ hours.",
+                              "So the answer is $4+20=24$ hours per week."])
+    steps = list(original.steps)
+    steps[4] = "Since you already worked 190 hours, you will have worked $190+40=230$ hours."
+    candidate = {"modified_process": steps, "modified_steps": [5], "error_steps": [5]}
+    assert checks_for("step_contradiction").check(original, candidate) == []
+    carried = [*steps[:5], "So the answer is $4+20=24$ hours per week, after $230$ hours."]
+    assert checks_for("step_contradiction").check(original, {**candidate, "modified_process": carried}) != []

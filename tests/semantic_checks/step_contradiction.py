@@ -78,5 +78,8 @@ def _dead_end(original: Trajectory, candidate: dict, first: int, replaced: set) 
     if len(false_equations(steps[first - 1])) > len(false_equations(original.steps[first - 1])):
         return False  # its own results must follow from the conflicting value
     lost = _values(body(original.steps[first - 1])) - _values(body(steps[first - 1]))
-    results = {v for v in lost if defined_in(original.steps[first - 1], v)} - replaced
+    # The conflicting values are the step's inputs; a value it derives may also have been derived before (a
+    # re-check arriving at 240 again), and is still one of its results.
+    inputs = {v for v in replaced if not defined_in(original.steps[first - 1], v)}
+    results = {v for v in lost if defined_in(original.steps[first - 1], v)} - inputs
     return bool(results) and not any(results & _values(step) for step in original.steps[first:])
