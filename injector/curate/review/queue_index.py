@@ -1,6 +1,6 @@
 """The review queue's index, kept in the review store: one row per candidate with what the list needs (id,
 category, the blind judge's verdict, the standing decision, where its line starts, a sort group per order), so a
-page's window, its position and the size of its view are index lookups, never a walk of the run (issue 30 item 3).
+page's window, its position and the size of its view are index lookups, never a walk of the run.
 
 The index is derived data. It is rebuilt whenever a file it was read from changed (device, inode, size,
 modification time or the hash of its last bytes differ from what was indexed), so an index received inside a run
