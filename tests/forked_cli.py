@@ -3,7 +3,8 @@
 import again (seconds each, tens of seconds on a loaded machine).
 
 Run as a script: reads JSON requests on stdin, one a line, and answers each with one JSON line on stdout:
-`{"run": [args...], "stderr": PATH}` -> the child's pid; `{"poll": PID}` -> its exit code (as often as asked), or null while it runs.
+`{"run": [args...], "stderr": PATH}` -> the child's pid; `{"poll": PID}` -> its exit code (as often as asked), or
+null while it runs.
 `ForkedCli` is the test's side.
 """
 from __future__ import annotations

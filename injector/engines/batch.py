@@ -10,8 +10,8 @@ batch; an answer that fails validation is re-asked by the unit as usual, and the
 No request is ever submitted twice: a chunk's intent (its uploaded file and requests) is recorded before its batch
 is created; a later flush finds an intent with no outcome (a kill between "create" and "record" leaves exactly that)
 among the provider's batches by its file or chunk metadata and records that batch, whatever the requests waiting
-then; and a request a recorded batch holds is collected from it, not sent again. With `wait=False` (`--no-wait`) the flush
-submits what is new and stops the run (`BatchesPending`); the same command later collects.
+then; and a request a recorded batch holds is collected from it, not sent again. With `wait=False` (`--no-wait`)
+the flush submits what is new and stops the run (`BatchesPending`); the same command later collects.
 """
 from __future__ import annotations
 
