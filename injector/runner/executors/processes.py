@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator
 
 from injector.engines.base import Engine
 from injector.inject.unit import Unit
-from injector.records.directory import RunDirectory
+from injector.records.directory import RunDirectory, WrittenUnits
 from injector.records.models import Spending
 from injector.runner.executors.base import WorkerFailed, shares
 from injector.runner.executors.process_worker import worker_main
@@ -83,13 +83,14 @@ class WorkerProcesses:
         if spec.concurrency < self.count:
             raise UserError(f"--workers {self.count} needs --concurrency {self.count} or more (each worker keeps at "
                             "least one request in flight)")
+        written = run_dir.written()  # read once, here: the forked workers share it
         run_dir.close_files()  # a worker must open its own descriptors: a shared one would share its locks too
         planned = progress.planned
         # Objects alive now are left out of the workers' garbage collections, which would otherwise write to (and
         # so copy) every page they inherited.
         gc.freeze()
         try:
-            workers = [self._start(k, spec, engine, run_dir) for k in range(self.count)]
+            workers = [self._start(k, spec, engine, run_dir, written) for k in range(self.count)]
         finally:
             gc.unfreeze()
         progress.retries = lambda: sum(w.snapshot.get("retries", 0) for w in workers)
@@ -118,7 +119,8 @@ class WorkerProcesses:
 
     # ------------------------------------------------------------------------------------------ parent side
 
-    def _start(self, index: int, spec: RunSpec, engine: Engine, run_dir: RunDirectory) -> _Worker:
+    def _start(self, index: int, spec: RunSpec, engine: Engine, run_dir: RunDirectory,
+               written: WrittenUnits) -> _Worker:
         context = multiprocessing.get_context("fork")
         results_in, results_out = context.Pipe(duplex=False)
         units_in, units_out = context.Pipe(duplex=False)
@@ -129,8 +131,8 @@ class WorkerProcesses:
             "max_cost": None, "spent_before": Spending(),
             "max_cost_per_invocation": None if (budget := spec.invocation_budget()) is None else budget / self.count})
         process = context.Process(target=worker_main, name=f"inject-worker-{index}", daemon=True,
-                                  args=(index, self.count, os.getpid(), share, engine, run_dir.path, units_in,
-                                        results_out))
+                                  args=(index, self.count, os.getpid(), share, engine, run_dir.path, written,
+                                        units_in, results_out))
         # SIGINT is blocked across the fork, so a Ctrl-C cannot reach the worker before it ignores SIGINT.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
