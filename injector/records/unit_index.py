@@ -74,18 +74,23 @@ class IndexEntry:
             fields = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
         except (ValueError, RecursionError):
             fields = None
-        if not isinstance(fields, list) or len(fields) not in (4, 10) or not all(
-                type(value) is int and value >= 0 for value in fields[:4]):
+        if type(fields) is not list or len(fields) not in (4, 10):
             raise IndexStale("not an index entry")
         line, end, length, crc = fields[:4]
+        if not (type(line) is int and type(end) is int and type(length) is int and type(crc) is int
+                and line >= 0 and end >= length >= 0):
+            raise IndexStale("not an index entry")
         if len(fields) == 4:
             return cls(line, end, length, crc)
         unit, category, codes, prompt, completion, cost = fields[4:]
-        if not (isinstance(unit, str) and isinstance(category, str) and type(prompt) is int
-                and type(completion) is int and (cost is None or type(cost) in (int, float))
-                and (codes is None or (isinstance(codes, list) and all(isinstance(c, str) for c in codes)))):
+        if codes is not None:
+            if type(codes) is not list or not all(type(code) is str for code in codes):
+                raise IndexStale("not an index entry")
+            codes = tuple(codes)
+        if not (type(unit) is str and type(category) is str and type(prompt) is int and type(completion) is int
+                and (cost is None or type(cost) in (int, float))):
             raise IndexStale("not an index entry")
-        return cls(line, end, length, crc, unit, category, None if codes is None else tuple(codes), prompt, completion,
+        return cls(line, end, length, crc, unit, category, codes, prompt, completion,
                    None if cost is None else float(cost))
 
 

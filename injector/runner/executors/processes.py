@@ -77,6 +77,8 @@ class WorkerProcesses:
         if "fork" not in multiprocessing.get_all_start_methods():
             raise UserError("--workers needs a system that can fork processes (Linux, macOS); use --workers 1")
         self.count = count
+        self.skipped = 0
+        """Units the parent skipped as already written (this invocation)."""
 
     def run_units(self, units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
                   progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
@@ -84,6 +86,7 @@ class WorkerProcesses:
             raise UserError(f"--workers {self.count} needs --concurrency {self.count} or more (each worker keeps at "
                             "least one request in flight)")
         written = run_dir.written()  # read once, here: the forked workers share it
+        self.skipped = 0
         run_dir.close_files()  # a worker must open its own descriptors: a shared one would share its locks too
         planned = progress.planned
         # Objects alive now are left out of the workers' garbage collections, which would otherwise write to (and
@@ -94,7 +97,8 @@ class WorkerProcesses:
         finally:
             gc.unfreeze()
         progress.retries = lambda: sum(w.snapshot.get("retries", 0) for w in workers)
-        feeder = _Feeder(units, workers)
+        finished = written.finished(spec.retry_rejects)
+        feeder = _Feeder((unit for unit in units if not self._skipped(unit.id in finished)), workers)
         interrupted = False
         try:
             feeder.start()
@@ -118,6 +122,12 @@ class WorkerProcesses:
         self._raise_outcome(workers, spec, progress)
 
     # ------------------------------------------------------------------------------------------ parent side
+
+    def _skipped(self, done: bool) -> bool:
+        """Count a unit the run directory already holds: the parent skips it (a worker would only receive it to
+        skip it), and adds these to the workers' counts."""
+        self.skipped += done
+        return done
 
     def _start(self, index: int, spec: RunSpec, engine: Engine, run_dir: RunDirectory,
                written: WrittenUnits) -> _Worker:
@@ -168,7 +178,7 @@ class WorkerProcesses:
                     worker.feeding = False
                 else:
                     worker.snapshot = payload
-                _merge(progress, planned, workers)
+                _merge(progress, planned, workers, self.skipped)
                 if on_progress:
                     on_progress(progress)
 
@@ -257,11 +267,12 @@ class _Feeder(threading.Thread):
         self.join(timeout=STOP_GRACE_SECONDS)
 
 
-def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker]) -> None:
-    """The run's progress: the sum of the workers' latest snapshots."""
+def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker], skipped: int) -> None:
+    """The run's progress: the sum of the workers' latest snapshots, and the units the parent skipped."""
     snapshots = [w.snapshot for w in workers if w.snapshot]
     for name in ("done", "accepted", "rejected", "skipped_existing", "prompt_tokens", "completion_tokens"):
         setattr(progress, name, sum(s[name] for s in snapshots))
+    progress.skipped_existing += skipped
     costs = [s["cost"] for s in snapshots]
     progress.cost = None if any(cost is None for cost in costs) else sum(costs)
     progress.codes, progress.by_category = {}, {}
