@@ -31,9 +31,10 @@ class WrittenUnits:
 def written_units(candidates: Iterable[IndexEntry], rejects: Iterable[IndexEntry]) -> WrittenUnits:
     """Units already written; a unit with a candidate counts as accepted whatever rejects it has."""
     units = WrittenUnits(accepted={entry.unit for entry in candidates if entry.unit is not None})
+    lists: dict[tuple[str, ...] | None, list[str]] = {}  # one list per distinct codes, shared (never changed)
     for entry in rejects:
         if entry.unit is not None and entry.unit not in units.accepted:
-            units.rejected[entry.unit] = list(entry.codes or ())
+            units.rejected[entry.unit] = lists.setdefault(entry.codes, list(entry.codes or ()))
     return units
 
 

@@ -86,12 +86,24 @@ class IndexEntry:
         if codes is not None:
             if type(codes) is not list or not all(type(code) is str for code in codes):
                 raise IndexStale("not an index entry")
-            codes = tuple(codes)
+            codes = _shared(tuple(codes))
         if not (type(unit) is str and type(category) is str and type(prompt) is int and type(completion) is int
                 and (cost is None or type(cost) in (int, float))):
             raise IndexStale("not an index entry")
-        return cls(line, end, length, crc, unit, category, codes, prompt, completion,
+        return cls(line, end, length, crc, unit, _shared(category), codes, prompt, completion,
                    None if cost is None else float(cost))
+
+
+_SHARED: dict[Any, Any] = {}
+SHARED_VALUES = 4096
+"""Distinct categories and code lists kept as one object each (a run has a few dozen): 300k entries then hold
+references, not 300k copies of the same strings."""
+
+
+def _shared(value: Any) -> Any:
+    if len(_SHARED) < SHARED_VALUES:
+        return _SHARED.setdefault(value, value)
+    return _SHARED.get(value, value)
 
 
 def entry_of(record: Candidate | Rejection | None, line: int, end: int, raw: bytes) -> IndexEntry:
