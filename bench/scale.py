@@ -57,7 +57,7 @@ def measure(args: list[str], cwd: Path) -> dict[str, float]:
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
-def stages(work: Path, units: int, categories: int) -> dict[str, dict[str, float]]:
+def stages(work: Path, units: int, categories: int, only: set[str] | None = None) -> dict[str, dict[str, float]]:
     input_path = make_input(work / f"input-{units}.jsonl", math.ceil(units / categories))
     run_dir, split_dir = work / f"run-{units}", work / f"split-{units}"
     run = ["run", "--category", "all", "--input", str(input_path), "--input-format", "trajectories",
@@ -66,10 +66,10 @@ def stages(work: Path, units: int, categories: int) -> dict[str, dict[str, float
     written = sum(sum(1 for _ in (run_dir / name).open("rb")) for name in ("candidates.jsonl", "rejects.jsonl")
                   if (run_dir / name).exists())
     print(f"{units:,} units asked, {written:,} written (candidates + rejects)", flush=True)
-    return {**figures, "resume": measure(run, work),
-            "stats": measure(["stats", str(run_dir)], work),
-            "build": measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed",
-                              "--overwrite"], work)}
+    later = {"resume": run, "stats": ["stats", str(run_dir)],
+             "build": ["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite"]}
+    return {**figures, **{stage: measure(args, work) for stage, args in later.items()
+                          if only is None or stage in only}}
 
 
 def exponent(small: float, large: float, n_small: int, n_large: int) -> float:
@@ -80,12 +80,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", default="10000,30000", help="comma-separated unit counts")
     parser.add_argument("--categories", type=int, default=6, help="categories `--category all` gives on the offline engine")
+    parser.add_argument("--stages", help="comma-separated stages after run (resume, stats, build; default all)")
     parser.add_argument("--keep", type=Path, help="work here and keep the runs (default: a temporary directory)")
     args = parser.parse_args()
     sizes = [int(size) for size in args.units.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    results = {size: stages(work, size, args.categories) for size in sizes}
+    only = set(args.stages.split(",")) if args.stages else None
+    results = {size: stages(work, size, args.categories, only) for size in sizes}
     print(f"{'stage':<8} " + " ".join(f"{f'{size:,} wall/CPU s/RSS MB':>28}" for size in sizes)
           + f" {'CPU exp':>8} {'RSS exp':>8}")
     for stage in results[sizes[0]]:
