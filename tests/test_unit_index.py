@@ -201,6 +201,10 @@ def test_a_reader_that_does_not_hold_the_run_writes_no_index(tmp_path: Path) -> 
     counts, _ = RunDirectory(path).count_outcomes()
     assert counts.candidates == 6
     assert not index_path(path / "candidates.jsonl").exists()  # a received directory is left as it came
+    secret = path.parent / "secret"
+    secret.write_text("not an index")
+    index_path(path / "candidates.jsonl").symlink_to(secret)  # planted: never followed, the file is read instead
+    assert RunDirectory(path).count_outcomes()[0].candidates == 6
 
 
 def offline_run(out: Path, executor: Any = None) -> RunDirectory:

@@ -25,7 +25,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from injector.records.jsonl import NOT_JSON, as_record, scan_lines
 from injector.records.models import Candidate, Rejection
-from injector.util.safe_files import create_temporary, open_fd, open_read
+from injector.util.safe_files import NotARegularFile, create_temporary, open_fd, open_read
 
 log = logging.getLogger("injector")
 
@@ -189,7 +189,7 @@ class UnitIndex:
         """The stored entries when the index matches the file, else one pass over the file; nothing written."""
         try:
             last = self._checked_last(os.stat(self.data_path).st_size)
-        except (IndexStale, OSError):
+        except (IndexStale, OSError, NotARegularFile):  # e.g. a link planted in its place: not read
             last = None
         if last is None:
             return self._scan(0, 1)
