@@ -89,7 +89,7 @@ def _generation_cost(record: Candidate | Rejection) -> float | None:
     return 0.0 if provenance.engine in FREE_ENGINES else None
 
 
-def _accepted(run_dir: Path, candidates: list[Candidate], consensus: str | None) -> set[str]:
+def _accepted(run_dir: Path, candidates: Iterable[Candidate], consensus: str | None) -> set[str]:
     from injector.curate.calibration import human_decisions
 
     if consensus is None:
@@ -106,12 +106,12 @@ def _run_rows(run_dir: Path, consensus: str | None, rows: dict[str, FunnelRow]) 
     from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 
     directory = RunDirectory(run_dir)
-    candidates = [candidate for _, candidate in directory.numbered_candidates()]
-    category_of = {c.id: c.category for c in candidates}
+    category_of: dict[str, str] = {}
     decided = _decisions(run_dir)
-    accepted = _accepted(run_dir, candidates, consensus) if decided else set()
+    accepted = _accepted(run_dir, directory.candidates(), consensus) if decided else set()
     verdicts = read_verdicts(run_dir)
-    for candidate in candidates:
+    for candidate in directory.candidates():  # one at a time: a run's candidates are never all held
+        category_of[candidate.id] = candidate.category
         row = rows.setdefault(candidate.category, FunnelRow(category=candidate.category))
         row.units, row.valid = row.units + 1, row.valid + 1
         row.generation_cost = _plus(row.generation_cost, _generation_cost(candidate))

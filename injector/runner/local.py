@@ -54,11 +54,13 @@ class _BatchGate(Engine):
 
 async def run_units(units: Iterator[Unit] | AsyncIterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
                     progress: RunProgress, on_progress: Callable[[RunProgress], None] | None,
-                    ledger: BudgetLedger | None = None) -> None:
+                    ledger: BudgetLedger | None = None, written: WrittenUnits | None = None) -> None:
     """The run loop itself, for executors that run it in other processes (`injector.runner.executors.processes`): units may come
     from an async iterator, so waiting for the next one never blocks the requests in flight. `ledger`: the budget
-    --max-cost leaves, shared with the other processes of the invocation (default: this loop's own)."""
-    await _LocalLoop(spec, engine, run_dir, progress, on_progress, ledger).run(units)
+    --max-cost leaves, shared with the other processes of the invocation (default: this loop's own). `written`: what
+    the run directory held when the run began, when the caller read it already (worker processes share the
+    parent's); else it is read here."""
+    await _LocalLoop(spec, engine, run_dir, progress, on_progress, ledger, written).run(units)
 
 
 async def _unit_stream(units: Iterator[Unit] | AsyncIterator[Unit]) -> AsyncIterator[Unit]:
@@ -74,7 +76,8 @@ class _LocalLoop:
     """One invocation's units: a producer fills a bounded queue, `spec.concurrency` workers empty it."""
 
     def __init__(self, spec: RunSpec, engine: Engine, run_dir: RunDirectory, progress: RunProgress,
-                 on_progress: Callable[[RunProgress], None] | None, ledger: BudgetLedger | None = None):
+                 on_progress: Callable[[RunProgress], None] | None, ledger: BudgetLedger | None = None,
+                 written: WrittenUnits | None = None):
         self.spec, self.run_dir, self.progress, self.on_progress = spec, run_dir, progress, on_progress
         self.workers = max(1, spec.concurrency)
         if spec.log_prompts:
@@ -83,7 +86,7 @@ class _LocalLoop:
             engine = PromptLog(engine, run_dir.path)
         self.gate = _BatchGate(engine, spec.concurrency) if engine.collects_batches else None
         self.engine: Engine = self.gate or engine
-        self.written: WrittenUnits = run_dir.written()
+        self.written: WrittenUnits = run_dir.written() if written is None else written
         self.finished = self.written.finished(spec.retry_rejects)
         self.queue: asyncio.Queue[Unit | None] = asyncio.Queue(maxsize=2 * spec.concurrency)
         self.failures: list[BaseException] = []

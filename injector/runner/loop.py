@@ -218,9 +218,8 @@ def _close(run_dir: RunDirectory, manifest: RunManifest, source: TrajectoryInput
            stopping: BaseException | None) -> None:
     """Compact the rejects, write the final counts into the manifest and release the run directory."""
     try:
-        run_dir.compact_rejects()
+        manifest.counts, manifest.totals = run_dir.settle()  # compacts the rejects; from the records' index
         manifest.source = SourceCounts.model_validate(source.stats.as_dict())
-        manifest.counts, manifest.totals = run_dir.count_outcomes()
         manifest.finished = utc_now()
         run_dir.write_manifest(manifest)
     except WriteFailed:

@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator, Callable
 
 from injector.engines.base import Engine
 from injector.inject.unit import Unit
-from injector.records.directory import RunDirectory
+from injector.records.directory import RunDirectory, WrittenUnits
 from injector.runner.budget import BudgetLedger
 from injector.runner.local import run_units
 from injector.runner.spec import RunProgress, RunSpec
@@ -38,7 +38,7 @@ database): kept referenced until the worker exits without cleanup."""
 
 
 def worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engine, path: Any,
-                 units: Connection, results: Connection, ledger: BudgetLedger) -> None:
+                units: Connection, results: Connection, ledger: BudgetLedger, written: WrittenUnits) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with(parent)
@@ -59,7 +59,7 @@ def worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engi
 
     outcome: dict[str, Any]
     try:
-        asyncio.run(_work(spec, engine, RunDirectory(path), units, progress, on_progress, ledger))
+        asyncio.run(_work(spec, engine, RunDirectory(path), units, progress, on_progress, ledger, written))
         outcome = {"status": "finished"}
     except BudgetExceeded:
         outcome = {"status": "budget"}
@@ -79,13 +79,13 @@ def worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engi
 
 
 async def _work(spec: RunSpec, engine: Engine, run_dir: RunDirectory, units: Connection, progress: RunProgress,
-                on_progress: Callable[[RunProgress], None], ledger: BudgetLedger) -> None:
+                on_progress: Callable[[RunProgress], None], ledger: BudgetLedger, written: WrittenUnits) -> None:
     """The run loop on the units the parent sends; SIGTERM cancels it between two records."""
     task = asyncio.current_task()
     assert task is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
-        await run_units(_received_units(units, spec), spec, engine, run_dir, progress, on_progress, ledger)
+        await run_units(_received_units(units, spec), spec, engine, run_dir, progress, on_progress, ledger, written)
     finally:
         run_dir.close_files()
 

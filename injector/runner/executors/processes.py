@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator
 
 from injector.engines.base import Engine
 from injector.inject.unit import Unit
-from injector.records.directory import RunDirectory
+from injector.records.directory import RunDirectory, WrittenUnits
 from injector.records.models import Spending
 from injector.runner.budget import BudgetLedger
 from injector.runner.executors.base import WorkerFailed, shares
@@ -79,12 +79,16 @@ class WorkerProcesses:
         if "fork" not in multiprocessing.get_all_start_methods():
             raise UserError("--workers needs a system that can fork processes (Linux, macOS); use --workers 1")
         self.count = count
+        self.skipped = 0
+        """Units the parent skipped as already written (this invocation)."""
 
     def run_units(self, units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
                   progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
         if spec.concurrency < self.count:
             raise UserError(f"--workers {self.count} needs --concurrency {self.count} or more (each worker keeps at "
                             "least one request in flight)")
+        written = run_dir.written()  # read once, here: the forked workers share it
+        self.skipped = 0
         run_dir.close_files()  # a worker must open its own descriptors: a shared one would share its locks too
         planned = progress.planned
         # Objects alive now are left out of the workers' garbage collections, which would otherwise write to (and
@@ -92,11 +96,12 @@ class WorkerProcesses:
         gc.freeze()
         try:
             ledger = BudgetLedger(spec.run_budget_left(), spec.spent_before.largest_unit, shared=True)
-            workers = [self._start(k, spec, engine, run_dir, ledger) for k in range(self.count)]
+            workers = [self._start(k, spec, engine, run_dir, ledger, written) for k in range(self.count)]
         finally:
             gc.unfreeze()
         progress.retries = lambda: sum(w.snapshot.get("retries", 0) for w in workers)
-        feeder = _Feeder(units, workers)
+        finished = written.finished(spec.retry_rejects)
+        feeder = _Feeder((unit for unit in units if not self._skipped(unit.id in finished)), workers)
         interrupted = False
         try:
             feeder.start()
@@ -121,8 +126,14 @@ class WorkerProcesses:
 
     # ------------------------------------------------------------------------------------------ parent side
 
-    def _start(self, index: int, spec: RunSpec, engine: Engine, run_dir: RunDirectory,
-               ledger: BudgetLedger) -> _Worker:
+    def _skipped(self, done: bool) -> bool:
+        """Count a unit the run directory already holds: the parent skips it (a worker would only receive it to
+        skip it), and adds these to the workers' counts."""
+        self.skipped += done
+        return done
+
+    def _start(self, index: int, spec: RunSpec, engine: Engine, run_dir: RunDirectory, ledger: BudgetLedger,
+               written: WrittenUnits) -> _Worker:
         context = multiprocessing.get_context("fork")
         results_in, results_out = context.Pipe(duplex=False)
         units_in, units_out = context.Pipe(duplex=False)
@@ -136,7 +147,7 @@ class WorkerProcesses:
             "max_cost_per_invocation": None if per_invocation is None else per_invocation / self.count})
         process = context.Process(target=worker_main, name=f"inject-worker-{index}", daemon=True,
                                   args=(index, self.count, os.getpid(), share, engine, run_dir.path, units_in,
-                                        results_out, ledger))
+                                        results_out, ledger, written))
         # SIGINT is blocked across the fork, so a Ctrl-C cannot reach the worker before it ignores SIGINT.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
@@ -172,7 +183,7 @@ class WorkerProcesses:
                     worker.feeding = False
                 else:
                     worker.snapshot = payload
-                _merge(progress, planned, workers)
+                _merge(progress, planned, workers, self.skipped)
                 if on_progress:
                     on_progress(progress)
 
@@ -260,11 +271,12 @@ class _Feeder(threading.Thread):
         self.join(timeout=STOP_GRACE_SECONDS)
 
 
-def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker]) -> None:
-    """The run's progress: the sum of the workers' latest snapshots."""
+def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker], skipped: int) -> None:
+    """The run's progress: the sum of the workers' latest snapshots, and the units the parent skipped."""
     snapshots = [w.snapshot for w in workers if w.snapshot]
     for name in ("done", "accepted", "rejected", "skipped_existing", "prompt_tokens", "completion_tokens"):
         setattr(progress, name, sum(s[name] for s in snapshots))
+    progress.skipped_existing += skipped
     costs = [s["cost"] for s in snapshots]
     progress.cost = None if any(cost is None for cost in costs) else sum(costs)
     # The manifest keeps it: the next invocation reserves it for each unit it starts under --max-cost.
