@@ -22,6 +22,7 @@ from injector.curate.review.diff import DiffBudget, _tex, e, word_diff
 from injector.curate.review.assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_CSS, PAGE_JS
 from injector.curate.review.session import ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, UNVERIFIED, Entry, ReviewSession, View
 from injector.curate.review.store import Decision, apply_decision
+from injector.curate.review.routing_order import entry_routing, route_badge, routing_section
 
 DEBOUNCE_MS = 350
 """A decision key pressed sooner than this after the previous key press is refused (a held or bounced key, or
@@ -173,11 +174,13 @@ def _filters(session: ReviewSession, view: View) -> str:
     cats = _options(["", *session.categories()], view.cat, {"": "all"})
     states = _options(STATUSES, view.status or "all")
     triage = ""
-    if session.verified:  # the verdict filter and the order only mean something once `inject verify` ran
+    if session.verified:  # the verdict filter only means something once `inject verify` ran
         verdicts = _options(["", *session.verdicts()], view.verdict, {"": "all"})
-        orders = _options(ORDERS, session.order(view), {"verdict": "by verdict", "file": "as written"})
-        triage = (f' <label>verdict <select name="verdict" id="f-verdict">{verdicts}</select></label>'
-                  f' <label>order <select name="order" id="f-order">{orders}</select></label>')
+        triage = f' <label>verdict <select name="verdict" id="f-verdict">{verdicts}</select></label>'
+    if not any(run.blind for run in session.runs):  # a reviewer's queue keeps its plan's order
+        orders = _options(ORDERS, session.order(view), {"routing": "disagreements first", "verdict": "by verdict",
+                                                        "file": "as written"})
+        triage += f' <label>order <select name="order" id="f-order">{orders}</select></label>'
     return ('<form class="filters" method="get" action="/"><label>category <select name="cat" id="f-cat">'
             f'{cats}</select></label> <label>status <select name="status" id="f-status">{states}</select></label>'
             f'{triage} <noscript><button>filter</button></noscript></form>')
@@ -198,6 +201,7 @@ def _side_list(session: ReviewSession, items: list[Entry], position: int, latest
         current = ' aria-current="true"' if n == position else ""
         record = session.verdict(entry)
         badge = _verdict_badge(record) + " " if session.verified else ""
+        badge += "" if session.runs[entry.run].blind else route_badge(entry_routing(entry, record))
         # the title repeats ids the narrow column cuts
         out.append(f'<li class="{state}" data-verdict="{e(record.verdict if record else UNVERIFIED)}">{badge}'
                    f'<a href="{e(page_url(entry.key, view))}" title="{e(entry.id)}"{current}>{e(entry.id)}</a></li>')
@@ -228,6 +232,11 @@ def _triage(record: VerifyRecord | None) -> str:
         reasons += f'<div class="text judge-reason">reason on the original: {e(original)}</div>'
     return (f'<section id="triage"><h2>blind judge: {_verdict_badge(record)} <code>{e(record.kind)}</code></h2>'
             f'<p class="help">{e("; ".join(facts))}</p>{reasons}</section>')
+
+
+def _routing(session: ReviewSession, entry: Entry) -> str:
+    """The triage routing of the candidate (not in a reviewer's queue, blind to the judge)."""
+    return "" if session.runs[entry.run].blind else routing_section(entry_routing(entry, session.verdict(entry)))
 
 
 def _actions(multi: bool) -> str:
@@ -313,7 +322,8 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
                  'them would take too long)</p>' + steps)
     return (
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
-        f"{about}{note}{status}</section>{side_by_side(session, entry)}{_triage(session.verdict(entry))}"
+        f"{about}{note}{status}</section>{side_by_side(session, entry)}{_routing(session, entry)}"
+        f"{_triage(session.verdict(entry))}"
         f"{_actions(multi)}"
         f"{answer_header(candidate, shown, category)}{_question(candidate, budget)}{_images(candidate, entry.key)}"
         f"<section><h2>steps</h2>{steps}</section>"

@@ -13,7 +13,8 @@ from injector.records.jsonl import record_at
 from injector.records.models import CANDIDATES_FILE, Candidate
 from injector.taxonomy import Category, Taxonomy, run_taxonomy
 from injector.inject.validation import validate_answer
-from injector.triage.verdicts import VERDICTS, VerifyRecord, read_verdicts, verdict_rank
+from injector.triage.verdicts import VERDICTS, VerifyRecord, read_verdicts
+from injector.curate.review.routing_order import Opinion, algebra_opinion, sort_key
 from injector.curate.review.store import Decision, ReviewStore, apply_decision
 
 log = logging.getLogger("injector")
@@ -23,8 +24,7 @@ STATUS_OF = {"accept": "accepted", "reject": "rejected"}
 QUICK_REASONS = ("not this category", "not an error", "error elsewhere", "leaks its label", "unreadable")
 UNVERIFIED = "unverified"
 """The verdict filter's name for candidates `inject verify` has not judged."""
-ORDERS = ("verdict", "file")
-"""How the list is sorted: by the blind judge's verdict (likeliest bad items first), or as the run wrote them."""
+ORDERS = ("routing", "verdict", "file")  # disagreeing signals first (routing_order.py), by verdict, as written
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class View:
     verdict: str = ""
     """A verdict name, `unverified`, or "" for all."""
     order: str = ""
-    """`verdict` or `file`; "" is the default: by verdict when any run was verified, else file order."""
+    """One of `ORDERS`; "" is the default: by routing, but a reviewer's queue as written (its plan's order)."""
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> "View":
@@ -68,6 +68,7 @@ class Entry:
     offset: int
     file: str = CANDIDATES_FILE
     """The run directory's file holding the record (gold items, `--gold`, live in their own)."""
+    algebra: Opinion = "silent"  # what the step audit the run recorded says of the labels (triage routing)
 
 
 @dataclass
@@ -101,9 +102,9 @@ def _run_image_base(path: Path) -> Path | None:
 
 
 def _index(run_no: int, path: Path) -> list[Entry]:
-    """One entry per candidate id (a repeated id keeps its first line, as `build` does); lines that are not
-    candidates are skipped and said (FILE:LINE)."""
-    return [Entry(f"{run_no}/{candidate.id}", run_no, candidate.id, candidate.category, offset)
+    """One entry per candidate id (a repeated id keeps its first line, as `build` does); other lines are said."""
+    return [Entry(f"{run_no}/{candidate.id}", run_no, candidate.id, candidate.category, offset,
+                  algebra=algebra_opinion(candidate.step_audit))
             for _, offset, candidate in RunDirectory(path).indexed_candidates()]
 
 
@@ -218,7 +219,7 @@ class ReviewSession:
 
     @property
     def verified(self) -> bool:
-        """Whether any run under review has verdicts (then the list is sorted by verdict by default)."""
+        """Whether any run under review has verdicts (then the page offers their filter)."""
         return any(run.verdicts for run in self.runs)
 
     def verdicts(self) -> list[str]:
@@ -229,14 +230,13 @@ class ReviewSession:
         return self._present
 
     def listing(self, view: View) -> tuple[list[Entry], dict[str, int]]:
-        """The entries of a view in its order (by verdict a stable sort: file order within a verdict), and each
-        entry key's position in it. Without a status filter this is built once per view; a status filter reads
-        the standing decisions (unparsed) once per call."""
+        """A view's entries in its order (a stable sort: file order within a key), and each key's position: built
+        once per view without a status filter; a status filter reads the standing decisions once per call."""
         shape = (view.cat, view.verdict if view.verdict != "all" else "", self.order(view))
         if shape not in self._listings:
             items = [entry for entry in self.entries if self._wanted(entry, view)]
-            if shape[2] == "verdict":
-                items.sort(key=lambda entry: verdict_rank(record.verdict if (record := self.verdict(entry)) else None))
+            if shape[2] != "file":
+                items.sort(key=sort_key(shape[2], self.verdict))
             self._listings = {**self._listings, shape: (items, {entry.key: n for n, entry in enumerate(items)})}
         listed = self._listings[shape]
         if view.status in ("", "all"):
@@ -290,7 +290,7 @@ class ReviewSession:
 
     def order(self, view: View) -> str:
         """The view's order, its default resolved."""
-        return view.order if view.order in ORDERS else ("verdict" if self.verified else "file")
+        return view.order if view.order in ORDERS else ("file" if any(run.blind for run in self.runs) else "routing")
 
     def categories(self) -> list[str]:
         return list(self._category_totals())

@@ -71,7 +71,12 @@ def route(item_id: str, category: str, audit: RecordAudit | StepAuditFindings | 
           verdict: VerifyRecord | None) -> Routing:
     """All speaking signals agree -> fast track; any of algebra or judge disagreeing -> review first (rollouts
     shown beside it); rollouts disagreeing alone, or no signal speaking -> ordinary review."""
-    opinions = {"algebra": algebra_opinion(audit), "judge": judge_opinion(verdict), "rollouts": rollout_opinion(verdict)}
+    return route_opinions(item_id, category, algebra_opinion(audit), verdict)
+
+
+def route_opinions(item_id: str, category: str, algebra: Opinion, verdict: VerifyRecord | None) -> Routing:
+    """`route` from the algebra's opinion already taken (the review app keeps only that of each candidate)."""
+    opinions = {"algebra": algebra, "judge": judge_opinion(verdict), "rollouts": rollout_opinion(verdict)}
     decisive = [name for name in ("algebra", "judge") if opinions[name] == "disagree"]
     disagreeing = [name for name, opinion in opinions.items() if opinion == "disagree"]
     if decisive:
