@@ -1,11 +1,11 @@
-"""The review list in the triage routing's order (issue 28): candidates whose signals disagree with their labels
+"""The review list in the triage routing's order: candidates whose signals disagree with their labels
 (the step audit's algebra, the blind judge, and rollouts beside them) first, with those signals shown; ordinary
 review next; fast-tracked candidates (every speaking signal agrees) last. Within a route, by verdict, then as
 written. The routing itself is `injector/triage/step_audit/routing.py`; here only its sort key and its display.
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Callable, Protocol, TypeVar
 
 from injector.triage.step_audit.routing import ROUTE_ORDER, Opinion, Routing, algebra_opinion, route_opinions
 from injector.triage.verdicts import VerifyRecord, verdict_rank
@@ -26,17 +26,21 @@ class Routed(Protocol):
     algebra: Opinion
 
 
+RoutedEntry = TypeVar("RoutedEntry", bound=Routed)
+
+
 def entry_routing(entry: Routed, verdict: VerifyRecord | None) -> Routing:
     return route_opinions(entry.id, entry.category, entry.algebra, verdict)
 
 
-def sort_key(order: str, verdict_of: Callable[[Routed], VerifyRecord | None]) -> Callable[[Routed], tuple[int, ...]]:
+def sort_key(order: str, verdict_of: Callable[[RoutedEntry], VerifyRecord | None]
+             ) -> Callable[[RoutedEntry], tuple[int, ...]]:
     """The list's sort key for `order` (`routing` or `verdict`); a stable sort keeps file order within a key."""
-    def by_verdict(entry: Routed) -> tuple[int, ...]:
+    def by_verdict(entry: RoutedEntry) -> tuple[int, ...]:
         record = verdict_of(entry)
         return (verdict_rank(record.verdict if record else None),)
 
-    def by_routing(entry: Routed) -> tuple[int, ...]:
+    def by_routing(entry: RoutedEntry) -> tuple[int, ...]:
         record = verdict_of(entry)
         return (ROUTE_ORDER.index(entry_routing(entry, record).route), *by_verdict(entry))
 
