@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Callable, Protocol, TypeVar
 
-from injector.triage.step_audit.routing import ROUTE_ORDER, Opinion, Routing, algebra_opinion, route_opinions
+from injector.triage.step_audit.routing import (ROUTE_ORDER, Opinion, Routing, algebra_opinion, choose_route,
+                                               judge_opinion, rollout_opinion, route_opinions)
 from injector.triage.verdicts import VerifyRecord, verdict_rank
 from injector.curate.review.diff import e
 
@@ -42,7 +43,8 @@ def sort_key(order: str, verdict_of: Callable[[RoutedEntry], VerifyRecord | None
 
     def by_routing(entry: RoutedEntry) -> tuple[int, ...]:
         record = verdict_of(entry)
-        return (ROUTE_ORDER.index(entry_routing(entry, record).route), *by_verdict(entry))
+        chosen = choose_route(entry.algebra, judge_opinion(record), rollout_opinion(record))
+        return ROUTE_ORDER.index(chosen), verdict_rank(record.verdict if record else None)
 
     return by_routing if order == "routing" else by_verdict
 

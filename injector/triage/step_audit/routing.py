@@ -77,16 +77,19 @@ def route(item_id: str, category: str, audit: RecordAudit | StepAuditFindings | 
 def route_opinions(item_id: str, category: str, algebra: Opinion, verdict: VerifyRecord | None) -> Routing:
     """`route` from the algebra's opinion already taken (the review app keeps only that of each candidate)."""
     opinions = {"algebra": algebra, "judge": judge_opinion(verdict), "rollouts": rollout_opinion(verdict)}
-    decisive = [name for name in ("algebra", "judge") if opinions[name] == "disagree"]
     disagreeing = [name for name, opinion in opinions.items() if opinion == "disagree"]
-    if decisive:
-        chosen: Route = "review_first"
-    elif opinions["rollouts"] != "disagree" and any(opinions[n] == "agree" for n in ("algebra", "judge")):
-        chosen = "fast_track"
-    else:
-        chosen = "review"
     return Routing(id=item_id, category=category, algebra=opinions["algebra"], judge=opinions["judge"],
-                   rollouts=opinions["rollouts"], route=chosen, disagreeing=disagreeing)
+                   rollouts=opinions["rollouts"], route=choose_route(algebra, opinions["judge"], opinions["rollouts"]),
+                   disagreeing=disagreeing)
+
+
+def choose_route(algebra: Opinion, judge: Opinion, rollouts: Opinion) -> Route:
+    """The rule of `route`, on the three opinions alone (the review app sorts every candidate by it)."""
+    if "disagree" in (algebra, judge):
+        return "review_first"
+    if rollouts != "disagree" and "agree" in (algebra, judge):
+        return "fast_track"
+    return "review"
 
 
 ROUTE_ORDER: tuple[Route, ...] = ("review_first", "review", "fast_track")
