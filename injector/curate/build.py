@@ -248,6 +248,9 @@ def build(request: BuildRequest) -> BuildReport:
     from injector.curate.calibration import review_figures
 
     report.reviews = review_figures(list(request.run_dirs))
+    from injector.curate.reproduce import run_origins
+
+    report.runs = run_origins(request.run_dirs)
     from injector.curate.funnel import funnel
 
     report.funnel = None if (figures := funnel(request.run_dirs, request.consensus)) is None else figures.model_dump()

@@ -47,3 +47,5 @@ class BuildReport:
     audit_flagged: Counter = field(default_factory=Counter)
     """category -> rows of the split with a step-audit flag (audited rows in `audited`)."""
     audited: Counter = field(default_factory=Counter)
+    runs: list[Any] = field(default_factory=list)
+    """`reproduce.RunOrigin` per run directory: the command that made it, its version and what it spent."""

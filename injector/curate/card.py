@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +51,8 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     parts = [_front_matter(report, license), _counts_section(report.rows, report.splits),
              _acceptance_section(report), *_triage_sections(report), _models_section(report.rows)]
     parts.extend(_positions_section(records))
-    parts.append(_production_section(records, getattr(report, "cue_sample", None)))
+    cues, cue_note = _cue_figures(records, getattr(report, "cue_sample", None))
+    parts.append(_production_section(records, cue_figures=(cues, cue_note)))
     if getattr(report, "reviews", None):
         from injector.curate.calibration import review_section
 
@@ -64,7 +64,9 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     parts.append(FILES_SECTION)
     parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
                  "PRMBench: Apache-2.0) and of the model outputs.\n")
-    parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")
+    from injector.curate.reproduce import reproduce_section
+
+    parts.append(reproduce_section(report, command, cues))
     return "\n".join(parts)
 
 
@@ -190,10 +192,12 @@ def _cue_figures(rows: list[dict[str, Any]], sample: int | None) -> tuple[dict[s
     return cues, note
 
 
-def _production_section(rows: list[dict[str, Any]], sample: int | None = 5000) -> str:
+def _production_section(rows: list[dict[str, Any]], sample: int | None = 5000,
+                        cue_figures: tuple[dict[str, Any] | None, str] | None = None) -> str:
     """Per category: how often the final answer changed, how many error steps, where the first one sits, and
-    how well wording alone finds the error steps (the surface-cue probe, on a sample; none with `--no-cues`)."""
-    cues, cue_note = _cue_figures(rows, sample)
+    how well wording alone finds the error steps (the surface-cue probe, on a sample; none with `--no-cues`;
+    `cue_figures`: what `_cue_figures` gave, when the card computed them already)."""
+    cues, cue_note = cue_figures if cue_figures is not None else _cue_figures(rows, sample)
     table, notes = [], []
     for category in sorted({row["category"] for row in rows}):
         mine = [row for row in rows if row["category"] == category]

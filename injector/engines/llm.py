@@ -114,6 +114,9 @@ class LLMEngine(Engine):
             "schema": self.use_schema,
         }
 
+    def rate_limits(self) -> tuple[float | None, float | None]:
+        return self.limiter.rpm, self.limiter.tpm
+
     def take_worker_share(self, workers: int) -> list[Any]:
         """Its share of --rpm/--tpm, and its own connection to the request cache (`Engine.take_worker_share`)."""
         self.limiter = self.limiter.divided(workers)

@@ -1,60 +1,75 @@
-"""The review list in the triage routing's order: candidates whose signals disagree with their labels
-(the step audit's algebra, the blind judge, and rollouts beside them) first, with those signals shown; ordinary
-review next; fast-tracked candidates (every speaking signal agrees) last. Within a route, by verdict, then as
-written. The routing itself is `injector/triage/step_audit/routing.py`; here only its sort key and its display.
+"""The review list in the triage routing's order: candidates whose signals disagree with their labels (the step
+audit's algebra, the blind judge, and rollouts beside them) first, with those signals shown; ordinary review next;
+fast-tracked candidates (every speaking signal agrees) last; by verdict within a route, then as written. The
+routing itself is `injector/triage/step_audit/routing.py`; here only its group in the queue index (`routing_group`,
+an order of `queue_index.ORDER_KEYS`) and its display.
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol, TypeVar
+from typing import Any, Protocol
 
+from pydantic import ValidationError
+
+from injector.records.audit_flags import StepAuditFindings
 from injector.triage.step_audit.routing import (ROUTE_ORDER, Opinion, Routing, algebra_opinion, choose_route,
-                                               judge_opinion, rollout_opinion, route_opinions)
-from injector.triage.verdicts import VerifyRecord, verdict_rank
+                                               rollout_opinion, verdict_opinion)
+from injector.triage.verdicts import VERDICTS, VerifyRecord, verdict_rank
 from injector.curate.review.diff import e
-
-__all__ = ["Opinion", "algebra_opinion", "entry_routing", "route_badge", "routing_section", "sort_key"]
 
 SIGNALS = {"algebra": "step audit", "judge": "blind judge, inject verify", "rollouts": "rollouts, inject verify --mc"}
 """Each signal and where it comes from, as the page names them."""
 ROUTE_NAMES = {"review_first": "review first", "review": "review", "fast_track": "fast track"}
+_BITS = {"algebra": 1, "judge": 2, "rollouts": 4}
+_ROUTE_SPAN = 10 * (len(VERDICTS) + 2)
+"""A group is route rank x this + verdict rank x 10 + the disagreeing signals' bits (< 8)."""
 
 
-class Routed(Protocol):
-    """What the routing needs of a review entry (`session.Entry`)."""
+class IndexFacts(Protocol):
+    """What the queue index hands an order's key (`queue_index.Facts`)."""
 
-    id: str
-    category: str
-    algebra: Opinion
+    verdict: str
 
+    @property
+    def record(self) -> dict[str, Any]: ...
 
-RoutedEntry = TypeVar("RoutedEntry", bound=Routed)
+    def verify_line(self) -> dict[str, Any] | None: ...
 
-
-def entry_routing(entry: Routed, verdict: VerifyRecord | None) -> Routing:
-    return route_opinions(entry.id, entry.category, entry.algebra, verdict)
+    def mentions(self, name: bytes) -> bool: ...
 
 
-def sort_key(order: str, verdict_of: Callable[[RoutedEntry], VerifyRecord | None]
-             ) -> Callable[[RoutedEntry], tuple[int, ...]]:
-    """The list's sort key for `order` (`routing` or `verdict`); a stable sort keeps file order within a key."""
-    def by_verdict(entry: RoutedEntry) -> tuple[int, ...]:
-        record = verdict_of(entry)
-        return (verdict_rank(record.verdict if record else None),)
-
-    def by_routing(entry: RoutedEntry) -> tuple[int, ...]:
-        record = verdict_of(entry)
-        chosen = choose_route(entry.algebra, judge_opinion(record), rollout_opinion(record))
-        return ROUTE_ORDER.index(chosen), verdict_rank(record.verdict if record else None)
-
-    return by_routing if order == "routing" else by_verdict
+def _algebra(facts: IndexFacts) -> Opinion:
+    if not facts.mentions(b'"step_audit"'):  # most lines of a run written before the audit: no decoding
+        return "silent"
+    audit = facts.record.get("step_audit")
+    return algebra_opinion(StepAuditFindings.model_validate(audit)) if isinstance(audit, dict) else "silent"
 
 
-def route_badge(routing: Routing) -> str:
+def _verify_record(facts: IndexFacts) -> VerifyRecord | None:
+    line = facts.verify_line()
+    try:
+        return VerifyRecord.model_validate(line) if line is not None else None
+    except ValidationError:
+        return None
+
+
+def routing_group(facts: IndexFacts) -> int:
+    """The candidate's group in the `routing` order (computed once, when the index is built; the verify line is
+    read for the rollouts of verified candidates only)."""
+    algebra, judge = _algebra(facts), verdict_opinion(facts.verdict)
+    rollouts = rollout_opinion(_verify_record(facts)) if judge != "silent" else "silent"
+    opinions = {"algebra": algebra, "judge": judge, "rollouts": rollouts}
+    bits = sum(bit for name, bit in _BITS.items() if opinions[name] == "disagree")
+    route = ROUTE_ORDER.index(choose_route(algebra, judge, rollouts))
+    return route * _ROUTE_SPAN + verdict_rank(facts.verdict) * 10 + bits
+
+
+def route_badge(group: int | None) -> str:
     """The list's mark of a candidate routed to review first: the signals that disagree with its labels."""
-    if routing.route != "review_first":
+    if group is None or group // _ROUTE_SPAN != ROUTE_ORDER.index("review_first"):
         return ""
+    names = [name for name, bit in _BITS.items() if group % 10 & bit]
     return (f'<span class="route r-review_first" title="signals disagreeing with the labels">'
-            f'≠ {e(", ".join(routing.disagreeing))}</span> ')
+            f'≠ {e(", ".join(names))}</span> ')
 
 
 def routing_section(routing: Routing) -> str:

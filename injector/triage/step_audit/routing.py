@@ -51,11 +51,14 @@ def algebra_opinion(audit: RecordAudit | StepAuditFindings | None) -> Opinion:
 
 
 def judge_opinion(verdict: VerifyRecord | None) -> Opinion:
-    if verdict is None or verdict.verdict == "unparseable":
-        return "silent"
-    if verdict.verdict in _JUDGE_AGREES:
+    return verdict_opinion(verdict.verdict if verdict is not None else None)
+
+
+def verdict_opinion(verdict: str | None) -> Opinion:
+    """The judge's opinion from its verdict's name alone (unparseable, unverified or unknown: silent)."""
+    if verdict in _JUDGE_AGREES:
         return "agree"
-    return "disagree" if verdict.verdict in _JUDGE_DISAGREES else "silent"
+    return "disagree" if verdict in _JUDGE_DISAGREES else "silent"
 
 
 def rollout_opinion(verdict: VerifyRecord | None) -> Opinion:
