@@ -29,6 +29,7 @@ from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.util.safe_files import MAX_SIDE_FILE_BYTES, open_read
 from injector.curate.review.assign import PLAN_FILE
 from injector.curate.review.gold import GOLD_FILE
+from injector.curate.review.routing_order import routing_group
 from injector.curate.review.store import ReviewStore, store_error
 
 log = logging.getLogger("injector")
@@ -60,6 +61,10 @@ class Facts:
             self._record = value if isinstance(value, dict) else {}
         return self._record
 
+    def mentions(self, name: bytes) -> bool:
+        """Whether the raw line holds `name` at all (a key may skip decoding a line that cannot hold its field)."""
+        return name in self._raw
+
     def verify_line(self) -> dict[str, Any] | None:
         if self._verify_offset is None:
             return None
@@ -69,6 +74,7 @@ class Facts:
 
 OrderKey = Callable[[Facts], int]
 ORDER_KEYS: dict[str, OrderKey] = {
+    "routing": routing_group,  # disagreeing signals first (routing_order.py)
     "verdict": lambda facts: verdict_rank(facts.verdict),
     "file": lambda facts: 0,
 }

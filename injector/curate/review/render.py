@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from injector.answer.align import align_steps
 from injector.records.models import Candidate
+from injector.triage.step_audit.routing import route
 from injector.triage.verdicts import VerifyRecord
 from injector.curate.review.adjudicate import side_by_side
 from injector.curate.review.longview import answer_header, collapse
@@ -23,6 +24,7 @@ from injector.curate.review.assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_
 from injector.curate.review.session import (ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, Entry, NotACandidate,
                                             ReviewSession, View, Window)
 from injector.curate.review.store import Decision, apply_decision
+from injector.curate.review.routing_order import route_badge, routing_section
 
 DEBOUNCE_MS = 350
 """A decision key pressed sooner than this after the previous key press is refused (a held or bounced key, or
@@ -174,11 +176,13 @@ def _filters(session: ReviewSession, view: View) -> str:
     cats = _options(["", *session.categories()], view.cat, {"": "all"})
     states = _options(STATUSES, view.status or "all")
     triage = ""
-    if session.verified:  # the verdict filter and the order only mean something once `inject verify` ran
+    if session.verified:  # the verdict filter only means something once `inject verify` ran
         verdicts = _options(["", *session.verdicts()], view.verdict, {"": "all"})
-        orders = _options(ORDERS, session.order(view), {"verdict": "by verdict", "file": "as written"})
-        triage = (f' <label>verdict <select name="verdict" id="f-verdict">{verdicts}</select></label>'
-                  f' <label>order <select name="order" id="f-order">{orders}</select></label>')
+        triage = f' <label>verdict <select name="verdict" id="f-verdict">{verdicts}</select></label>'
+    if not session.listed:  # a reviewer's queue keeps its plan's order
+        orders = _options(ORDERS, session.order(view), {"routing": "disagreements first", "verdict": "by verdict",
+                                                        "file": "as written"})
+        triage += f' <label>order <select name="order" id="f-order">{orders}</select></label>'
     return ('<form class="filters" method="get" action="/"><label>category <select name="cat" id="f-cat">'
             f'{cats}</select></label> <label>status <select name="status" id="f-status">{states}</select></label>'
             f'{triage} <noscript><button>filter</button></noscript></form>')
@@ -196,6 +200,7 @@ def _side_list(session: ReviewSession, window: Window, latest: dict[str, Decisio
         current = ' aria-current="true"' if n == window.current else ""
         verdict = session.verdict_name(entry)  # as indexed: the record itself is read for the shown one only
         badge = _verdict_badge(verdict) + " " if session.verified else ""
+        badge += "" if session.runs[entry.run].blind else route_badge(entry.groups.get("routing"))
         # the title repeats ids the narrow column cuts
         out.append(f'<li class="{state}" data-verdict="{e(verdict)}">{badge}'
                    f'<a href="{e(page_url(entry.key, view))}" title="{e(entry.id)}"{current}>{e(entry.id)}</a></li>')
@@ -226,6 +231,12 @@ def _triage(record: VerifyRecord | None) -> str:
         reasons += f'<div class="text judge-reason">reason on the original: {e(original)}</div>'
     return (f'<section id="triage"><h2>blind judge: {_verdict_badge(record.verdict)} <code>{e(record.kind)}</code></h2>'
             f'<p class="help">{e("; ".join(facts))}</p>{reasons}</section>')
+
+
+def _routing(session: ReviewSession, entry: Entry, candidate: Candidate) -> str:
+    """The triage routing of the candidate (not in a reviewer's queue, blind to the judge)."""
+    return "" if session.runs[entry.run].blind else routing_section(route(entry.id, entry.category, candidate.step_audit,
+                                                           session.verdict(entry)))
 
 
 def _actions(multi: bool) -> str:
@@ -311,7 +322,8 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
                  'them would take too long)</p>' + steps)
     return (
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
-        f"{about}{note}{status}</section>{side_by_side(session, entry)}{_triage(session.verdict(entry))}"
+        f"{about}{note}{status}</section>{side_by_side(session, entry)}{_routing(session, entry, candidate)}"
+        f"{_triage(session.verdict(entry))}"
         f"{_actions(multi)}"
         f"{answer_header(candidate, shown, category)}{_question(candidate, budget)}{_images(candidate, entry.key)}"
         f"<section><h2>steps</h2>{steps}</section>"

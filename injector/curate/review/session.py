@@ -24,8 +24,8 @@ STATUSES = ("all", "unreviewed", "accepted", "rejected")
 STATUS_OF = {"accept": "accepted", "reject": "rejected"}
 QUICK_REASONS = ("not this category", "not an error", "error elsewhere", "leaks its label", "unreadable")
 ORDERS = tuple(ORDER_KEYS)
-"""How the list may be sorted (`queue_index.ORDER_KEYS`): by the blind judge's verdict (likeliest bad items first),
-or as the run wrote them."""
+"""How the list may be sorted (`queue_index.ORDER_KEYS`): by the triage routing (disagreeing signals first), by the
+blind judge's verdict (likeliest bad items first), or as the run wrote them."""
 __all__ = ["Conflict", "Entry", "NotACandidate", "Refused", "ReviewSession", "UNVERIFIED", "View", "Window"]
 
 
@@ -38,7 +38,7 @@ class View:
     verdict: str = ""
     """A verdict name, `unverified`, or "" for all."""
     order: str = ""
-    """`verdict` or `file`; "" is the default: by verdict when any run was verified, else file order."""
+    """One of `ORDERS`; "" is the default: by routing, but a reviewer's queue as written (its plan's order)."""
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> "View":
@@ -315,7 +315,7 @@ class ReviewSession:
 
     def order(self, view: View) -> str:
         """The view's order, its default resolved."""
-        return view.order if view.order in ORDER_KEYS else ("verdict" if self.verified else "file")
+        return view.order if view.order in ORDER_KEYS else ("file" if self.listed else "routing")
 
     def categories(self) -> list[str]:
         return list(self._category_totals())
