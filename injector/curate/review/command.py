@@ -69,7 +69,10 @@ def review(run_dirs: tuple[Path, ...], **options) -> None:
 def run_review(options: ReviewOptions) -> None:
     """`inject review` with its options checked: plan, agreement, import/export, or the app."""
     from injector.curate.review.session import ReviewSession
+    from injector.curate.review.store import check_store_files
 
+    for run_dir in options.run_dirs:  # every review command, before it reads or writes anything
+        check_store_files(run_dir)
     if options.reviewers is not None:
         return plan_reviews(options)
     if options.agreement:
@@ -80,7 +83,7 @@ def run_review(options: ReviewOptions) -> None:
     import_path, export_path = options.import_path, options.export_path
     serving = not (import_path or export_path)
     session = ReviewSession(options.run_dirs, reviewer, options.taxonomy_path,
-                            queue=serving and not options.adjudicate)
+                            queue=serving and not options.adjudicate, register=serving)
     if options.adjudicate:
         from injector.curate.review.adjudicate import to_adjudication
 

@@ -89,8 +89,7 @@ class Run:
 
 
 def _run_image_base(path: Path) -> Path | None:
-    """The run's image directory from its manifest (a relative one resolves against the run directory, never the
-    current directory); None when it records none, and then no local image is served."""
+    """The run's image directory from its manifest (relative to the run directory); None: no local image served."""
     try:
         manifest = RunDirectory(path).read_manifest()
     except UserError as exc:  # an unreadable manifest: the candidates can still be reviewed, without local images
@@ -143,7 +142,7 @@ class ReviewSession:
     """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
 
     def __init__(self, run_dirs: Sequence[str | Path], reviewer: str = "", taxonomy: str | Path | None = None, *,
-                 queue: bool = False):
+                 queue: bool = False, register: bool = True):
         """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
         own is read from its manifest for its rules only (see `run_taxonomy`). With `queue`, a run that has a
         review plan (`assign.py`) shows only the reviewer's queue, gold items mixed in, blind to others' decisions
@@ -157,14 +156,15 @@ class ReviewSession:
             if not (path / CANDIDATES_FILE).is_file():
                 raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
             loaded, note = run_taxonomy(path, taxonomy)
-            run = Run(path, ReviewStore(path), loaded, note, _index(number, path))
-            run.image_base = _run_image_base(path)
-            run.verdicts = read_verdicts(path)
+            # All read before the store is opened (and created): a refused run directory is left as it was.
+            entries, image_base, verdicts = _index(number, path), _run_image_base(path), read_verdicts(path)
+            run = Run(path, ReviewStore(path), loaded, note, entries, image_base, verdicts)
             if queue:
                 _to_queue(run, reviewer, number)
             else:  # every candidate, gold items too (their decisions are imported and exported as any)
                 _with_gold(run, number)
-                run.store.register((entry.id, entry.category) for entry in run.entries)
+                if register:  # for the app's progress; build and --export write nothing to the store
+                    run.store.register((entry.id, entry.category) for entry in run.entries)
             self.runs.append(run)
         self.entries = [entry for run in self.runs for entry in run.entries]
         self.by_key = {entry.key: entry for entry in self.entries}
