@@ -80,6 +80,8 @@ class RunRequest(BaseModel):
     """Dollars the run directory may spend over all its invocations (`RunSpec.max_cost`)."""
     max_cost_per_invocation: float | None = Field(default=None, ge=0)
     """Dollars this invocation may spend."""
+    log_prompts: bool = False
+    """Keep every request and answer in `out/prompts.jsonl` (`RunSpec.log_prompts`)."""
 
     @model_validator(mode="after")
     def _combinations(self) -> RunRequest:
@@ -90,6 +92,9 @@ class RunRequest(BaseModel):
             raise SettingsConflict("`wait=false` goes with `batch`")
         if self.batch and self.out is None:
             raise SettingsConflict("`batch` needs `out` (the same command, run again, collects the batches there)")
+        if self.log_prompts and self.executor == "ray":
+            raise SettingsConflict("`log_prompts` and `executor=ray` do not combine yet: log the prompts of a local "
+                                   "run (`workers` included)")
         if self.batch and self.executor == "ray":
             raise SettingsConflict("`batch` and `executor=ray` do not combine: a batch run needs one process")
         if self.executor == "ray" and self.engine.deployments is not None and not self.dry_run:
@@ -134,7 +139,7 @@ def run_spec(request: RunRequest, taxonomy: Taxonomy, categories: list[Category]
                    output_mode=request.output_mode, limit=limit, max_attempts=request.max_attempts,
                    retry_rejects=request.retry_rejects, out=out, concurrency=request.requests_in_flight,
                    max_cost=request.max_cost, max_cost_per_invocation=request.max_cost_per_invocation,
-                   candidate_audit=audit_on_write)  # the step audit, recorded per candidate
+                   log_prompts=request.log_prompts, candidate_audit=audit_on_write)  # the step audit, recorded per candidate
 
 
 def build_engine(request: RunRequest) -> Any:

@@ -67,8 +67,9 @@ def test_a_scores_file_gives_the_report_directory(split, tmp_path):
                                        "n_error": 2, "n_correct": 2}
     assert metrics["processbench"]["f1"] == pytest.approx(2 / 3, abs=1e-9)
     assert metrics["threshold"] == 0.5 and metrics["validity"] is None
-    assert sorted(p.name for p in out.iterdir()) == ["error_detection_pr.png", "metrics.json", "metrics.md",
-                                                     "per_category.png", "predictions.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["error_detection_pr.png", "eval-config.yaml", "log.jsonl",
+                                                     "metrics.json", "metrics.md", "per_category.png",
+                                                     "predictions.jsonl"]
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert predictions[0]["predicted_error_steps"] == [2] and predictions[0]["first_error"] == 2
     # Each figure with its bootstrap interval (whole solutions resampled within each category).
@@ -239,7 +240,8 @@ def test_without_matplotlib_the_report_has_no_plots_and_says_so(split, tmp_path,
     result = CliRunner().invoke(main, ["eval", str(split), "--scores", str(scores), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "note: matplotlib is not installed: no plots" in result.output
-    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "metrics.md", "predictions.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["eval-config.yaml", "log.jsonl", "metrics.json", "metrics.md",
+                                                     "predictions.jsonl"]
 
 
 def test_a_run_directory_is_not_a_split(tmp_path):

@@ -440,3 +440,22 @@ def test_a_judge_that_never_follows_the_format_exits_2(scripted_server, tmp_path
     assert result.exit_code == 2, result.output
     assert "never answered in the format asked for" in result.output
     assert "its last answer: 'Step 2 looks wrong to me.'" in result.output
+
+
+def test_a_pass_holds_the_candidates_in_flight_not_the_run(scripted_server, tmp_path):
+    """Issue 30: verify streams. While the judge answers, the process holds about as many `Candidate`s as requests
+    in flight (here one), not every candidate of the run (12), which at 100k candidates was 1.1 GB."""
+    import gc
+
+    run = make_run(tmp_path / "run")
+    answer = judge(judge_table())
+    alive: list[int] = []
+
+    def counting(request: dict) -> Reply | str:
+        alive.append(sum(isinstance(thing, Candidate) for thing in gc.get_objects()))
+        return answer(request)
+
+    scripted_server.script = counting
+    result = verify_cli(scripted_server, run, "--concurrency", "1")
+    assert result.exit_code == 0, result.output
+    assert len(alive) >= 12 and max(alive) <= 2, alive

@@ -1,15 +1,23 @@
 """`inject build`: splits from reviewed run directories."""
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from injector.cli.base import examples, invocation, main
+from injector.cli.config_file import config_option, from_option
+from injector.cli.options import verbose_option
 
 @main.command(epilog=examples(
     "inject build runs/a runs/b --out splits/v1",
     "inject build runs/a --out splits/v1 --by train-test --test-size 0.2 --seed 0 --license mit",
     "inject build runs/a --out splits/draft --include-unreviewed --overwrite",
-    "inject build runs/a --out splits/v1 --require confirmed --dedup --decontaminate math500.jsonl"))
+    "inject build runs/a --out splits/v1 --require confirmed --dedup --decontaminate math500.jsonl",
+    "inject build --from splits/v1 --overwrite      # again (after more reviews), with the options saved there"))
+@config_option
+@from_option("build", "out", "the split directory")
+@verbose_option
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="The split directory to write.")
 @click.option("--by", type=click.Choice(["category", "train-test"]), default="category", show_default=True,
@@ -60,7 +68,7 @@ def build(**options) -> None:
 
     options["license"] = options.pop("license_")
     options["taxonomy"] = options.pop("taxonomy_path")
-    report = api.build(api.make_request(api.BuildRequest, **options, command=invocation()))
+    report = _build_logged(api.make_request(api.BuildRequest, **options, command=invocation()))
     splits = ", ".join(f"{name} {count}" for name, count in report.splits.items())
     left_out = sum(report.left_out_by_verdict.values())
     click.echo(f"{report.out_dir}: {len(report.rows)} rows ({splits}); {report.rejected_by_reviewer} rejected by "
@@ -74,3 +82,19 @@ def build(**options) -> None:
         from injector.curate.hard_for import summary_lines
 
         click.echo("\n".join(summary_lines(report.hard_for)))
+
+
+def _build_logged(request: Any) -> Any:
+    """The build, logged to OUT/log.jsonl (written once the split is in place: it replaces the directory), its
+    options saved to OUT/build-config.yaml."""
+    from injector import api
+    from injector.cli.config_file import write_saved_options
+    from injector.runner.run_log import command_log, event
+
+    with command_log(request.out, "build", deferred=True, runs=[str(path) for path in request.run_dirs]):
+        report = api.build(request)
+        write_saved_options(report.out_dir, "build")
+        event("build_summary", f"{len(report.rows)} rows ({report.splits})", rows=len(report.rows),
+              splits=report.splits, rejected_by_reviewer=report.rejected_by_reviewer,
+              unreviewed_left_out=report.unreviewed_left_out, dropped=len(report.dropped))
+    return report

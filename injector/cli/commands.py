@@ -4,6 +4,7 @@ click and the choice lists at the top, so `inject --help` stays fast)."""
 from __future__ import annotations
 
 from injector.cli import build, eval_, info, run, verify  # noqa: F401  (each registers its commands on `main`)
+from injector.cli.options import add_verbose_to_every_command
 from injector.cli.base import (EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, InjectGroup, crash_dir, invocation,
                                main)
 
@@ -16,5 +17,6 @@ def _register_review() -> None:
 
 
 _register_review()
+add_verbose_to_every_command(main)
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "InjectGroup", "crash_dir", "invocation", "main"]

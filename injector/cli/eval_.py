@@ -7,7 +7,8 @@ from typing import Any
 import click
 
 from injector.cli.base import examples, main
-from injector.cli.options import engine_fields, judge_options, present, request_options
+from injector.cli.config_file import config_option, from_option
+from injector.cli.options import engine_fields, judge_options, present, request_options, verbose_option
 
 def _every_ten_seconds(line):
     """A progress callback that prints `line(*args)` to stderr at most every 10 s, and at the end."""
@@ -28,7 +29,11 @@ def _every_ten_seconds(line):
     "inject eval splits/v1 --split test --judge gpt-4o --max-cost 5 --out reports/gpt4o",
     "inject eval PRMBench/data/ --prm-server http://127.0.0.1:8000 --prm-model Qwen/Qwen2.5-Math-PRM-7B --out r/qwen",
     "inject eval ProcessBench/math.jsonl --scores my_prm.jsonl --sweep --sweep-metric processbench --out r/mine",
-    "inject eval --compare reports/gpt4o r/qwen"))
+    "inject eval --compare reports/gpt4o r/qwen",
+    "inject eval --from reports/gpt4o --split test          # again, with the options saved in the report"))
+@config_option
+@from_option("eval", "out", "the report directory")
+@verbose_option
 @click.argument("paths", nargs=-1, required=True, metavar="SPLIT | --compare REPORT...")
 @click.option("--out", type=click.Path(file_okay=False), help="The report directory to write (required to "
               "evaluate; with --compare, also write comparison.md there).")
@@ -77,15 +82,37 @@ def eval_(paths, compare, **options) -> None:
     if request.model_label_rule:
         click.echo(f"note: --label-rule {request.model_label_rule}, the rule PRMBench's wrapper of "
                    f"{request.prm_model} uses", err=True)
-    done = "judged" if request.judge else "scored"
-    result = api.evaluate(request, on_progress=_every_ten_seconds(
-        lambda count, total: f"{done} {count} of {total} solutions"))
+    result = _evaluate_logged(request)
     out = request.report_dir
     click.echo(result.split.describe(), err=True)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     click.echo((out / "metrics.md").read_text(encoding="utf-8"), nl=False)
     click.echo(f"wrote {', '.join(str(out / name) for name in result.files)}", err=True)
+
+
+def _evaluate_logged(request: Any) -> Any:
+    """The evaluation, logged to OUT/log.jsonl, its options saved to OUT/eval-config.yaml once the report (or a
+    judge's journal, when it stopped) is there."""
+    from injector import api
+    from injector.cli.config_file import write_saved_options
+    from injector.runner.run_log import command_log, event
+    from injector.util.errors import BudgetExceeded, NothingMeasured, ProviderUnreachable
+
+    out = request.report_dir
+    done = "judged" if request.judge else "scored"
+    with command_log(out, "eval", split=str(request.split), scorer=request.judge or request.prm_model or "scores"):
+        try:
+            result = api.evaluate(request, on_progress=_every_ten_seconds(
+                lambda count, total: f"{done} {count} of {total} solutions"))
+        except (BudgetExceeded, NothingMeasured, ProviderUnreachable, KeyboardInterrupt):
+            if out.is_dir():  # a judge's journal is there: `--from` continues it
+                write_saved_options(out, "eval")
+            raise
+        write_saved_options(out, "eval")
+        event("eval_summary", f"{done} {len(result.split.items)} solutions; wrote {', '.join(result.files)}",
+              solutions=len(result.split.items), files=result.files)
+    return result
 
 
 def _bootstrap(options: dict[str, Any]) -> Any:

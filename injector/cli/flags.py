@@ -10,7 +10,7 @@ FLAGS = {
     "tpm": "--tpm", "cache_path": "--cache", "use_cache": "--no-cache", "use_schema": "--no-schema",
     "concurrency": "--concurrency", "workers": "--workers", "executor": "--executor", "out": "--out",
     "wait=false": "--no-wait", "ray_workers": "--ray-workers", "max_cost": "--max-cost",
-    "max_cost_per_invocation": "--max-cost-per-invocation",
+    "max_cost_per_invocation": "--max-cost-per-invocation", "log_prompts": "--log-prompts",
     # inject build
     "by": "--by", "test_size": "--test-size", "overwrite": "--overwrite", "include_unreviewed": "--include-unreviewed",
     "taxonomy": "--taxonomy", "require": "--require", "dedup": "--dedup", "dedup_threshold": "--dedup-threshold",

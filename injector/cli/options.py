@@ -175,3 +175,29 @@ output_mode_option = click.option(
          "(multi_solution always writes a whole new solution).")
 
 
+
+
+def _show_log(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        from injector.runner.run_log import show_on_terminal
+
+        ctx.call_on_close(show_on_terminal())
+    return value
+
+
+VERBOSE_HELP = ("Show the log on the terminal too (each unit's outcome, the start and the end; run, verify, build and "
+                "eval keep it in OUT/log.jsonl).")
+
+
+def verbose_option(function: Any) -> Any:
+    """`--verbose`: the command's log (INFO lines) on stderr too, until the command ends."""
+    return click.option("--verbose", is_flag=True, expose_value=False, callback=_show_log,
+                        help=VERBOSE_HELP)(function)
+
+
+def add_verbose_to_every_command(group: click.Group) -> None:
+    """`--verbose` on each command of `group` that has none of its own (the commands without a log file too)."""
+    for command in group.commands.values():
+        if not any(parameter.name == "verbose" for parameter in command.params):
+            command.params.append(click.Option(["--verbose"], is_flag=True, expose_value=False, callback=_show_log,
+                                               help="Show the toolkit's log lines (INFO) on the terminal."))

@@ -6,8 +6,9 @@ from typing import Any
 import click
 
 from injector.cli.base import EXIT_INTERRUPTED, examples, invocation, main
-from injector.cli.config_file import config_option
-from injector.cli.options import InputOptions, engine_fields, input_options, output_mode_option, request_options
+from injector.cli.config_file import config_option, from_option
+from injector.cli.options import (InputOptions, engine_fields, input_options, output_mode_option, request_options,
+                                  verbose_option)
 from injector.model.choices import CLIENTS, OFFLINE_MODEL
 from injector.util.errors import BatchesPending, BudgetExceeded
 
@@ -28,6 +29,7 @@ class EngineModelOption(click.Option):
     "inject run --category redundancy --model openai/qwen --api-base http://127.0.0.1:8000/v1",
     "inject run --category all --model gpt-4o --rpm 450 --out runs/big --executor ray   # Ray workers"))
 @config_option
+@from_option("run", "out", "its run directory")
 @input_options
 @output_mode_option
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory. Default: runs/<UTC date-time>.")
@@ -57,8 +59,9 @@ class EngineModelOption(click.Option):
                  "command with a higher --max-cost continues.")
 @click.option("--max-cost-per-invocation", type=click.FloatRange(min=0), metavar="DOLLARS",
               help="Stop cleanly (exit 3, resumable) once this invocation has spent this many dollars.")
-@click.option("--verbose", is_flag=True, help="Show the run's log (RUN/log.jsonl: each unit's outcome, the start and "
-              "the end) on the terminal too.")
+@verbose_option
+@click.option("--log-prompts", is_flag=True, help="Keep every request sent and every answer received in "
+              "RUN/prompts.jsonl (keys redacted), for inspection.")
 @click.option("--client", type=click.Choice(CLIENTS), envvar="INJECT_CLIENT",
               show_envvar=True, default="auto", show_default=True,
               help="How to reach the model: auto uses the openai SDK for OpenAI-compatible endpoints (openai/..., "
@@ -121,10 +124,6 @@ def _run_request(options: dict[str, Any]) -> Any:
         max_tokens=options.pop("max_tokens"), use_schema=not options.pop("no_schema"), client=options.pop("client"),
         **engine_fields(options))
     options["wait"] = not options.pop("no_wait")
-    if options.pop("verbose"):
-        from injector.runner.run_log import show_on_terminal
-
-        click.get_current_context().call_on_close(show_on_terminal())
     return api.make_request(api.RunRequest, engine=engine, **options)
 
 
@@ -138,7 +137,7 @@ def _run_units(source: Any, spec: Any, engine: Any, executor: Any) -> Any:
     try:
         with display:
             return run_injection(source, spec, engine, on_progress=display.update, command=command,
-                                 executor=executor)
+                                 executor=executor, on_start=_save_options)
     except BudgetExceeded:
         click.echo(summary_table(display.shown()), err=True)  # what was done before the stop, as on exit 0
         raise
@@ -152,6 +151,13 @@ def _run_units(source: Any, spec: Any, engine: Any, executor: Any) -> Any:
     except BatchesPending as pending:
         click.echo(f"{spec.out}: {pending}", err=True)
         return None
+
+
+def _save_options(run_dir: Any) -> None:
+    """The run holds its directory: its options go to RUN/config.yaml (what `--from RUN` reads)."""
+    from injector.cli.config_file import write_saved_options
+
+    write_saved_options(run_dir, "run")
 
 
 def _summary(result: Any, source: Any, ray_executor: Any) -> None:

@@ -6,12 +6,17 @@ from typing import Any
 import click
 
 from injector.cli.base import EXIT_INTERRUPTED, examples, main
-from injector.cli.options import engine_fields, judge_options, present, request_options
+from injector.cli.config_file import config_option, from_option
+from injector.cli.options import engine_fields, judge_options, present, request_options, verbose_option
 
 @main.command(epilog=examples(
     "inject verify runs/gpt4o --model gpt-4o --dry-run          # critiques, tokens, estimated cost; sends nothing",
     "inject verify runs/gpt4o --model gpt-4o --max-cost 5 --votes 3",
-    "inject verify runs/qwen --model openai/qwen --api-base http://127.0.0.1:8000/v1 --rollouts 8"))
+    "inject verify runs/qwen --model openai/qwen --api-base http://127.0.0.1:8000/v1 --rollouts 8",
+    "inject verify --from runs/gpt4o --max-cost 10             # again, with the options saved in the run"))
+@config_option
+@from_option("verify", "run_dir", "the run directory")
+@verbose_option
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--model", envvar="INJECT_VERIFY_MODEL", show_envvar=True, required=True,
               help="The judge: any litellm model string (gpt-4o, anthropic/..., openai/NAME with --api-base).")
@@ -39,11 +44,7 @@ def verify(**options) -> None:
     if request.dry_run:
         click.echo(plan_table(api.plan_verify(request)))
         return
-    try:
-        summary = api.verify(request, on_progress=_every_ten_seconds())
-    except KeyboardInterrupt:
-        click.echo("interrupted; nothing written is lost. Run the same command again to continue", err=True)
-        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+    summary = _verify_logged(request)
     click.echo(verify_summary_table(summary))
     from injector.triage.measured import check_verify_measured
 
@@ -53,6 +54,30 @@ def verify(**options) -> None:
 
         raise ProviderUnreachable(f"no candidate was verified and {summary.failed} failed ({summary.failure}); "
                                   "exit 5, run the same command again to retry them")
+
+
+def _verify_logged(request: Any) -> Any:
+    """The pass, logged to RUN/log.jsonl, its options saved to RUN/verify-config.yaml once it ran (a stop by the
+    budget or Ctrl-C included; not when it was refused before judging anything)."""
+    from injector import api
+    from injector.cli.config_file import write_saved_options
+    from injector.runner.run_log import command_log, event
+    from injector.util.errors import BudgetExceeded
+
+    with command_log(request.run_dir, "verify", model=request.judge.model):
+        try:
+            summary = api.verify(request, on_progress=_every_ten_seconds())
+        except BudgetExceeded:
+            write_saved_options(request.run_dir, "verify")
+            raise
+        except KeyboardInterrupt:
+            write_saved_options(request.run_dir, "verify")
+            click.echo("interrupted; nothing written is lost. Run the same command again to continue", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        write_saved_options(request.run_dir, "verify")
+        event("verify_summary", f"verified {summary.verified}, failed {summary.failed}", verified=summary.verified,
+              failed=summary.failed, skipped=summary.skipped_existing, cost=summary.usage.cost)
+    return summary
 
 
 def _verify_request(options: dict[str, Any]) -> Any:

@@ -104,7 +104,7 @@ def record_at(path: Path, offset: int, model: type[Record]) -> Record:
     """The record on the line starting at byte `offset` of `path` (as `scan_records` gave it); a `UserError` if
     it is no longer there (the file was changed since)."""
     try:
-        with path.open("rb") as handle:
+        with open_read(path, None) as handle:  # never through a link, never a FIFO
             handle.seek(offset)
             return model.from_stored(loads_bounded(handle.readline()))
     except (OSError, ValueError) as exc:  # ValidationError, JSONDecodeError and TooDeep are ValueErrors

@@ -70,6 +70,10 @@ class _LocalLoop:
                  on_progress: Callable[[RunProgress], None] | None):
         self.spec, self.run_dir, self.progress, self.on_progress = spec, run_dir, progress, on_progress
         self.workers = max(1, spec.concurrency)
+        if spec.log_prompts:
+            from injector.runner.prompt_log import PromptLog
+
+            engine = PromptLog(engine, run_dir.path)
         self.gate = _BatchGate(engine, spec.concurrency) if engine.collects_batches else None
         self.engine: Engine = self.gate or engine
         self.written: WrittenUnits = run_dir.written()

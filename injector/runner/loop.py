@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from injector.answer.contract import answer_mode
@@ -39,6 +40,7 @@ def run(
     on_progress: Callable[[RunProgress], None] | None = None,
     command: list[str] | None = None,
     executor: UnitExecutor | None = None,
+    on_start: Callable[[Path], None] | None = None,
 ) -> RunResult:
     """Inject every category of `spec` into every trajectory (`spec.samples` times each); write a run directory.
 
@@ -48,7 +50,8 @@ def run(
     run directory's invocations, `spec.max_cost_per_invocation`) raises `BudgetExceeded` after the requests in
     flight are written. `command` is recorded in the
     manifest (default: `sys.argv`, redacted). `executor` runs the units elsewhere (default: this process's event
-    loop).
+    loop). `on_start` is called with the run directory once the run holds it (its configuration accepted, the
+    manifest written): `inject run` writes its options there.
     """
     source = as_input(trajectories)
     engine.check_ready()
@@ -65,6 +68,8 @@ def run(
     try:
         _check_budget_left(spec)
         run_dir.write_manifest(manifest)
+        if on_start is not None:
+            on_start(run_dir.path)
     except (WriteFailed, BudgetExceeded):
         run_dir.release()
         raise

@@ -63,6 +63,8 @@ class RunSpec(BaseModel):
     `BudgetExceeded` (resumable with a higher cap)."""
     max_cost_per_invocation: float | None = Field(default=None, ge=0)
     """Dollars this invocation may spend; reaching it raises `BudgetExceeded` (the same command continues)."""
+    log_prompts: bool = False
+    """Append every request and its answer (or error) to `out/prompts.jsonl`, redacted (`runner.prompt_log`)."""
     spent_before: Spending = Field(default_factory=Spending)
     """What the run directory spent before this invocation: set by `run` from the manifest, not an option."""
     candidate_audit: Callable[[Candidate], Candidate] | None = None

@@ -122,7 +122,7 @@ def _is_step(value: Any) -> bool:
 _BROKEN = ("not a database", "malformed", "no such table", "no such column", "file is encrypted")
 
 
-def _store_error(path: Path, exc: sqlite3.Error, doing: str) -> UserError:
+def store_error(path: Path, exc: sqlite3.Error, doing: str) -> UserError:
     """What went wrong with the store, said so the user does the right thing: a full disk or a locked or
     unwritable file is no reason to move a healthy store aside; only a file that is no review store is."""
     if any(sign in str(exc).lower() for sign in _BROKEN):
@@ -161,7 +161,11 @@ class ReviewStore:
                 if db.execute("PRAGMA user_version").fetchone()[0] < 3:
                     db.executescript(MIGRATE_TO_3)
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "open") from None
+            raise store_error(self.path, exc, "open") from None
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection to the store (the caller closes it): for the queue index kept beside the decisions."""
+        return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
         check_store_files(self.path.parent)
@@ -180,7 +184,7 @@ class ReviewStore:
                     checked.time = _after(normalize_time(latest))
                 db.execute(_INSERT, to_row(checked))
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "write to") from None
+            raise store_error(self.path, exc, "write to") from None
         return checked
 
     def add_all(self, decisions: Iterable[Decision]) -> int:
@@ -190,7 +194,7 @@ class ReviewStore:
             with closing(self._connect()) as db, db:
                 db.executemany(_INSERT, rows)
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "write to") from None
+            raise store_error(self.path, exc, "write to") from None
         return len(rows)
 
     def rows(self, candidate_id: str | None = None) -> list[Decision]:
@@ -206,7 +210,7 @@ class ReviewStore:
                 found = db.execute(f"SELECT seq, {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq",
                                    tuple(args)).fetchall()
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "read") from None
+            raise store_error(self.path, exc, "read") from None
         decisions = []
         for seq, *row in found:
             try:
@@ -246,7 +250,7 @@ class ReviewStore:
             with closing(self._connect()) as db, db:
                 db.executemany("INSERT OR IGNORE INTO candidates (id, category) VALUES (?, ?)", candidates)
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "write to") from None
+            raise store_error(self.path, exc, "write to") from None
 
     def progress(self) -> list[tuple[str, str, int]]:
         """(category, decision, how many) of the standing decisions on registered candidates, kept by triggers."""
@@ -261,7 +265,7 @@ class ReviewStore:
             with closing(self._connect()) as db:
                 return db.execute(sql).fetchall()
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "read") from None
+            raise store_error(self.path, exc, "read") from None
 
     def latest_of(self, reviewer: str, role: str = "review") -> dict[str, Decision]:
         """One reviewer's latest decision (in `role`) per candidate id, blind to everyone else's."""
