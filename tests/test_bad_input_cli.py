@@ -164,3 +164,34 @@ def test_a_bom_at_the_start_of_an_audit_input_is_read_as_without_it(tmp_path, st
     results = [invoke("audit", str(path), "--report-only", *flags) for path in (plain, with_bom)]
     assert [r.exit_code for r in results] == [0, 0], results[1].output
     assert results[1].output == results[0].output.replace(str(plain), str(with_bom))
+
+
+@pytest.mark.parametrize("content", [[{"type": "text", "text": '{"first_error_step": 1}'}], {"a": 1}])
+def test_a_chat_answer_whose_content_is_no_text_is_a_reject_not_a_cache_error(tmp_path, monkeypatch, content):
+    """The openai SDK client (litellm refuses such an answer itself): the unit is a provider_error reject, and a
+    judge that only answers so is one line, exit 2. Was: the content reached the request cache, whose refusal to
+    store a list was reported as a full disk, stopping the run."""
+    from scripted_server import Reply, ScriptedServer
+    from test_bounded_parsing import STEPS
+
+    monkeypatch.setenv("INJECT_CLIENT", "openai")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    server = ScriptedServer().start()
+    server.script = lambda request: Reply(content=content)
+    trajectory = tmp_path / "input.jsonl"
+    trajectory.write_text(json.dumps({"id": "t1", "question": "How many seconds in 7 minutes?", "steps": STEPS}) + "\n")
+    split_file = tmp_path / "split.jsonl"
+    split_file.write_text(json.dumps({"id": "a::circular_logic::0", "category": "circular_logic", "modified_question":
+                                      "q", "modified_process": ["s1", "s2"], "error_steps": [2]}) + "\n")
+    try:
+        run = invoke("run", "--category", "counterfactual", "--input", str(trajectory), "--model", "openai/x",
+                     "--api-base", server.api_base, "--out", str(tmp_path / "out"), "--max-attempts", "1")
+        judged = invoke("eval", str(split_file), "--judge", "openai/j", "--api-base", server.api_base, "--out",
+                        str(tmp_path / "report"))
+    finally:
+        server.stop()
+    assert run.exit_code == 0, run.output
+    assert [r["codes"] for r in read_jsonl(tmp_path / "out" / "rejects.jsonl")] == [["provider_error"]]
+    assert judged.exit_code == 2, judged.output
+    errors = [line for line in judged.output.splitlines() if line.startswith("error:")]
+    assert errors == [judged.output.splitlines()[-1]] and "has no text choices[0].message.content" in errors[0]
