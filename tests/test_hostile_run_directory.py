@@ -150,6 +150,7 @@ LINKED = {
     "review.sqlite": "victim.sqlite", "review.sqlite-wal": "victim.txt", "log.jsonl": "victim.txt",
     ".lock": "victim.txt", ".verify.lock": "victim.txt", "manifest.json.tmp": "victim.txt",
     "verify-summary.json.tmp": "victim.txt", "rejects.jsonl.tmp": "victim.txt", "review-plan.json": "victim.txt",
+    "verify-config.yaml": "victim.txt", "verify-config.yaml.tmp": "victim.txt",
 }
 FIFOS = ("verify-summary.json", "batches.jsonl", "review.sqlite-shm", "review-gold.jsonl")
 DEV_ZERO = ("verify.jsonl", "review.sqlite-journal", "taxonomy.yaml")
@@ -214,7 +215,7 @@ COMMANDS = {
                                                                 "review.sqlite-shm")),
     "build": (["build", "{run}", "--include-unreviewed", "--out", "{out}/split"], ()),
     "verify": (["verify", "{run}", "--model", "openai/judge", "--api-base", "{api_base}", "--timeout", "20"],
-               ("verify.jsonl", "verify-summary.json", ".verify.lock")),
+               ("verify.jsonl", "verify-summary.json", ".verify.lock", "log.jsonl", "verify-config.yaml")),
     "audit": (["audit", "{run}/candidates.jsonl", "--report-only"], ()),
     "audit_steps": (["audit", "--steps", "{run}", "--report-only"], ()),
 }
