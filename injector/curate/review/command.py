@@ -69,7 +69,10 @@ def review(run_dirs: tuple[Path, ...], **options) -> None:
 def run_review(options: ReviewOptions) -> None:
     """`inject review` with its options checked: plan, agreement, import/export, or the app."""
     from injector.curate.review.session import ReviewSession
+    from injector.curate.review.store import check_store_files
 
+    for run_dir in options.run_dirs:  # every review command, before it reads or writes anything
+        check_store_files(run_dir)
     if options.reviewers is not None:
         return plan_reviews(options)
     if options.agreement:

@@ -94,14 +94,16 @@ def _columns() -> str:
 class RunQueue:
     """Reads of one run's queue index; each opens its own connection (threads and processes may share the store)."""
 
-    def __init__(self, store: ReviewStore, run: int):
+    def __init__(self, store: ReviewStore, run: int, hold: bool = True):
         self.store = store
         self.run = run
         self._indexed: set[tuple[str, ...]] = set()
         # Held open, unused, for the session's life: each read's own connection is then never the store's last
-        # one, whose closing checkpoints the WAL (a page of reads paid that each time).
-        self._held = sqlite3.connect(f"file:{quote(str(store.path))}?mode=ro", uri=True, check_same_thread=False)
-        self._held.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        # one, whose closing checkpoints the WAL (a page of reads paid that each time). Not without `hold` (build
+        # reads no views): a read-only connection never closed leaves -wal and -shm in a received run directory.
+        if hold:
+            self._held = sqlite3.connect(f"file:{quote(str(store.path))}?mode=ro", uri=True, check_same_thread=False)
+            self._held.execute("SELECT count(*) FROM sqlite_master").fetchall()
 
     def _entry(self, row: Sequence[Any]) -> Entry:
         seq, id_, category, verdict, status, line, offset, source, verify_offset, *groups = row

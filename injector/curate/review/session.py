@@ -146,7 +146,7 @@ class ReviewSession:
             store = ReviewStore(path)
             if listing:
                 refresh(store, path)  # every candidate, gold items too (their decisions are imported and exported)
-            run = Run(path, store, loaded, RunQueue(store, number), note, image_base=_run_image_base(path))
+            run = Run(path, store, loaded, RunQueue(store, number, hold=listing), note, image_base=_run_image_base(path))
             run.verified = listing and bool(run.queue.verdicts() - {UNVERIFIED})
             if queue:
                 _to_queue(run, reviewer)

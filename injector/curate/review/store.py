@@ -29,6 +29,8 @@ from injector.curate.review.schema import MIGRATE_TO_2, MIGRATE_TO_3, SCHEMA
 log = logging.getLogger("injector")
 
 STORE_FILE = "review.sqlite"
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database (`review.sqlite-wal`, ...), opened by name."""
 DECISIONS = ("accept", "reject")
 ROLES = ("review", "adjudication")
 FIELDS = ("id", "decision", "reason", "corrected_error_steps", "edited_steps", "reviewer", "time", "role")
@@ -130,6 +132,16 @@ def store_error(path: Path, exc: sqlite3.Error, doing: str) -> UserError:
                      "space, or check the directory is writable and no other program holds the file, then try again")
 
 
+def check_store_files(run_dir: str | Path) -> None:
+    """Refuse a run directory whose review.sqlite, or one of the files SQLite keeps beside it, exists but is no
+    regular file (`NotARegularFile`, a UserError): a received review.sqlite -> some other database, or a
+    review.sqlite-wal -> a file of the user's, which SQLite would open by name, through the link, and write pages
+    into."""
+    path = Path(run_dir) / STORE_FILE
+    for name in (path.name, *(path.name + suffix for suffix in SQLITE_SIDE_FILES)):
+        require_regular_or_missing(path.with_name(name))
+
+
 class ReviewStore:
     """`RUN_DIR/review.sqlite`; every call opens its own connection, so threads and processes may share it."""
 
@@ -156,7 +168,7 @@ class ReviewStore:
         return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
-        require_regular_or_missing(self.path)  # a received review.sqlite -> some other database: refused
+        check_store_files(self.path.parent)
         return sqlite3.connect(self.path, timeout=30)
 
     def record(self, decision: Decision) -> Decision:
