@@ -3,7 +3,8 @@
 Inputs are made from the 401 real PRMBench/PRM800K source solutions (bench/data/train-p1-originals.jsonl): copy k
 of a solution adds k to every integer of its question and steps (and gets its own id), so no two units are
 alike. Units = trajectories x categories (`--category all`). Stages, each its own `inject` process, on the
-offline engine: run (--workers 2), resume of the finished run, stats, build (--include-unreviewed).
+offline engine: run (--workers 2), resume of the finished run, stats, build (--include-unreviewed), and eval of
+the build's PRMBench export against seeded random step scores (with its plots and bootstrap intervals).
 CPU and peak RSS are the stage process's and its workers' (os.wait4).
 
     python bench/scale.py                         # 10k and 30k units (this shared 2-core machine)
@@ -15,6 +16,7 @@ import argparse
 import json
 import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -66,10 +68,25 @@ def stages(work: Path, units: int, categories: int) -> dict[str, dict[str, float
     written = sum(sum(1 for _ in (run_dir / name).open("rb")) for name in ("candidates.jsonl", "rejects.jsonl")
                   if (run_dir / name).exists())
     print(f"{units:,} units asked, {written:,} written (candidates + rejects)", flush=True)
-    return {**figures, "resume": measure(run, work),
-            "stats": measure(["stats", str(run_dir)], work),
-            "build": measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed",
-                              "--overwrite"], work)}
+    figures.update({"resume": measure(run, work), "stats": measure(["stats", str(run_dir)], work),
+                    "build": measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed",
+                                      "--overwrite"], work)})
+    scores = make_scores(split_dir / "prmbench", work / f"scores-{units}.jsonl")
+    figures["eval"] = measure(["eval", str(split_dir / "prmbench"), "--scores", str(scores), "--out",
+                               str(work / f"report-{units}")], work)
+    return figures
+
+
+def make_scores(export: Path, path: Path) -> Path:
+    """Seeded random step scores for every solution of the split's PRMBench export (what a PRM would write)."""
+    rng = random.Random(0)
+    with path.open("w", encoding="utf-8") as out:
+        for file in sorted(export.glob("*.jsonl")):
+            for line in file.open(encoding="utf-8"):
+                record = json.loads(line)
+                out.write(json.dumps({"id": f"{record['idx']}::{record['classification']}",
+                                      "step_scores": [rng.random() for _ in record["modified_process"]]}) + "\n")
+    return path
 
 
 def exponent(small: float, large: float, n_small: int, n_large: int) -> float:

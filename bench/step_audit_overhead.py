@@ -10,6 +10,7 @@ trajectories; the audit's cost grows with candidates and the run's with units, s
 at any size past start-up, and the bench also prints it for a run where every unit is a candidate (the worst case).
 
     python bench/step_audit_overhead.py                    # 800 trajectories, ~4,000 units
+    python bench/step_audit_overhead.py --trajectories 2000 --rounds 1   # 10,000 units
     python bench/step_audit_overhead.py --trajectories 300 --rounds 1
 """
 from __future__ import annotations
@@ -97,6 +98,9 @@ def main() -> None:
             results[mode].append(figures)
             print(f"round {round_number + 1} {mode:5}: CPU {figures['cpu']:.1f} s, wall {figures['wall']:.1f} s, "
                   f"{figures['candidates']:.0f} candidates, {figures['flagged']:.0f} flagged", flush=True)
+        plain_cpu, audit_cpu = results["plain"][-1]["cpu"], results["audit"][-1]["cpu"]
+        print(f"round {round_number + 1}: with audit / without = {audit_cpu / plain_cpu:.3f} "
+              f"(the audit adds {100 * (audit_cpu / plain_cpu - 1):+.1f} % CPU; goal <= +15 %)", flush=True)
     plain = min(results["plain"], key=lambda f: f["cpu"])
     audit = min(results["audit"], key=lambda f: f["cpu"])
     print(f"\n{'':22} {'without audit':>14} {'with audit':>11}")

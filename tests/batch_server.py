@@ -38,6 +38,10 @@ class BatchServer(LoopbackServer):
         """Go `down` right after the next batch is created."""
         self.drip = 0.0
         """Seconds between bytes of a file's content (a download that trickles); 0: sent at once."""
+        self.create_delay = 0.0
+        """Seconds a batch create waits, the batch made, before answering (widens the create-then-record window)."""
+        self.requests = 0
+        """HTTP requests received so far (every route)."""
         """Applied to every output line before it is stored (to script odd shapes of line)."""
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -65,6 +69,8 @@ class BatchServer(LoopbackServer):
                 write_slowly(self.wfile, data, drip)
 
             def _dropped(self) -> bool:
+                with server._lock:
+                    server.requests += 1
                 if server.down:  # the connection closes without an answer: the client sees a connection error
                     self.close_connection = True
                 return server.down
@@ -91,7 +97,11 @@ class BatchServer(LoopbackServer):
                     if path == "/v1/files":
                         return self._reply(server._upload(self.headers.get("content-type", ""), body))
                     if path == "/v1/batches":
-                        return self._reply(server._create(json.loads(body)))
+                        created = server._create(json.loads(body))
+                if path == "/v1/batches":
+                    time.sleep(server.create_delay)  # outside the lock: the batch is visible, its answer late
+                    return self._reply(created)
+                with server._lock:
                     if m := re.fullmatch(r"/v1/batches/([^/]+)/cancel", path):
                         batch = server.batches[m.group(1)]
                         if batch["status"] in ("validating", "in_progress"):

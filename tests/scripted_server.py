@@ -23,6 +23,8 @@ class Reply:
     """Seconds between bytes of the body (a server that trickles its answer); 0: sent at once."""
     pad: int = 0
     """Spaces added inside the JSON body (a large answer that is still a valid completion)."""
+    declare_length: bool = True
+    """Send a Content-Length; without one the body ends when the server closes the connection."""
 
 
 POLL_INTERVAL = 0.01  # seconds between serve_forever's shutdown checks (the stdlib default, 0.5, is test teardown)
@@ -38,6 +40,21 @@ class _QuietServer(ThreadingHTTPServer):
 
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+
+def write_counted(stream: Any, data: bytes, drip: float) -> int:
+    """`write_slowly`, in 64 KB pieces when not dripping; the bytes written before the client hung up (if it did)."""
+    if drip:
+        write_slowly(stream, data, drip)
+        return len(data)
+    written = 0
+    try:
+        for start in range(0, len(data), 65536):
+            stream.write(data[start:start + 65536])
+            written = min(len(data), start + 65536)
+    except ConnectionError:
+        pass
+    return written
 
 
 def write_slowly(stream: Any, data: bytes, drip: float) -> None:
@@ -78,6 +95,8 @@ class ScriptedServer(LoopbackServer):
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.bodies: list[tuple[int, int]] = []
+        """(bytes written, bytes of the body) of every reply: fewer written when the client hung up before the end."""
         self.client = "auto"
         """The LLM client the test runs through (set by the fixture)."""
         self.script: Script = lambda request: Reply(status=500, error="no script set")
@@ -114,11 +133,14 @@ class ScriptedServer(LoopbackServer):
                     data = data[:-1] + b" " * reply.pad + data[-1:]
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
+                if reply.declare_length:
+                    self.send_header("content-length", str(len(data)))
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                write_slowly(self.wfile, data, reply.drip)
+                written = write_counted(self.wfile, data, reply.drip)
+                with server._lock:
+                    server.bodies.append((written, len(data)))
 
         self._serve(Handler)
 

@@ -120,6 +120,20 @@ def test_an_answer_past_the_cap_is_refused_with_its_own_code(scripted_server):
     assert len(scripted_server.requests) == 1  # refused for good, not retried
 
 
+@pytest.mark.parametrize("declare_length", [True, False], ids=["content-length", "until-close"])
+def test_an_answer_past_the_cap_is_not_read_whole(scripted_server, declare_length):
+    """litellm's client too hangs up at the cap (before: it read all 32 MB, then refused the text)."""
+    size = 32 * 1024 * 1024
+    scripted_server.script = lambda request: Reply(content=GOOD, pad=size, declare_length=declare_length)
+    engine = LLMEngine("openai/scripted", api_base=scripted_server.api_base, max_answer_bytes=100_000,
+                       backoff_seconds=0)
+    engine.check_ready()
+    record = run_one(engine)
+    assert isinstance(record, Rejection) and record.codes == ["answer_too_large"] and record.raw is None
+    [(written, body)] = scripted_server.bodies
+    assert body > size and written < body // 2  # the socket buffers hold a few MB at most: the client hung up
+
+
 def test_a_long_answer_is_kept_truncated_with_a_marker(scripted_server):
     scripted_server.script = lambda request: Reply(content="y" * 300_000)
     engine = LLMEngine("openai/scripted", api_base=scripted_server.api_base, backoff_seconds=0)

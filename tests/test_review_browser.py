@@ -154,9 +154,10 @@ def test_triage_order_and_typeset_math_in_a_browser(browser, tmp_path: Path) -> 
         page.on("pageerror", lambda error: problems.append(str(error)))
         page.goto(server.url)
 
-        # sorted by verdict: missed, original_flagged, disputed, late, confirmed, then the unverified
+        # sorted by the routing: the judge disagreeing (missed, original_flagged, disputed, late), the unverified,
+        # then the confirmed (fast-tracked)
         ids = page.eval_on_selector_all("nav.list li a", "links => links.map(a => a.title)")
-        assert ids == [*BY_VERDICT, "t7::counterfactual::0"]
+        assert ids == [*BY_VERDICT[:4], "t6::counterfactual::0", "t7::counterfactual::0", "t1::counterfactual::0"]
         assert page.text_content("#cid") == "t3::counterfactual::0"
         assert page.text_content("#triage .verdict") == "missed"
         assert "judged missed" in page.text_content("#triage")

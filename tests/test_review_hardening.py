@@ -2,6 +2,7 @@
 word diff and a cap on what KaTeX is given."""
 from __future__ import annotations
 
+import difflib
 import json
 import sqlite3
 from datetime import datetime, timedelta, timezone
@@ -128,6 +129,36 @@ def test_the_page_budget_marks_later_long_changes_whole() -> None:
     pairs = [(_words(80), _words(80, tag="y")) for _ in range(3)]
     results = [word_diff(old, new, budget) for old, new in pairs]
     assert budget.whole == 2 and results[0][1].count("<ins>") == 2 and results[1][1].count("<ins>") == 1
+
+
+class CountedMatcher(difflib.SequenceMatcher):
+    """difflib's matcher, recording the size of every pair of token lists it is given."""
+
+    pairs: list[tuple[int, int]] = []
+
+    def __init__(self, isjunk, a, b, autojunk=True):
+        CountedMatcher.pairs.append((len(a), len(b)))
+        super().__init__(isjunk, a, b, autojunk)
+
+
+def test_a_pathological_page_diffs_within_its_caps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 8: two 20,000-word steps that differ throughout, and 300 changed 60-word steps, on one page.
+    The long pair is marked whole without any word diff; the word diffs done stay within the caps (no side over
+    MAX_DIFF_TOKENS, their pairs within the page's budget): counted, not timed."""
+    from injector.curate.review.diff import MAX_DIFF_TOKENS, PAGE_DIFF_BUDGET
+    from injector.curate.review.render import render_page
+    from injector.curate.review.session import ReviewSession, View
+
+    monkeypatch.setattr("injector.curate.review.diff.difflib.SequenceMatcher", CountedMatcher)
+    CountedMatcher.pairs = []
+    steps = [_words(20_000), *(_words(60, tag=f"o{n}") for n in range(300))]
+    modified = [" ".join(f"v{k % 89}" for k in range(20_000)), *(_words(60, tag=f"m{n}") for n in range(300))]
+    run = make_run(tmp_path / "run", [candidate(T1, steps=steps, modified=modified, error_steps=[1])])
+    page = render_page(ReviewSession([run], "bob"), key=f"0/{T1}", view=View(), token="t", nonce="n")
+    assert 'id="diff-whole"' in page and page.count("<ins>") >= 301
+    assert CountedMatcher.pairs and max(max(pair) for pair in CountedMatcher.pairs) <= MAX_DIFF_TOKENS
+    assert sum(a * b for a, b in CountedMatcher.pairs) <= PAGE_DIFF_BUDGET < 20_000 * 20_000
+    assert len(CountedMatcher.pairs) < 300  # the budget ran out: the later steps are marked whole
 
 
 def test_a_page_with_a_huge_step_says_so_and_keeps_it_from_katex(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from injector.curate.review.assets import KATEX_ERROR_STYLE_HASH, STATIC_DIR
-from test_review import _OPENER, decide, http, make_run, running
+from test_review import _OPENER, candidate, decide, http, make_run, running
 
 REPO = Path(__file__).parent.parent
 
@@ -20,6 +20,8 @@ VERDICTS = {"t1::counterfactual::0": "confirmed", "t2::counterfactual::0": "late
             "t5::redundancy::0": "disputed"}
 BY_VERDICT = ["t3::counterfactual::0", "t4::missing_condition::0", "t5::redundancy::0", "t2::counterfactual::0",
               "t1::counterfactual::0", "t6::counterfactual::0"]
+BY_ROUTING = [*BY_VERDICT[:4], "t6::counterfactual::0", "t1::counterfactual::0"]
+"""The default order (triage routing): the judge disagreeing first (by verdict), then unverified, then confirmed."""
 
 
 def verify_line(cid: str, verdict: str, reason: str = "", original_reason: str = "") -> str:
@@ -45,7 +47,7 @@ def write_verdicts(run_dir: Path, verdicts: dict[str, str] = VERDICTS) -> Path:
 
 def listed(html: str) -> list[str]:
     """The candidate ids of the page's navigation list, in order."""
-    return re.findall(r'<li class="\w+" data-verdict="[\w]+">(?:<span[^>]*>[^<]*</span> )?<a [^>]*title="([^"]+)"',
+    return re.findall(r'<li class="\w+" data-verdict="[\w]+">(?:<span[^>]*>[^<]*</span> )*<a [^>]*title="([^"]+)"',
                       html)
 
 
@@ -56,8 +58,9 @@ def verified_run(tmp_path: Path) -> Path:
 
 def test_verdicts_sort_the_list_and_show_with_the_judges_reason(verified_run: Path) -> None:
     with running([verified_run]) as server:
+        assert listed(http(server, "/?order=verdict")[2]) == BY_VERDICT  # missed, ..., confirmed, unverified
         html = http(server, "/")[2]
-        assert listed(html) == BY_VERDICT  # missed, original_flagged, disputed, ..., confirmed, unverified last
+        assert listed(html) == BY_ROUTING  # by default the routing: a confirmed verdict is fast-tracked, last
         assert 'data-key="0/t3::counterfactual::0"' in html  # the first of the view is the likeliest bad one
         assert '<span class="verdict v-missed"' in html and "judged missed" in html
         assert "on the modified solution: none (-1); declared first error: step 2" in html
@@ -98,7 +101,7 @@ def test_a_bad_verify_line_is_skipped_and_the_rest_used(verified_run: Path, capl
     with (verified_run / "verify.jsonl").open("a") as handle:
         handle.write('{"id": "t6::counterfactual::0", "verdict": "made-up"}\n')
     with running([verified_run]) as server:
-        assert listed(http(server, "/")[2]) == BY_VERDICT
+        assert listed(http(server, "/?order=verdict")[2]) == BY_VERDICT
     assert "verify.jsonl:6: not a verify record" in caplog.text
 
 
@@ -143,3 +146,50 @@ def test_katex_ships_in_the_wheel_with_its_licence() -> None:
     unshipped = [f for f in files if not any(fnmatch(f, g) for g in globs)]
     assert unshipped == []
     assert "MIT" in (STATIC_DIR / "katex" / "LICENSE").read_text()
+
+
+def audited(cid: str, flag_step: int | None = None) -> dict:
+    """A candidate with the step audit `inject run` records: a false relation flagged on `flag_step`, or clean."""
+    findings = [] if flag_step is None else [{
+        "kind": "unlabelled_false_step", "step": flag_step, "relation": "4 \\cdot 2.75 = 12", "written_value": "12",
+        "true_value": "11", "message": f"step {flag_step} asserts 4 \\cdot 2.75 = 12, which is false (11)"}]
+    return candidate(cid, step_audit={"steps": 3, "checked_steps": 2, "findings": findings})
+
+
+# t1 all agree; t2 algebra alone disagrees; t3 algebra and judge; t4 algebra against a confirming judge; t5 judge
+# and rollouts; t6 rollouts alone (never routes alone); t7 nothing speaks.
+ROUTING_RUN = {"t1::counterfactual::0": (None, "confirmed", None), "t2::counterfactual::0": (1, None, None),
+               "t3::counterfactual::0": (1, "missed", None), "t4::counterfactual::0": (3, "confirmed", None),
+               "t5::counterfactual::0": (None, "late", (0.9, 0.8)), "t6::counterfactual::0": (None, "confirmed",
+                                                                                             (0.9, 0.9)),
+               "t7::counterfactual::0": (None, None, None)}
+REVIEW_FIRST = {"t3::counterfactual::0": "algebra, judge", "t5::counterfactual::0": "judge, rollouts",
+                "t4::counterfactual::0": "algebra", "t2::counterfactual::0": "algebra"}
+"""The candidates the routing sends to review first, in the list's order (by verdict within), and what disagrees."""
+ROUTED = [*REVIEW_FIRST, "t6::counterfactual::0", "t7::counterfactual::0", "t1::counterfactual::0"]
+
+
+def routing_run(directory: Path) -> Path:
+    """A run whose candidates' three signals (step audit, blind judge, rollouts) agree or disagree as ROUTING_RUN."""
+    make_run(directory, [audited(cid, flag) for cid, (flag, _, _) in ROUTING_RUN.items()])
+    lines = []
+    for cid, (_, verdict, rollouts) in ROUTING_RUN.items():
+        if verdict is not None:
+            record = json.loads(verify_line(cid, verdict))
+            if rollouts is not None:
+                record["mc"] = {"n": 10, "before": rollouts[0], "through": rollouts[1]}
+            lines.append(json.dumps(record) + "\n")
+    (directory / "verify.jsonl").write_text("".join(lines), encoding="utf-8")
+    return directory
+
+
+def test_the_list_opens_with_the_disagreements_and_names_their_signals(tmp_path: Path) -> None:
+    with running([routing_run(tmp_path / "run")]) as server:
+        html = http(server, "/")[2]
+        assert listed(html) == ROUTED
+        badges = re.findall(r'<span class="route r-review_first"[^>]*>≠ ([^<]*)</span> <a [^>]*title="([^"]+)"', html)
+        assert {cid: signals for signals, cid in badges} == REVIEW_FIRST
+        assert 'id="routing"' in html and '<li class="signal disagree" data-signal="algebra">' in html
+        assert listed(http(server, "/?order=file")[2]) == sorted(ROUTED)
+        html = http(server, "/?key=0/t6::counterfactual::0")[2]  # rollouts alone: ordinary review, shown
+        assert 'class="route r-review">review</span>' in html and 'data-signal="rollouts">rollouts' in html

@@ -306,7 +306,8 @@ def test_when_the_manifest_cannot_be_written_either_the_first_failure_is_reporte
     assert_one_error_line(result.output, f"error: cannot write {out / 'candidates.jsonl'}: No space left on device; "
                                          "free space or fix the permissions, then run the same command again to "
                                          "continue")
-    assert sorted(p.name for p in out.iterdir()) == [".lock", "candidates.jsonl", "config.yaml", "log.jsonl",
+    assert sorted(p.name for p in out.iterdir()) == [".candidates.jsonl.idx", ".lock", "candidates.jsonl", "config.yaml",
+                                                     "log.jsonl",
                                                      "manifest.json"]  # no .tmp
     assert json.loads((out / "manifest.json").read_text())["status"] == "running"  # the last whole manifest
     monkeypatch.undo()

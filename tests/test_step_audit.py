@@ -74,6 +74,25 @@ def test_qualified_false_relations_are_uncertain(steps, uncertainty):
     assert (check.status, check.uncertainty) == ("uncertain", uncertainty)
 
 
+# Written for this test (not from any benchmark): a value plugged in, worked through two steps, then rejected.
+PLUG_IN_AND_REJECT = ["Try $n = 3$ in $n^2 = 2n + 5$.", "If we plug in $3$, we get $3^2 = 2(3) + 5$.",
+                      "That simplifies to $9 = 6 + 5$.", "So the equation becomes $9 = 11$.",
+                      "This is incorrect, so $n$ cannot be $3$."]
+
+
+def test_a_plugged_in_value_worked_through_and_rejected_later_is_uncertain_not_false():
+    """Found on the dev part (a PRM800K solution plugs in a value, simplifies twice, then rejects it): the middle
+    steps read false without the hypothesis two steps back and the rejection two steps on."""
+    checks = [(check.step, check.status, check.uncertainty) for step in audit_steps(PLUG_IN_AND_REJECT).steps
+              for check in step.checks if check.status != "true"]
+    assert checks == [(2, "uncertain", "hypothetical"), (3, "uncertain", "rejected"), (4, "uncertain", "rejected")]
+    # without the rejection, or without the hypothesis, a false relation stays false
+    unrejected = audit_steps([*PLUG_IN_AND_REJECT[:4], "So $n = 3$ works."]).steps
+    assert [check.status for check in unrejected[2].checks] == ["false"]
+    asserted = audit_steps(["We have $n = 3$.", "So $3^2 = 11$.", "So $9 = 11$.", "This is incorrect."]).steps
+    assert [check.status for check in asserted[1].checks] == ["false"]
+
+
 # Written for this test (not taken from any benchmark): each candidate's step 3 is labelled correct; the planted
 # version makes its arithmetic false.
 PLANTED = [
@@ -157,15 +176,62 @@ def test_a_hostile_line_in_an_audited_file_is_file_line_not_a_crash(tmp_path, li
         estimate_label_noise([path])
 
 
-def test_in_a_daemonic_process_a_sympy_link_is_skipped_not_a_crash(monkeypatch):
-    """`inject run --workers N` runs units in daemonic processes, which may not start the sympy worker: before,
-    the start raised and the audit hook dropped the whole candidate's audit."""
+def test_in_a_daemonic_process_a_sympy_link_is_checked_by_its_own_worker(monkeypatch):
+    """`inject run --workers N` runs units in daemonic processes, which multiprocessing forbids children: the
+    sympy worker there is a plain subprocess (before, such a link was skipped: \\log_{3} 81 = 4 went unchecked)."""
     import multiprocessing
 
     from injector.triage.step_audit.worker import SympyWorker
 
     monkeypatch.setitem(multiprocessing.current_process()._config, "daemon", True)
-    audit = audit_steps(["So $\\log_{3} 81 = 4$ and $2 + 2 = 5$."], SympyWorker())
+    worker = SympyWorker()
+    try:
+        audit = audit_steps(["So $\\log_{3} 81 = 4$ and $2 + 2 = 5$ and $\\log_{2} 32 = 6$."], worker)
+    finally:
+        worker.close()
     (step,) = audit.steps
-    assert [check.relation for check in step.checks] == ["2 + 2 = 5"] and step.skipped == 1
-    assert audit.skip_reasons == {"no sympy worker in a daemonic process": 1}
+    assert [(check.relation, check.status) for check in step.checks] == [
+        ("\\log_{3} 81 = 4", "true"), ("2 + 2 = 5", "false"), ("\\log_{2} 32 = 6", "false")]
+    assert step.skipped == 0 and audit.skip_reasons == {}
+
+
+# Written for this test: step 1 plants a false relation only sympy evaluates (a logarithm); the scripted model
+# edits step 2, so step 1 stays unlabelled.
+SYMPY_PLANTED = ["Let $x = 2$; note that $\\log_{3} 81 = {}$.", "Then $x + 3 = 5$.", "So the answer is 5.\n\n# Answer\n\n5"]
+EDIT_STEP_2 = json.dumps({"question": None, "reason": "2 + 3 is 5, not 6.",
+                          "edits": [{"op": "replace", "step": 2, "text": "Then $x + 3 = 6$.", "error": True}]})
+
+
+def _audits(out) -> dict[str, list[tuple[str, int, str]]]:
+    lines = (out / "candidates.jsonl").read_text().splitlines()
+    return {record["id"]: [(f["kind"], f["step"], f["relation"]) for f in record["step_audit"]["findings"]]
+            for record in map(json.loads, lines)}
+
+
+@pytest.mark.parametrize("value, flagged", [("5", True), ("4", False)])
+def test_a_false_relation_needing_sympy_is_flagged_with_workers_as_without(scripted_server, tmp_path, monkeypatch,
+                                                                           value, flagged):
+    from click.testing import CliRunner
+
+    from injector.cli.commands import main
+
+    # No sympy worker and no cached sympy answer in this process, which forked run workers would inherit: each of
+    # them must start its own worker.
+    monkeypatch.setattr("injector.triage.step_audit.audit._WORKER", None)
+    monkeypatch.setattr("injector.triage.step_audit.check._SYMPY_CACHE", {})
+    scripted_server.script = lambda request: EDIT_STEP_2
+    rows = [{"id": f"t{k}", "question": "What is $2 + 3$?", "answer": "5",
+             "steps": [SYMPY_PLANTED[0].replace("{}", value), SYMPY_PLANTED[1], SYMPY_PLANTED[2] + "." * k]}
+            for k in range(4)]
+    source = tmp_path / "input.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    found = {}
+    for name, extra in (("two", ["--workers", "2"]), ("one", [])):
+        result = CliRunner().invoke(main, ["run", "--category", "counterfactual", "--input", str(source), "--model",
+                                           "openai/scripted", "--api-base", scripted_server.api_base, "--out",
+                                           str(tmp_path / name), "--no-cache", *extra], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        found[name] = _audits(tmp_path / name)
+    planted = [("unlabelled_false_step", 1, "\\log_{3} 81 = 5")] if flagged else []
+    assert found["one"] == {f"t{k}::counterfactual::0": planted for k in range(4)}
+    assert found["two"] == found["one"]

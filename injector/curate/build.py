@@ -256,6 +256,9 @@ def _rows(request: BuildRequest, report: BuildReport, spill: RowSpill) -> list[R
     from injector.curate.calibration import review_figures
 
     report.reviews = review_figures(list(request.run_dirs))
+    from injector.curate.reproduce import run_origins
+
+    report.runs = run_origins(request.run_dirs)
     from injector.curate.funnel import funnel
 
     report.funnel = None if (figures := funnel(request.run_dirs, request.consensus)) is None else figures.model_dump()

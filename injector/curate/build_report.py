@@ -50,3 +50,5 @@ class BuildReport:
     audited: Counter = field(default_factory=Counter)
     figures: Any = None
     """`card_figures.CardFigures`: what the card reports of the rows, gathered as they were read back."""
+    runs: list[Any] = field(default_factory=list)
+    """`reproduce.RunOrigin` per run directory: the command that made it, its version and what it spent."""

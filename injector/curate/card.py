@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import shlex
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -29,7 +28,8 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     parts = [_front_matter(report, license), _counts_section(figures, report.splits),
              _acceptance_section(report, figures), *_triage_sections(report), _models_section(figures)]
     parts.extend(_positions_section(figures))
-    parts.append(_production_lines(figures))
+    cues, cue_note = _cue_figures(figures)
+    parts.append(_production_lines(figures, cue_figures=(cues, cue_note)))
     if getattr(report, "reviews", None):
         from injector.curate.calibration import review_section
 
@@ -41,7 +41,9 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     parts.append(FILES_SECTION)
     parts.append(f"## Licence\n\n`{license}`. Check the licences of the source solutions (PRM800K: MIT; "
                  "PRMBench: Apache-2.0) and of the model outputs.\n")
-    parts.append("## Reproduce\n\n```bash\n" + shlex.join(command) + "\n```\n")
+    from injector.curate.reproduce import reproduce_section
+
+    parts.append(reproduce_section(report, command, cues))
     return "\n".join(parts)
 
 
@@ -160,15 +162,17 @@ def _cue_figures(figures: CardFigures) -> tuple[dict[str, Any] | None, str]:
     return cues, note
 
 
-def _production_section(rows: list[dict[str, Any]], sample: int | None = 5000) -> str:
+def _production_section(rows: list[dict[str, Any]], sample: int | None = 5000,
+                        cue_figures: tuple[dict[str, Any] | None, str] | None = None) -> str:
     """Per category: how often the final answer changed, how many error steps, where the first one sits, and
-    how well wording alone finds the error steps (the surface-cue probe, on a sample; none with `--no-cues`)."""
-    return _production_lines(CardFigures.of(rows, sample))
+    how well wording alone finds the error steps (the surface-cue probe, on a sample; none with `--no-cues`;
+    `cue_figures`: what `_cue_figures` gave, when the card computed them already)."""
+    return _production_lines(CardFigures.of(rows, sample), cue_figures)
 
 
-def _production_lines(figures: CardFigures) -> str:
+def _production_lines(figures: CardFigures, cue_figures: tuple[dict[str, Any] | None, str] | None = None) -> str:
     """`_production_section` from the figures a build gathered."""
-    cues, cue_note = _cue_figures(figures)
+    cues, cue_note = cue_figures if cue_figures is not None else _cue_figures(figures)
     table, notes = [], []
     for category, mine in sorted(figures.categories.items()):
         positions = mine.positions

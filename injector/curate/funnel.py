@@ -89,7 +89,7 @@ def _generation_cost(record: Candidate | Rejection) -> float | None:
     return 0.0 if provenance.engine in FREE_ENGINES else None
 
 
-def _accepted(run_dir: Path, candidates: list[Candidate], consensus: str | None) -> set[str]:
+def _accepted(run_dir: Path, candidates: Iterable[Candidate], consensus: str | None) -> set[str]:
     from injector.curate.calibration import human_decisions
 
     if consensus is None:
@@ -106,13 +106,11 @@ def _run_rows(run_dir: Path, consensus: str | None, rows: dict[str, FunnelRow]) 
     from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 
     directory = RunDirectory(run_dir)
-    decided = _decisions(run_dir)
-    # The candidates are read one at a time (a build must not hold the run); a consensus rule needs them all.
-    listed = [candidate for _, candidate in directory.numbered_candidates()] if decided and consensus else []
-    accepted = _accepted(run_dir, listed, consensus) if decided else set()
-    verdicts = read_verdicts(run_dir)
     category_of: dict[str, str] = {}
-    for _, candidate in directory.numbered_candidates():
+    decided = _decisions(run_dir)
+    accepted = _accepted(run_dir, directory.candidates(), consensus) if decided else set()
+    verdicts = read_verdicts(run_dir)
+    for candidate in directory.candidates():  # one at a time: a run's candidates are never all held
         category_of[candidate.id] = candidate.category
         row = rows.setdefault(candidate.category, FunnelRow(category=candidate.category))
         row.units, row.valid = row.units + 1, row.valid + 1

@@ -25,6 +25,7 @@ class RowKey:
     sample: int
     problem_key: str
     idx: str
+    reviewed: bool
     _config_hash: str
     _verdict: str | None
     _audit_flagged: bool | None
@@ -56,7 +57,7 @@ class RowSpill:
             raise
         key = RowKey(id=row.id, run=row.run, category=row.category, classification=row.classification,
                      source_idx=row.source_idx, trajectory_id=row.trajectory_id, sample=row.sample,
-                     problem_key=row.problem_key, idx=row.idx, _config_hash=row._config_hash,
+                     problem_key=row.problem_key, idx=row.idx, reviewed=row.reviewed, _config_hash=row._config_hash,
                      _verdict=row._verdict, _audit_flagged=row._audit_flagged, seq=0, offset=offset)
         return key
 

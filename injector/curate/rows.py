@@ -33,7 +33,7 @@ def _decisions(run_dir: Path, taxonomy: str | Path | None,
         return {}, None
     from injector.curate.review.session import ReviewSession
 
-    session = ReviewSession([run_dir], taxonomy=taxonomy)
+    session = ReviewSession([run_dir], taxonomy=taxonomy, listing=False)  # no queue to index: rows read every record
     if consensus is not None:
         from injector.curate.review.consensus import consensus_decisions
 

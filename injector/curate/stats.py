@@ -23,12 +23,12 @@ STATUSES = ("accepted", "rejected_by_reviewer", "unreviewed", "rejected_by_valid
             "correct_control")
 
 
-def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any], str]]:
+def iter_records(path: Path, taxonomy: Any = None) -> Iterator[tuple[dict[str, Any], str]]:
     """(record, status) for every candidate and reject of a run directory, every row of a split directory (status
     `accepted` for rows reviewers accepted, else `unreviewed`; each row also has `in_split` true), or every record
     of a PRMBench-format JSONL file or a directory of such files (status `in_split`; PRMBench's `classification`
-    mapped to our category id). Each record carries `_where`, (file, line) for messages. A run directory's lines
-    that are not records are skipped with a warning naming FILE:LINE."""
+    mapped to our category id), one at a time. Each record carries `_where`, (file, line) for messages. A run
+    directory's lines that are not records are skipped with a warning naming FILE:LINE."""
     if path.is_dir() and ((path / "candidates.jsonl").exists() or (path / "manifest.json").exists()):
         run_dir = RunDirectory(path)
         decisions: dict[str, Any] = {}
@@ -36,17 +36,15 @@ def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any],
             from injector.curate.review.store import ReviewStore
 
             decisions = ReviewStore(path).latest()
-        rows = []
         for number, candidate in run_dir.numbered_candidates():
             decision = decisions.get(candidate.id)
             status = "unreviewed" if decision is None else (
                 "accepted" if decision.decision == "accept" else "rejected_by_reviewer")
-            rows.append(({**_declared(candidate), "_where": (run_dir.candidates_path, number)}, status))
-        rows += [({**_declared(reject), "_where": (run_dir.rejects_path, number)}, "rejected_by_validation")
-                 for number, reject in read_records(run_dir.rejects_path, Rejection)]
-        return rows
+            yield {**_declared(candidate), "_where": (run_dir.candidates_path, number)}, status
+        for number, reject in read_records(run_dir.rejects_path, Rejection):
+            yield {**_declared(reject), "_where": (run_dir.rejects_path, number)}, "rejected_by_validation"
+        return
     if path.is_dir() and (path / "jsonl").is_dir():
-        rows = []
         for split in sorted((path / "jsonl").glob("*.jsonl")):
             for number, row in read_jsonl_numbered(split):
                 if not isinstance(row, dict) or not isinstance(row.get("category"), str):
@@ -58,16 +56,21 @@ def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any],
                 # controls (source solutions) were never reviewed and are counted apart.
                 status = ("correct_control" if row["category"] == CORRECT
                           else "accepted" if row.get("reviewed") else "unreviewed")
-                rows.append(({**row, "_where": (split, number)}, status))
-        return rows
+                yield {**row, "_where": (split, number)}, status
+        return
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     if not files or not path.exists():
         raise UserError(f"{path}: neither a run directory (candidates.jsonl), a split directory (jsonl/), nor "
                         "PRMBench-format JSONL (a file, or a directory of .jsonl files); pass what `inject run` "
                         "or `inject build` wrote, or a PRMBench file")
     by_classification = _classifications(taxonomy)
-    return [({**record, "in_split": True}, "in_split") for file in files
-            for record in _prmbench_records(file, by_classification)]
+    for file in files:
+        for record in _prmbench_records(file, by_classification):
+            yield {**record, "in_split": True}, "in_split"
+
+
+def load_records(path: Path, taxonomy: Any = None) -> list[tuple[dict[str, Any], str]]:
+    return list(iter_records(path, taxonomy))  # every record of `iter_records`, in a list
 
 
 def _declared(record: Candidate | Rejection) -> dict[str, Any]:
@@ -122,22 +125,18 @@ def _flat(record: dict[str, Any], status: str, codes: list[str]) -> dict[str, An
         "tokens": tokens,
         "cost": cost,
         "cost_known": cost is not None or provenance.get("engine") in ("offline", "source"),
-        "audit_flagged": _audit_flagged(record.get("step_audit")),
+        # Whether the step audit recorded a flag on the candidate (`Candidate.step_audit`); None: not audited.
+        "audit_flagged": bool(audit.get("findings")) if isinstance(audit := record.get("step_audit"), dict) else None,
     }
-
-
-def _audit_flagged(recorded: Any) -> bool | None:
-    """Whether the step audit recorded a flag on the candidate (`Candidate.step_audit`); None: not audited."""
-    return bool(recorded.get("findings")) if isinstance(recorded, dict) else None
 
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _category_names(path: Path, loaded: list[tuple[dict[str, Any], str]], taxonomy: Any) -> dict[str, dict]:
+def _category_names(path: Path, from_rows: dict[str, dict[str, str]], taxonomy: Any) -> dict[str, dict]:
     """Name and domain per category: from `taxonomy` (the user's `--taxonomy`) where it has the category, else
-    from the run's manifest or the split's rows (read as data; nothing of the run is imported)."""
+    from the run's manifest or the split's rows (`from_rows`; read as data; nothing of the run is imported)."""
     names: dict[str, dict[str, str]] = {}
     if path.is_dir() and (path / "manifest.json").exists():
         try:
@@ -146,13 +145,44 @@ def _category_names(path: Path, loaded: list[tuple[dict[str, Any], str]], taxono
             log.warning("%s; categories are shown without their names", exc)
             recorded = {}
         names.update({cid: {"name": c.get("name", ""), "domain": c.get("domain", "")} for cid, c in recorded.items()})
-    for record, _ in loaded:
-        if record.get("category_name") and record["category"] not in names:
-            names[record["category"]] = {"name": record["category_name"], "domain": record.get("domain") or ""}
+    names = {**from_rows, **names}  # the manifest's name first
     if taxonomy is not None:
         for category in taxonomy.categories:
             names[category.id] = {"name": category.name, "domain": category.domain}
     return names
+
+
+CHUNK_ROWS = 20_000
+"""Rows turned into a columnar frame at a time: what stats holds per record is its few numbers, never its dump."""
+
+
+class _Streamed:
+    """One pass over the records: each becomes its row of numbers (columnar, in chunks) and the names rows carry
+    are noted; the record itself is dropped (the cue probe, with `cues`, keeps its own view of it)."""
+
+    def __init__(self, pl: Any) -> None:
+        self.pl, self.chunks, self.rows = pl, list[Any](), list[dict[str, Any]]()
+        self.names: dict[str, dict[str, str]] = {}
+        self.schema = {"category": pl.Utf8, "status": pl.Utf8, "in_split": pl.Boolean, "codes": pl.List(pl.Utf8),
+                       "steps": pl.Int64, "position": pl.Float64, "error_steps": pl.Int64,
+                       "answer_changed": pl.Boolean, "tokens": pl.Int64, "cost": pl.Float64,
+                       "cost_known": pl.Boolean, "audit_flagged": pl.Boolean}
+
+    def tap(self, records: Iterator[tuple[dict[str, Any], str]]) -> Iterator[tuple[dict[str, Any], str]]:
+        for record, status in records:
+            if record.get("category_name") and record["category"] not in self.names:
+                self.names[record["category"]] = {"name": record["category_name"],
+                                                  "domain": record.get("domain") or ""}
+            self.rows.append(_flat(record, status, record.get("codes", []) if status == "rejected_by_validation"
+                                   else []))
+            if len(self.rows) >= CHUNK_ROWS:
+                self.chunks.append(self.pl.DataFrame(self.rows, schema=self.schema))
+                self.rows = []
+            yield record, status
+
+    def frame(self) -> Any:
+        self.chunks.append(self.pl.DataFrame(self.rows, schema=self.schema))
+        return self.pl.concat(self.chunks, rechunk=True)
 
 
 def compute_stats(path: str | Path, *, cues: bool = False,
@@ -167,15 +197,16 @@ def compute_stats(path: str | Path, *, cues: bool = False,
 
     path = Path(path)
     loaded_taxonomy = Taxonomy.load(taxonomy) if taxonomy is not None else None
-    loaded = load_records(path, loaded_taxonomy)
-    names = _category_names(path, loaded, loaded_taxonomy)
-    frame = pl.DataFrame([_flat(record, status, record.get("codes", []) if status == "rejected_by_validation"
-                                else []) for record, status in loaded], schema={
-        "category": pl.Utf8, "status": pl.Utf8, "in_split": pl.Boolean, "codes": pl.List(pl.Utf8),
-        "steps": pl.Int64,
-        "position": pl.Float64, "error_steps": pl.Int64, "answer_changed": pl.Boolean, "tokens": pl.Int64,
-        "cost": pl.Float64, "cost_known": pl.Boolean, "audit_flagged": pl.Boolean,
-    })
+    streamed = _Streamed(pl)
+    records = streamed.tap(iter_records(path, loaded_taxonomy))
+    if cues:
+        from injector.triage.cues import cue_records
+
+        probed = cue_records(records)
+    else:
+        all(True for _ in records)  # the pass itself: the rows are what is kept
+    frame = streamed.frame()
+    names = _category_names(path, streamed.names, loaded_taxonomy)
     result: dict[str, Any] = {"path": str(path), "categories": {}}
     for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
         result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **_summarize(group, pl)}
@@ -197,9 +228,9 @@ def compute_stats(path: str | Path, *, cues: bool = False,
         if (figures := funnel([path])) is not None:
             result["funnel"] = figures.model_dump()
     if cues:
-        from injector.triage.cues import cue_records, cue_report
+        from injector.triage.cues import cue_report
 
-        report = cue_report(cue_records(loaded))
+        report = cue_report(probed)
         result["cues"] = report
         for category, row in result["categories"].items():
             _cue_columns(row, report["per_category"].get(category, {}))

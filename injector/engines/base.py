@@ -106,6 +106,11 @@ class Engine(ABC):
         parent still uses). Default: nothing shared, nothing replaced."""
         return []
 
+    def rate_limits(self) -> tuple[float | None, float | None]:
+        """The requests and tokens per minute this engine keeps to (`--rpm`, `--tpm`; None: no limit). Default:
+        none."""
+        return None, None
+
     def unsupported_reason(self, category: Category) -> str | None:
         """Why this engine cannot make `category`, or None when it can (the default: it can make every one)."""
         return None

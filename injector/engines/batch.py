@@ -7,10 +7,11 @@ that names the run and the chunk, records the batch in `RUN/batches.jsonl`, poll
 request from the output file. A line that failed or expired (and only such a line) is resubmitted in a later
 batch; an answer that fails validation is re-asked by the unit as usual, and the re-ask goes into the next round.
 
-No request is ever submitted twice: before a chunk is submitted, the provider's batches are listed and one that
-already carries the chunk's metadata is adopted (a kill between "create" and "record" leaves exactly that), and a
-request a recorded batch holds is collected from it, not sent again. With `wait=False` (`--no-wait`) the flush
-submits what is new and stops the run (`BatchesPending`); the same command later collects.
+No request is ever submitted twice: a chunk's intent (its uploaded file and requests) is recorded before its batch
+is created; a later flush finds an intent with no outcome (a kill between "create" and "record" leaves exactly that)
+among the provider's batches by its file or chunk metadata and records that batch, whatever the requests waiting
+then; and a request a recorded batch holds is collected from it, not sent again. With `wait=False` (`--no-wait`)
+the flush submits what is new and stops the run (`BatchesPending`); the same command later collects.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
 from injector.engines.cache import request_key
 from injector.engines.limits import RateLimiter
@@ -153,6 +154,7 @@ class BatchEngine(LLMEngine):
 
     async def _settle(self, waiting: dict[str, _Waiting]) -> None:
         log = self._log_now()
+        await self._recover()
         resubmit: set[str] = set()
         delay = self.poll_seconds
         while waiting:
@@ -245,27 +247,50 @@ class BatchEngine(LLMEngine):
         return lines
 
     async def _submit(self, keys: list[str], waiting: dict[str, _Waiting]) -> None:
-        """Submit `keys` (sorted) in chunks within the limits, each adopted from the provider when a batch with its
-        metadata exists already (a kill between create and record), else created; each recorded."""
+        """Submit `keys` (sorted) in chunks within the limits: upload each chunk's file, record the intent to make a
+        batch of it (write-ahead: a kill from here on leaves the intent for `_recover`), create the batch, record
+        it."""
         log, litellm = self._log_now(), import_litellm()
         provider_model = self._provider()[0]
-        listing: dict[str, Any] | None = None
         for chunk_keys, data in self._chunks(keys, waiting, provider_model):
             number = 1 + max(log.submissions[k] for k in chunk_keys)
             chunk = hashlib.sha256(("\n".join(chunk_keys) + f"\n#{number}").encode()).hexdigest()[:16]
-            if listing is None:
-                listing = await self._adoptable()
-            batch = listing.get(chunk)
-            adopted = batch is not None
+            file = await self._call(litellm.acreate_file, file=("requests.jsonl", data), purpose="batch")
+            intent = {"run": self.run_name, "chunk": chunk, "input_file_id": str(file.id), "submission": number,
+                      "requests": len(chunk_keys), "bytes": len(data), "keys": chunk_keys}
+            self._record({"event": "intent", **intent})
+            batch = await self._call(litellm.acreate_batch, completion_window=COMPLETION_WINDOW,
+                                     endpoint=ENDPOINT, input_file_id=file.id,
+                                     metadata={"inject_run": self.run_name, "inject_chunk": chunk})
+            self.submitted_batches += 1
+            self._record({"event": "submitted", "batch_id": str(batch.id), "status": str(batch.status),
+                          "adopted": False, **intent})
+
+    async def _recover(self) -> None:
+        """Settle the intents a kill left between "create" and "record": the provider's batch made from the
+        intent's file (or carrying its chunk) is recorded as submitted, so its requests are collected from it and
+        never sent again; an intent the provider has no batch of is recorded as abandoned (its file cost nothing)."""
+        log = self._log_now()
+        unsettled = log.unsettled()
+        if not unsettled:
+            return
+        found: dict[str, Any] = {}
+        async for batch in self._run_batches():
+            file_id = str(getattr(batch, "input_file_id", None) or "")
+            chunk = str((getattr(batch, "metadata", None) or {}).get("inject_chunk"))
+            for intent in unsettled:
+                if file_id == intent["input_file_id"] or chunk == intent.get("chunk"):
+                    found.setdefault(intent["input_file_id"], batch)  # newest first: the newest wins
+            if len(found) == len(unsettled):
+                break
+        for intent in unsettled:
+            batch = found.get(intent["input_file_id"])
             if batch is None:
-                file = await self._call(litellm.acreate_file, file=("requests.jsonl", data), purpose="batch")
-                batch = await self._call(litellm.acreate_batch, completion_window=COMPLETION_WINDOW,
-                                         endpoint=ENDPOINT, input_file_id=file.id,
-                                         metadata={"inject_run": self.run_name, "inject_chunk": chunk})
-                self.submitted_batches += 1
-            self._record({"event": "submitted", "batch_id": batch.id, "run": self.run_name, "chunk": chunk,
-                          "submission": number, "status": str(batch.status), "requests": len(chunk_keys),
-                          "bytes": len(data), "adopted": adopted, "keys": chunk_keys})
+                self._record({"event": "abandoned", "input_file_id": intent["input_file_id"]})
+            else:
+                record = {name: value for name, value in intent.items() if name not in ("event", "time")}
+                self._record({"event": "submitted", "batch_id": str(batch.id), "status": str(batch.status),
+                              "adopted": True, **record})
 
     def _chunks(self, keys: list[str], waiting: dict[str, _Waiting],
                 provider_model: str) -> list[tuple[list[str], bytes]]:
@@ -292,10 +317,10 @@ class BatchEngine(LLMEngine):
             chunks.append((current, b"".join(lines)))
         return chunks
 
-    async def _adoptable(self) -> dict[str, Any]:
-        """chunk -> the provider's batch of this run carrying it (newest first wins), from every page listed."""
+    async def _run_batches(self) -> AsyncIterator[Any]:
+        """The provider's batches of this run that may still answer (not failed or cancelled), newest first, over
+        every page listed."""
         litellm = import_litellm()
-        found: dict[str, Any] = {}
         after = None
         for _ in range(LIST_PAGES):
             page = await self._call(litellm.alist_batches, limit=LIST_PAGE, **({"after": after} if after else {}))
@@ -303,11 +328,10 @@ class BatchEngine(LLMEngine):
             for batch in data:
                 metadata = getattr(batch, "metadata", None) or {}
                 if metadata.get("inject_run") == self.run_name and str(batch.status) not in NOT_ADOPTABLE:
-                    found.setdefault(str(metadata.get("inject_chunk")), batch)
+                    yield batch
             if not data or not getattr(page, "has_more", False):
                 break
             after = data[-1].id
-        return found
 
     async def _call(self, function: Callable[..., Any], **arguments: Any) -> Any:
         """One call of litellm's files/batches API, with transient faults retried (429, 5xx, connection)."""
@@ -346,7 +370,8 @@ def _fail(entry: _Waiting, error: Exception) -> None:
 
 async def cancel_batches(engine: BatchEngine) -> list[tuple[str, str]]:
     """Cancel every batch of the engine's run directory that is not finished; (batch id, new status) each."""
-    log = read_batch_log(engine.run_dir.path)
+    await engine._recover()  # a batch a kill left unrecorded is cancelled too
+    log = engine._log_now()
     litellm = import_litellm()
     cancelled = []
     for batch_id in log.submitted:

@@ -27,15 +27,29 @@ class BatchLog:
     """request key -> id of the latest batch it was submitted in."""
     submissions: Counter = field(default_factory=Counter)
     """request key -> batches it was submitted in."""
+    intents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """input file id -> the intent to create a batch from it, written before the create (write-ahead)."""
+    settled: set[str] = field(default_factory=set)
+    """Input file ids whose intent ended: the batch recorded as submitted, or none made (`abandoned`)."""
 
     def add(self, record: dict[str, Any]) -> None:
-        if record.get("event") == "submitted":
+        event, file_id = record.get("event"), record.get("input_file_id")
+        if event == "intent" and isinstance(file_id, str):
+            self.intents[file_id] = record
+        elif event in ("submitted", "abandoned") and isinstance(file_id, str):
+            self.settled.add(file_id)
+        if event == "submitted" and isinstance(record.get("batch_id"), str):
             self.submitted[record["batch_id"]] = record
             for key in record.get("keys", []):
                 self.holder[key] = record["batch_id"]
                 self.submissions[key] += 1
-        elif record.get("event") == "state":
+        elif event == "state" and isinstance(record.get("batch_id"), str):
             self.states[record["batch_id"]] = record
+
+    def unsettled(self) -> list[dict[str, Any]]:
+        """Intents with no outcome recorded: a run killed between "create" and "record" leaves one, its batch
+        perhaps made (and paid for) by the provider."""
+        return [intent for file_id, intent in self.intents.items() if file_id not in self.settled]
 
     def status(self, batch_id: str) -> str:
         return str((self.states.get(batch_id) or self.submitted.get(batch_id) or {}).get("status", "unknown"))
@@ -47,7 +61,7 @@ def read_batch_log(run_dir: str | Path) -> BatchLog:
     path = Path(run_dir) / BATCHES_FILE
     if path.exists():
         for record in read_jsonl(path):
-            if isinstance(record, dict) and isinstance(record.get("batch_id"), str):
+            if isinstance(record, dict):
                 log.add(record)
     return log
 

@@ -23,7 +23,8 @@ from injector.util.redaction import RedactingFilter, public_host, redact
 from injector.taxonomy import Category
 from injector.model.trajectory import Trajectory
 from injector.engines.base import AnswerRefused, Engine, Proposal, ProviderError, TransientProviderError
-from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge
+from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge, find_cause
+from injector.engines.litellm_http import answer_cap
 from injector.engines.openai_client import (PLACEHOLDER_KEY, OpenAIClient, choose_client, classify_openai_error, response_text,
                             response_usage)
 from injector.engines.model_info import import_litellm, set_offline_environment
@@ -113,6 +114,9 @@ class LLMEngine(Engine):
             "max_tokens": self.max_tokens,
             "schema": self.use_schema,
         }
+
+    def rate_limits(self) -> tuple[float | None, float | None]:
+        return self.limiter.rpm, self.limiter.tpm
 
     def take_worker_share(self, workers: int) -> list[Any]:
         """Its share of --rpm/--tpm, and its own connection to the request cache (`Engine.take_worker_share`)."""
@@ -252,10 +256,13 @@ class LLMEngine(Engine):
             extra["api_key"] = self._api_key
         try:
             # litellm's timeout restarts with every byte read: the deadline of the whole answer is ours.
-            response = await asyncio.wait_for(litellm.acompletion(**request, **extra), self.timeout)
+            with answer_cap(litellm, self.timeout, self.max_answer_bytes):
+                response = await asyncio.wait_for(litellm.acompletion(**request, **extra), self.timeout)
         except asyncio.TimeoutError:
             raise TransientProviderError(f"no complete answer within {self.timeout:g} s (timeout)") from None
         except Exception as exc:  # noqa: BLE001 - every litellm exception is classified (and redacted) here
+            if too_large := find_cause(exc, AnswerTooLarge):  # cut off in the transport, wrapped by litellm
+                raise AnswerRefused(str(too_large)) from exc
             raise self._refused(exc, classify_provider_error(litellm, exc)) from exc
         return await self._litellm_proposal(litellm, response)
 
@@ -263,7 +270,7 @@ class LLMEngine(Engine):
         """A litellm response as a Proposal (text, usage, cost), its completion tokens told to the rate limiter."""
         text = response.choices[0].message.content or ""
         if len(text) > self.max_answer_bytes // 4 and len(text.encode()) > self.max_answer_bytes:
-            # litellm has read it whole already (its client is its own); it is still not kept.
+            # read whole by a provider handler of litellm's own (`litellm_http.py`); it is still not kept.
             raise AnswerRefused(str(AnswerTooLarge(len(text.encode()), self.max_answer_bytes)))
         usage = getattr(response, "usage", None)
         usage_dict = {

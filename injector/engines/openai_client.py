@@ -169,8 +169,15 @@ def _sdk_httpx(openai: Any) -> Any:
 
 
 def response_text(payload: dict[str, Any]) -> str:
-    message = payload["choices"][0].get("message") or {}
-    return message.get("content") or ""
+    """The answer's text; a `ProviderError` (the unit's reject, as a batch line's) when its content is no text (a
+    list of parts, an object): it was stored in the cache as is and failed there, named as a full disk."""
+    choice = payload["choices"][0]
+    message = (choice.get("message") if isinstance(choice, dict) else None) or {}
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is not None and not isinstance(content, str):
+        raise ProviderError("the provider's answer has no text choices[0].message.content (a "
+                            f"{type(content).__name__}); ask for text answers")
+    return content or ""
 
 
 def response_usage(payload: dict[str, Any]) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def evaluate(request: EvalRequest, scorer: Scorer | None = None,
     split = request.split
     scorer = scorer if scorer is not None else scorer_of(request, on_progress)
     loaded = load_split(split, split=request.split_name, taxonomy=Taxonomy.load(request.taxonomy),
-                        protocol=request.protocol)
+                        protocol=request.protocol, texts=not isinstance(scorer, ScoresFile))
     scoring = Scoring(request.rule() or LabelRule("threshold", request.threshold_used), loaded.protocol or "strict",
                       request.bootstrap)
     if isinstance(scorer, ScoresFile):

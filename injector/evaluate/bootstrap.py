@@ -51,28 +51,38 @@ def _get(figures: Any, path: Path_) -> float | None:
     return figures if isinstance(figures, (int, float)) and not isinstance(figures, bool) else None
 
 
-def _draws(categories: Sequence[str], settings: BootstrapSettings) -> Iterator[list[int]]:
-    """Per resample, the drawn item indices (stratified by category)."""
+Strata = list[tuple[str, Any]]
+"""Per category, in sorted order: its name and its items' VECTOR rows (a numpy array)."""
+
+
+def _strata(categories: Sequence[str], vectors: Any) -> Strata:
+    import numpy as np
+
+    rows: dict[str, list[int]] = {}
+    for index, category in enumerate(categories):
+        rows.setdefault(category, []).append(index)
+    array = np.asarray(vectors, dtype=np.int64)
+    return [(category, array[np.asarray(indices)]) for category, indices in sorted(rows.items())]
+
+
+def _draws(strata: Strata, settings: BootstrapSettings) -> Iterator[list[Any]]:
+    """Per resample, the drawn row numbers of each stratum (as many as it has, with replacement)."""
     import numpy as np
 
     rng = np.random.default_rng(settings.seed)
-    strata: dict[str, list[int]] = {}
-    for index, category in enumerate(categories):
-        strata.setdefault(category, []).append(index)
-    arrays = [np.asarray(indices) for _, indices in sorted(strata.items())]
     for _ in range(settings.resamples):
-        yield np.concatenate([indices[rng.integers(0, len(indices), len(indices))] for indices in arrays]).tolist()
+        yield [rng.integers(0, len(rows), len(rows)) for _, rows in strata]
 
 
-def _totals(categories: Sequence[str], vectors: Any, drawn: Sequence[int]) -> Totals:
+def _totals(strata: Strata, drawn: Sequence[Any] | None) -> Totals:
+    """Per category, the sum of its drawn rows (every row once when `drawn` is None). A row drawn k times counts
+    k times: a weighted sum, O(items) in numpy whatever the number of categories."""
     import numpy as np
 
-    picked = np.asarray(drawn)
-    totals: Totals = {}
-    names = np.asarray(categories)[picked]
-    for category in dict.fromkeys(names.tolist()):
-        totals[category] = vectors[picked[names == category]].sum(axis=0).tolist()
-    return totals
+    if drawn is None:
+        return {category: rows.sum(axis=0).tolist() for category, rows in strata}
+    return {category: (np.bincount(picked, minlength=len(rows)) @ rows).tolist()
+            for (category, rows), picked in zip(strata, drawn, strict=True)}
 
 
 def _interval(values: Sequence[float], level: float) -> list[float] | None:
@@ -89,13 +99,11 @@ def add_intervals(point: dict[str, Any], categories: Sequence[str], vectors: Seq
                   figures_of: FiguresOf, settings: BootstrapSettings) -> dict[str, Any]:
     """Put a `ci` dict (figure -> [low, high], or None when no resample defines it) beside every figure of
     `point`, from `settings.resamples` stratified resamples; returns the bootstrap's description."""
-    import numpy as np
-
     paths = list(figure_paths(point))
     samples: dict[Path_, list[float]] = {path: [] for path in paths}
-    array = np.asarray(vectors, dtype=np.int64)
-    for drawn in _draws(categories, settings):
-        resampled = figures_of(_totals(categories, array, drawn))
+    strata = _strata(categories, vectors)
+    for drawn in _draws(strata, settings):
+        resampled = figures_of(_totals(strata, drawn))
         for path in paths:
             value = _get(resampled, path)
             if value is not None:
@@ -115,15 +123,12 @@ def paired_differences(categories: Sequence[str], vectors_a: Sequence[Sequence[i
                        settings: BootstrapSettings) -> dict[Path_, dict[str, Any]]:
     """Per figure path: A − B on the full items and its paired bootstrap interval (the same resampled solutions
     for both), and whether the interval contains 0 ("within noise")."""
-    import numpy as np
-
-    a, b = np.asarray(vectors_a, dtype=np.int64), np.asarray(vectors_b, dtype=np.int64)
-    everything = list(range(len(categories)))
-    point_a, point_b = figures_of(_totals(categories, a, everything)), figures_of(_totals(categories, b, everything))
+    a, b = _strata(categories, vectors_a), _strata(categories, vectors_b)
+    point_a, point_b = figures_of(_totals(a, None)), figures_of(_totals(b, None))
     samples: dict[Path_, list[float]] = {path: [] for path in paths}
-    for drawn in _draws(categories, settings):
-        resampled_a = figures_of(_totals(categories, a, drawn))
-        resampled_b = figures_of(_totals(categories, b, drawn))
+    for drawn in _draws(a, settings):
+        resampled_a = figures_of(_totals(a, drawn))
+        resampled_b = figures_of(_totals(b, drawn))
         for path in paths:
             value_a, value_b = _get(resampled_a, path), _get(resampled_b, path)
             if value_a is not None and value_b is not None:

@@ -6,33 +6,38 @@ whose interval contains 0 is "within noise".
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from injector.evaluate.bootstrap import BootstrapSettings, figures_function, paired_differences
+from injector.util.errors import InputError
+from injector.util.json_bounds import jsonl_lines
 
 PREDICTIONS_FILE = "predictions.jsonl"
+MAX_COUNT = 2**31
+"""Largest count a contribution vector holds (steps or solutions of a split; bootstrap sums them as int64)."""
 
 
 def _contributions(directory: Path) -> dict[str, tuple[str, str, list[int]]] | None:
-    """Per solution id: its category, kind and vector; None when the report has none (an older report)."""
-    try:
-        lines = (directory / PREDICTIONS_FILE).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+    """Per solution id: its category, kind and vector; None when the report has none (an older report). A line
+    that is no prediction as `inject eval` writes one (a report someone edited) is an `InputError` naming it."""
+    path = directory / PREDICTIONS_FILE
+    if not path.is_file():
         return None
-    found = {}
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(record, dict) or not isinstance(record.get("vector"), list):
-            return None
-        found[str(record.get("id"))] = (str(record.get("category")), str(record.get("kind")), record["vector"])
+    found, width = {}, None
+    for number, record in jsonl_lines(path, "one prediction per line, as `inject eval` writes"):
+        vector = record.get("vector") if isinstance(record, dict) else None
+        if not isinstance(vector, list) or not all(_is_count(value) for value in vector) \
+                or width not in (None, len(vector)):
+            raise InputError(path, number, "`vector` must be a list of counts as long as every other line's; run "
+                                           "that `inject eval` again")
+        width = len(vector)
+        found[str(record.get("id"))] = (str(record.get("category")), str(record.get("kind")), vector)
     return found
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def _paths(report: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -70,7 +75,8 @@ def paired_section(names: Sequence[str], reports: Sequence[dict[str, Any]], dire
     a, b = (_contributions(directory) for directory in directories)
     if a is None or b is None:
         return ["", "No paired difference: a report lacks the per-solution contributions (re-run `inject eval`)."]
-    if set(a) != set(b) or reports[0].get("protocol") != reports[1].get("protocol"):
+    widths = [{len(vector) for _, _, vector in contributions.values()} for contributions in (a, b)]
+    if set(a) != set(b) or reports[0].get("protocol") != reports[1].get("protocol") or widths[0] != widths[1]:
         return ["", "No paired difference: the two reports are not of the same solutions under the same protocol."]
     ids = sorted(a)
     categories = [a[item_id][0] for item_id in ids]

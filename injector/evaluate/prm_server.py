@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 from injector.engines.cache import RequestCache, request_key
 from injector.util.errors import InjectorError, ProviderUnreachable, UserError
 from injector.util.answer_limits import DEFAULT_MAX_ANSWER_BYTES, AnswerTooLarge
+from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.util.redaction import public_host
 from injector.evaluate.metrics import EvalItem
 from injector.evaluate.scorers import ScorerResult
@@ -152,8 +153,10 @@ class PRMServer:
             if response.status_code != 200:
                 raise UserError(f"solution {item.id!r}: the PRM server refused the request (HTTP "
                                 f"{response.status_code}: {response.text[:300]}); check --prm-model and the server")
-            try:
-                answer = response.json()
+            try:  # bounded: an answer nested 5,000 deep is a RecursionError for json.loads
+                answer = loads_bounded(response.content)
+            except JsonRefused as exc:
+                raise PRMServerError(f"solution {item.id!r}: the PRM server's answer {exc}") from None
             except ValueError:
                 raise PRMServerError(f"solution {item.id!r}: the PRM server's answer is not JSON") from None
             try:

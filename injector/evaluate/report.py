@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from pydantic import ValidationError
+
+from injector.records.jsonl import problem_of
 from injector.util.errors import UserError, WriteFailed
 from injector.util.version import __version__
 from injector.evaluate.bootstrap import BootstrapSettings, add_intervals, figures_function
@@ -18,6 +21,7 @@ from injector.evaluate.metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, 
                                        error_detection_curve, in_dev_subset, item_vector)
 from injector.evaluate.metrics import sweep_threshold
 from injector.evaluate.protocols import PRMBENCH, STRICT, LabelRule
+from injector.evaluate.report_file import ReportFile
 from injector.evaluate.scorers import ScorerResult
 from injector.util.json_bounds import loads_bounded
 
@@ -310,6 +314,11 @@ def read_report(path: str | Path) -> tuple[str, dict[str, Any]]:
                         "--out` wrote") from None
     if not isinstance(report, dict) or "processbench" not in report or "prmbench" not in report:
         raise UserError(f"{file}: not an `inject eval` metrics.json (no prmbench / processbench sections)")
+    try:  # every figure compare reads, there and of its type (a hand-edited file: a field missing, a list)
+        ReportFile.model_validate(report)
+    except ValidationError as exc:
+        raise UserError(f"{file}: not an `inject eval` metrics.json ({problem_of(exc)}); pass a directory `inject "
+                        "eval --out` wrote, or run that `inject eval` again") from None
     return (path.name if path.is_dir() else path.parent.name) or str(path), report
 
 

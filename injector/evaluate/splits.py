@@ -8,7 +8,7 @@ a ProcessBench file's name (ProcessBench ships one file per subset: gsm8k, math,
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -76,8 +76,9 @@ class LoadedSplit:
 class _Reader:
     """Turns records of one of the three formats into items, checking each field it reads."""
 
-    def __init__(self, taxonomy: Taxonomy, loaded: LoadedSplit):
+    def __init__(self, taxonomy: Taxonomy, loaded: LoadedSplit, texts: bool = True):
         self.loaded = loaded
+        self.texts = texts
         self.by_classification = {c.classification: c for c in taxonomy.categories}
         self.multi_solution = {c.id for c in taxonomy.categories if c.rules.multi_solution} | {MULTI_SOLUTION}
         self.seen: dict[str, str] = {}
@@ -92,7 +93,7 @@ class _Reader:
         self.loaded.formats.add(fmt)
         if item is None or not self._first(item.id, where, location):
             return
-        self.loaded.items.append(item)
+        self.loaded.items.append(item if self.texts else _without_text(item))
         if fmt == "prmbench" and self.loaded.protocol == PRMBENCH and record.get("classification") == "redundency":
             self._control(record, item, where, location)
 
@@ -112,9 +113,10 @@ class _Reader:
         control_id = f"correct_{idx}::{CONTROL_CATEGORY}"
         steps = _steps(record, "original_process", location)
         if self._first(control_id, where, location):
-            self.loaded.items.append(EvalItem(id=control_id, category=CONTROL_CATEGORY, kind=CORRECT, steps=steps,
-                                              question=item.question, error_steps=frozenset(), first_error=None,
-                                              given_error_steps=frozenset()))
+            control = EvalItem(id=control_id, category=CONTROL_CATEGORY, kind=CORRECT, steps=steps,
+                               question=item.question, error_steps=frozenset(), first_error=None,
+                               given_error_steps=frozenset())
+            self.loaded.items.append(control if self.texts else _without_text(control))
             self.loaded.controls += 1
 
     def _split_row(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem | None:
@@ -167,6 +169,12 @@ class _Reader:
         first_error = label + 1 if label >= 0 else None
         return EvalItem(id=str(raw_id), category=stem, kind=ERROR if first_error else CORRECT, steps=steps,
                         question=str(record.get("problem") or ""), error_steps=None, first_error=first_error)
+
+
+def _without_text(item: EvalItem) -> EvalItem:
+    """The item with its question and steps blanked (their number kept): all a scores file's metrics read, and a
+    fraction of the memory at 100k solutions."""
+    return replace(item, steps=("",) * len(item.steps), question="")
 
 
 @dataclass(frozen=True)
@@ -259,7 +267,7 @@ def _refuse_run_directory(path: Path) -> None:
 
 
 def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy | None = None,
-               protocol: str | None = None) -> LoadedSplit:
+               protocol: str | None = None, texts: bool = True) -> LoadedSplit:
     """Every solution of `path`: an `inject build` directory (its DatasetDict; `split` picks one of its splits,
     default all), a JSONL file (one of the three formats, detected from its first record), or a directory of JSONL
     files (PRMBench's data directory, a split's `prmbench/` or `processbench/` export). `protocol` (strict or
@@ -267,7 +275,7 @@ def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy
     path = Path(path)
     taxonomy = taxonomy or Taxonomy.load()
     loaded = LoadedSplit(path=str(path), protocol=None if protocol is None else check_protocol(protocol))
-    reader = _Reader(taxonomy, loaded)
+    reader = _Reader(taxonomy, loaded, texts)
     _refuse_run_directory(path)
     if path.is_dir() and any((path / name).is_file() for name in ("dataset_dict.json", "dataset_info.json")):
         _read_dataset(path, split, reader)

@@ -17,39 +17,26 @@ import fcntl
 import json
 import logging
 import os
-from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from injector.model.codes import ReasonCode
 from injector.records.jsonl import problem_of, read_records, scan_records
 from injector.records.models import (CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunCounts,
                                       RunManifest, RunTotals)
+from injector.records.tally import WrittenUnits, count, settle, written_units
+from injector.records.unit_index import HEADER, IndexEntry, IndexStale, UnitIndex
 from injector.util.errors import UserError, WriteFailed
 from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.util.safe_files import MAX_MANIFEST_BYTES, create_temporary, open_fd, open_read, read_text, write_replacing
 
 log = logging.getLogger("injector")
 
+__all__ = ["RunDirectory", "WrittenUnits"]
 
-@dataclass
-class WrittenUnits:
-    """What a run directory already holds, by unit id."""
-
-    accepted: set[str] = field(default_factory=set)
-    rejected: dict[str, list[str]] = field(default_factory=dict)
-    """Unit id -> the codes of its latest reject."""
-
-    def finished(self, retry_rejects: bool) -> set[str]:
-        """Units a rerun skips: candidates, and rejects other than transient failures (unless retry_rejects)."""
-        if retry_rejects:
-            return set(self.accepted)
-        final = {uid for uid, codes in self.rejected.items() if codes != [ReasonCode.TRANSIENT_FAILURE]}
-        return self.accepted | final
+Folded = TypeVar("Folded")
 
 
 class RunDirectory:
@@ -64,6 +51,12 @@ class RunDirectory:
         self._lock: Any = None
         self._appenders: dict[Path, int] = {}
         """Open append-only descriptors of the JSONL files."""
+        self._holding: set[Path] = set()
+        """Files whose append lock `_held` holds now."""
+        self._indexes = {path: UnitIndex(path, model, lambda path=path: self._held(path),  # type: ignore[misc]
+                                         lambda: self._lock is not None)
+                         for path, model in ((self.candidates_path, Candidate), (self.rejects_path, Rejection))}
+        """The persisted index of each record file (records/unit_index.py)."""
 
     def read_manifest(self) -> RunManifest | None:
         """The run's manifest, typed; None when there is none. One that is no JSON or no manifest is a
@@ -188,12 +181,35 @@ class RunDirectory:
         return {} if manifest is None else manifest.categories
 
     def written(self) -> WrittenUnits:
-        """Units already written; a unit with a candidate counts as accepted whatever rejects it has."""
-        units = WrittenUnits(accepted={candidate.id for candidate in self.candidates()})
-        for rejection in self.rejections():
-            if rejection.id not in units.accepted:
-                units.rejected[rejection.id] = rejection.codes
-        return units
+        """Units already written; a unit with a candidate counts as accepted whatever rejects it has. Read from
+        the records' index (caught up or rebuilt first when it does not match the files)."""
+        return self._fold(written_units)
+
+    def _fold(self, fold: Callable[[Iterator[IndexEntry], Iterator[IndexEntry]], Folded]) -> Folded:
+        """`fold` over the candidates' and the rejects' index entries; an index found not to be ours halfway is
+        rebuilt and the fold done again."""
+        candidates, rejects = self._indexes[self.candidates_path], self._indexes[self.rejects_path]
+        try:
+            return fold(candidates.entries(), rejects.entries())
+        except IndexStale as why:
+            log.info("%s: rebuilding the index of its records (%s)", self.path, why)
+            candidates.stale()
+            rejects.stale()
+            return fold(candidates.entries(), rejects.entries())
+
+    @contextmanager
+    def _held(self, path: Path) -> Iterator[None]:
+        """Hold `path`'s append lock for the block (already held by this object: the block runs under it)."""
+        if path in self._holding:
+            yield
+            return
+        fd = self._locked_appender(path)
+        self._holding.add(path)
+        try:
+            yield
+        finally:
+            self._holding.discard(path)
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def append(self, record: Candidate | Rejection) -> None:
         """Append one record as one whole line, or nothing: a failed write raises `WriteFailed` naming the file.
@@ -201,7 +217,9 @@ class RunDirectory:
         Safe with other writers of the same directory (see the module's docstring): the line is written under an
         exclusive lock on the file, after cutting off a torn last line a killed writer left.
         """
-        self.append_to(self.candidates_path if isinstance(record, Candidate) else self.rejects_path, record)
+        path = self.candidates_path if isinstance(record, Candidate) else self.rejects_path
+        data = (record.model_dump_json(exclude_unset=True) + "\n").encode("utf-8")
+        self._append_bytes(path, data, lambda start: self._indexes[path].appended(start, data, record))
 
     def append_to(self, path: Path, record: BaseModel) -> None:
         """`append` for any record and any JSONL file of the directory (e.g. `inject verify`'s verify.jsonl): the
@@ -214,7 +232,7 @@ class RunDirectory:
         under the same lock and torn-line rules as `append`; a failed write raises `WriteFailed`."""
         self._append_bytes(self.path / name, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
 
-    def _append_bytes(self, path: Path, data: bytes) -> None:
+    def _append_bytes(self, path: Path, data: bytes, written: Callable[[int], None] | None = None) -> None:
         # Unbuffered writes on a descriptor kept open (opening a file costs about a millisecond here): a killed
         # process loses nothing it reported as written, and no buffer holds half a line to flush later. No fsync
         # per record: power loss may drop the last few lines, which a rerun redoes since they are not in the files.
@@ -222,7 +240,10 @@ class RunDirectory:
             fd = self._locked_appender(path)
             try:
                 _cut_torn_tail(fd, path)
+                start = os.fstat(fd).st_size
                 _append_whole(fd, data)
+                if written is not None:  # still under the lock: the index entry follows its line
+                    written(start)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         except OSError as exc:
@@ -249,61 +270,62 @@ class RunDirectory:
         for fd in self._appenders.values():
             os.close(fd)
         self._appenders.clear()
+        for index in self._indexes.values():
+            index.close()
 
     def compact_rejects(self) -> None:
         """Keep each unit's latest outcome only: drop rejects of accepted units and all but the last reject of a
         unit tried again. Rewrites the file atomically, under the append lock, and only when there is something to
         drop; lines that are no reject record are kept as they are (they are not ours to drop)."""
+        self.settle()
+
+    def settle(self) -> tuple[RunCounts, RunTotals]:
+        """`compact_rejects`, and the counts and totals of what the directory then holds (the manifest's): one
+        pass over the records' index, and one over rejects.jsonl when something is dropped."""
         self.close_files()  # the rewrite replaces the file an open handle would still point at
         if not self.rejects_path.exists():
-            return
+            return self._fold(count)
         try:
-            self._locked_appender(self.rejects_path)
+            with self._held(self.rejects_path):
+                settled = self._fold(settle)
+                if settled.dropped:
+                    self._rewrite_rejects(settled.dropped)
         except OSError as exc:
             raise WriteFailed(self.rejects_path, exc) from None
-        try:
-            self._compact_locked()
         finally:
             self.close_files()  # also releases the lock on the replaced file
+        return settled.counts, settled.totals
 
-    def _compact_locked(self) -> None:
-        accepted = {candidate.id for candidate in self.candidates()}
-        numbered = list(read_records(self.rejects_path, Rejection))
-        last_line = {rejection.id: number for number, rejection in numbered}
-        drop = {number for number, rejection in numbered
-                if rejection.id in accepted or last_line[rejection.id] != number}
-        if not drop:
-            return
+    def _rewrite_rejects(self, dropped: set[int]) -> None:
+        """rejects.jsonl without the lines `dropped`, and its index, each written beside it and renamed into place
+        (the index first: a crash between the two leaves an index that does not match, rebuilt when next read)."""
+        index = self._indexes[self.rejects_path]
         temporary = self.rejects_path.with_suffix(".jsonl.tmp")
+        index_temporary = index.path.with_name(index.path.name + ".tmp")
         try:
-            with open_read(self.rejects_path) as source, create_temporary(temporary) as out:
-                for number, line in enumerate(source, 1):
-                    if number not in drop and line.endswith(b"\n"):
-                        out.write(line)
+            with open_read(self.rejects_path) as source, create_temporary(temporary) as out, \
+                    create_temporary(index_temporary) as index_out:
+                index_out.write(HEADER)
+                line = end = 0
+                for raw, entry in zip(source, index.entries()):  # the index has an entry per whole line
+                    if entry.line in dropped or not raw.endswith(b"\n"):
+                        continue
+                    out.write(raw)
+                    line, end = line + 1, end + len(raw)
+                    index_out.write(IndexEntry(line, end, *_after_place(entry)).encode())
+            os.replace(index_temporary, index.path)
             os.replace(temporary, self.rejects_path)
-        except OSError as exc:
+        except OSError:
             temporary.unlink(missing_ok=True)  # the old file stays whole; the next run compacts it
-            raise WriteFailed(self.rejects_path, exc) from None
+            index_temporary.unlink(missing_ok=True)
+            raise
+        finally:
+            index.close()
 
     def count_outcomes(self) -> tuple[RunCounts, RunTotals]:
         """Counts by outcome, category and reason code, and the tokens and dollars spent, over everything the
-        directory holds."""
-        counts, totals = RunCounts(), RunTotals()
-        by_category: dict[str, Counter[str]] = {}
-        codes: Counter[str] = Counter()
-        records: list[tuple[str, Candidate | Rejection]] = [
-            *(("candidates", c) for c in self.candidates()), *(("rejects", r) for r in self.rejections())]
-        for outcome, record in records:
-            by_category.setdefault(record.category, Counter())[outcome] += 1
-            if isinstance(record, Rejection):
-                counts.rejects += 1
-                codes.update(record.codes)
-            else:
-                counts.candidates += 1
-            totals.add(record.provenance.usage, record.provenance.cost)
-        counts.codes = dict(sorted(codes.items()))
-        counts.by_category = {k: dict(v) for k, v in sorted(by_category.items())}
-        return counts, totals
+        directory holds (every reject line; after `compact_rejects`, each unit's latest). From the index."""
+        return self._fold(count)
 
     def write_manifest(self, manifest: RunManifest) -> None:
         temporary = self.manifest_path.with_suffix(".json.tmp")
@@ -312,6 +334,12 @@ class RunDirectory:
         except OSError as exc:
             temporary.unlink(missing_ok=True)  # a leftover would make the directory look like no run directory
             raise WriteFailed(self.manifest_path, exc) from None
+
+
+def _after_place(entry: IndexEntry) -> tuple[Any, ...]:
+    """An index entry's fields after its line number and end (which a rewrite changes)."""
+    return (entry.length, entry.crc, entry.unit, entry.category, entry.codes, entry.prompt_tokens,
+            entry.completion_tokens, entry.cost)
 
 
 def _cut_torn_tail(fd: int, path: Path) -> None:

@@ -34,25 +34,41 @@ def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, Any]]:
 
 def _scan(path: Path) -> Iterator[tuple[int, int, Any]]:
     """(line number, byte offset, decoded value) of every line of `path` that is JSON; see `read_jsonl_numbered`."""
+    for number, start, raw, value in scan_lines(path):
+        if value is not NOT_JSON:
+            yield number, start, value
+
+
+NOT_JSON: Any = object()
+"""What `scan_lines` gives for a line that is blank, torn or refused (warned about, except a blank one)."""
+
+
+def scan_lines(path: Path, start: int = 0, first: int = 1) -> Iterator[tuple[int, int, bytes, Any]]:
+    """(line number, byte offset, raw line, decoded value or NOT_JSON) of every whole line of `path` from byte
+    `start` (line number `first`) on."""
     if not path.exists():
         return
     try:  # never through a symlink, never a FIFO or a device; side files within a size cap
         handle = open_read(path, None if path.name == CANDIDATES_FILE else MAX_SIDE_FILE_BYTES)
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
-    offset = 0
+    offset = start
     with handle:
-        for number, raw in enumerate(_lines(handle, path), 1):
-            start, offset = offset, offset + len(raw)
+        handle.seek(start)
+        for number, raw in enumerate(_lines(handle, path), first):
+            line_start, offset = offset, offset + len(raw)
             line = raw.strip()
             if not line:
+                yield number, line_start, raw, NOT_JSON
                 continue
             try:
-                yield number, start, loads_bounded(line.decode("utf-8"))
+                yield number, line_start, raw, loads_bounded(line.decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 log.warning("%s:%d: ignoring a torn line (an interrupted write); its unit will be redone", path, number)
+                yield number, line_start, raw, NOT_JSON
             except JsonRefused as exc:  # never written by `inject run`: a received directory may hold anything
                 log.warning("%s:%d: ignoring a line that is not a record (%s)", path, number, exc)
+                yield number, line_start, raw, NOT_JSON
 
 
 def _lines(handle: Any, path: Path) -> Iterator[bytes]:
@@ -88,23 +104,32 @@ def scan_records(path: Path, model: type[Record], *, strict: bool = False) -> It
     """`read_records` with each record's byte offset, for readers that come back to one record later
     (`record_at`)."""
     for number, offset, value in _scan(path):
-        try:
-            if not isinstance(value, dict):
-                raise ValueError("a JSON object expected")
-            yield number, offset, model.from_stored(value)
-        except ValueError as exc:  # ValidationError is one
-            problem = problem_of(exc) if isinstance(exc, ValidationError) else str(exc)
-            message = f"not a {_noun(model)} record ({problem}); use a {path.name} written by `inject run`"
-            if strict:
-                raise InputError(str(path), number, message) from None
-            log.warning("%s:%d: %s; skipped", path, number, message)
+        record = as_record(path, number, value, model, strict)
+        if record is not None:
+            yield number, offset, record
+
+
+def as_record(path: Path, number: int, value: Any, model: type[Record], strict: bool = False) -> Record | None:
+    """`value` (line `number` of `path`) as a `model` record; None (with a warning naming FILE:LINE) when it is
+    none, or with `strict` an `InputError`."""
+    try:
+        if not isinstance(value, dict):
+            raise ValueError("a JSON object expected")
+        return model.from_stored(value)
+    except ValueError as exc:  # ValidationError is one
+        problem = problem_of(exc) if isinstance(exc, ValidationError) else str(exc)
+        message = f"not a {_noun(model)} record ({problem}); use a {path.name} written by `inject run`"
+        if strict:
+            raise InputError(str(path), number, message) from None
+        log.warning("%s:%d: %s; skipped", path, number, message)
+        return None
 
 
 def record_at(path: Path, offset: int, model: type[Record]) -> Record:
     """The record on the line starting at byte `offset` of `path` (as `scan_records` gave it); a `UserError` if
     it is no longer there (the file was changed since)."""
     try:
-        with path.open("rb") as handle:
+        with open_read(path, None) as handle:  # never through a link, never a FIFO
             handle.seek(offset)
             return model.from_stored(loads_bounded(handle.readline()))
     except (OSError, ValueError) as exc:  # ValidationError, JSONDecodeError and TooDeep are ValueErrors

@@ -80,3 +80,14 @@ def rate_limited_seconds(requests: int, tokens: int, rpm: float | None, tpm: flo
     as the rate limiter counts them); None without limits."""
     bounds = [60.0 * requests / rpm if rpm else 0.0, 60.0 * tokens / tpm if tpm else 0.0]
     return max(bounds) if rpm or tpm else None
+
+
+def limits_text(rpm: float | None, tpm: float | None) -> str:
+    """`--rpm 450 and --tpm 25000`: the limits given, as flags."""
+    return " and ".join(f"--{name} {value:g}" for name, value in (("rpm", rpm), ("tpm", tpm)) if value)
+
+
+def long_run_advice(rpm: float | None, tpm: float | None) -> str:
+    """What the warning says when the rate limits imply more than `LONG_RUN_SECONDS`."""
+    return (f"at {limits_text(rpm, tpm)} this run takes over an hour; raise the limits if your provider allows more, "
+            "or run part of it now (--limit) and the rest later with the same --out")

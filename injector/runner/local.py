@@ -12,9 +12,14 @@ from injector.engines.base import Engine, Proposal
 from injector.inject.unit import Unit, inject_one
 from injector.records.directory import RunDirectory, WrittenUnits
 from injector.records.models import Candidate, Rejection
+from injector.runner.budget import WAIT, BudgetLedger
 from injector.runner.run_log import event
 from injector.runner.spec import RunProgress, RunSpec
 from injector.util.errors import BudgetExceeded, WriteFailed
+
+
+LEDGER_POLL_SECONDS = 0.05
+"""How often a worker process asks the shared budget again while another's first unit is in flight."""
 
 
 class _BatchGate(Engine):
@@ -48,10 +53,14 @@ class _BatchGate(Engine):
 
 
 async def run_units(units: Iterator[Unit] | AsyncIterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
-                    progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
+                    progress: RunProgress, on_progress: Callable[[RunProgress], None] | None,
+                    ledger: BudgetLedger | None = None, written: WrittenUnits | None = None) -> None:
     """The run loop itself, for executors that run it in other processes (`injector.runner.executors.processes`): units may come
-    from an async iterator, so waiting for the next one never blocks the requests in flight."""
-    await _LocalLoop(spec, engine, run_dir, progress, on_progress).run(units)
+    from an async iterator, so waiting for the next one never blocks the requests in flight. `ledger`: the budget
+    --max-cost leaves, shared with the other processes of the invocation (default: this loop's own). `written`: what
+    the run directory held when the run began, when the caller read it already (worker processes share the
+    parent's); else it is read here."""
+    await _LocalLoop(spec, engine, run_dir, progress, on_progress, ledger, written).run(units)
 
 
 async def _unit_stream(units: Iterator[Unit] | AsyncIterator[Unit]) -> AsyncIterator[Unit]:
@@ -67,7 +76,8 @@ class _LocalLoop:
     """One invocation's units: a producer fills a bounded queue, `spec.concurrency` workers empty it."""
 
     def __init__(self, spec: RunSpec, engine: Engine, run_dir: RunDirectory, progress: RunProgress,
-                 on_progress: Callable[[RunProgress], None] | None):
+                 on_progress: Callable[[RunProgress], None] | None, ledger: BudgetLedger | None = None,
+                 written: WrittenUnits | None = None):
         self.spec, self.run_dir, self.progress, self.on_progress = spec, run_dir, progress, on_progress
         self.workers = max(1, spec.concurrency)
         if spec.log_prompts:
@@ -76,7 +86,7 @@ class _LocalLoop:
             engine = PromptLog(engine, run_dir.path)
         self.gate = _BatchGate(engine, spec.concurrency) if engine.collects_batches else None
         self.engine: Engine = self.gate or engine
-        self.written: WrittenUnits = run_dir.written()
+        self.written: WrittenUnits = run_dir.written() if written is None else written
         self.finished = self.written.finished(spec.retry_rejects)
         self.queue: asyncio.Queue[Unit | None] = asyncio.Queue(maxsize=2 * spec.concurrency)
         self.failures: list[BaseException] = []
@@ -88,9 +98,9 @@ class _LocalLoop:
         if engine.collects_batches:
             self.first_answer.set()
         self.first_taken = False
-        self.budget, self.run_left = spec.invocation_budget(), spec.run_budget_left()
-        self.reserved = 0.0
-        """What the units in flight may spend (reserved when each started)."""
+        self.budget = spec.invocation_budget()
+        self.ledger = ledger or BudgetLedger(spec.run_budget_left(), spec.spent_before.largest_unit)
+        """What --max-cost leaves, what is spent of it and what the units in flight hold reserved."""
         self.held_back = False
         """Whether a unit was left for a later invocation because the budget had no room for it."""
 
@@ -99,16 +109,13 @@ class _LocalLoop:
         budget = self.budget
         return budget is not None and self.progress.cost is not None and self.progress.cost >= budget
 
-    def room_for_a_unit(self) -> bool:
-        """Whether one more unit may start under --max-cost: what is spent, what the units in flight may still
-        spend and one more unit (each reserved at the largest unit's cost so far) stay within the run's cap."""
-        if self.run_left is None:
-            return True
-        spent = self.progress.cost or 0.0
-        return self.run_left > 0 and spent + self.reserved + self.unit_reserve() <= self.run_left
-
-    def unit_reserve(self) -> float:
-        return max(self.spec.spent_before.largest_unit, self.progress.largest_unit_cost)
+    async def reserve(self) -> float | None:
+        """What one more unit reserves of --max-cost's remainder (`BudgetLedger.reserve`); None: no room. While
+        another process's first unit is in flight, wait for its cost (a batch engine sends nothing before every
+        worker waits on it: it is not held back)."""
+        while (reserved := self.ledger.reserve(first_alone=self.gate is None)) == WAIT:
+            await asyncio.sleep(LEDGER_POLL_SECONDS)
+        return reserved
 
     async def run(self, units: Iterator[Unit] | AsyncIterator[Unit]) -> None:
         workers = [asyncio.create_task(self.worker()) for _ in range(self.workers)]
@@ -154,12 +161,12 @@ class _LocalLoop:
             if self.first_taken:
                 await self.first_answer.wait()
             self.first_taken = True
-            if self.failures or self.over_budget() or not self.room_for_a_unit():
+            reserve = None if self.failures or self.over_budget() else await self.reserve()
+            if reserve is None:
                 self.held_back = self.held_back or not self.failures
                 self.first_answer.set()
                 continue  # keep draining so the producer never blocks on a full queue
-            reserve = self.unit_reserve()
-            self.reserved += reserve
+            record: Candidate | Rejection | None = None
             try:
                 record = await inject_one(spec.taxonomy, unit.category, unit.trajectory, self.engine,
                                           sample=unit.sample, seed=spec.seed, max_attempts=spec.max_attempts,
@@ -175,8 +182,9 @@ class _LocalLoop:
                 self.failures.append(exc)
                 continue
             finally:
-                self.reserved -= reserve
+                self.ledger.settle(reserve, None if record is None else record.provenance.cost)
                 self.first_answer.set()
+            assert record is not None  # every way out of the request without a record continued above
             self.progress.record(record)
             _log_unit(record)
             if self.on_progress:

@@ -7,6 +7,8 @@ transient failures); a cost budget stops the run cleanly, resumable.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +23,8 @@ from injector.records.models import RunManifest, SourceCounts, Spending
 from injector.runner.configuration import open_run_directory
 from injector.inject.unit import Unit
 from injector.runner.run_log import event, run_log
-from injector.runner.estimates import ESTIMATE_SOURCE, completion_tokens_estimate, solution_text
+from injector.runner.estimates import (ESTIMATE_SOURCE, LONG_RUN_SECONDS, completion_tokens_estimate, long_run_advice,
+                                       rate_limited_seconds, solution_text)
 from injector.runner.local import run_units
 from injector.runner.spec import (RunProgress, RunResult, RunSpec, UnitExecutor, config_hash,  # noqa: F401
                                   default_run_dir, iter_units, planned_units, run_configuration, split_by_support)
@@ -91,6 +94,7 @@ def _execute(units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunD
     """Run the units (here or on `executor`), set the manifest's status, and log the start and the end."""
     event("run_started", f"run {manifest.config_hash} started in {run_dir.path}", config_hash=manifest.config_hash,
           command=manifest.command, planned=progress.planned, spent_before=spec.spent_before.total)
+    units = _warn_if_long(units, spec, engine, run_dir, progress)
     try:
         with spec.taxonomy.fixed():  # hashed and its prompts' static parts built once, not per unit
             if executor is None:
@@ -107,6 +111,53 @@ def _execute(units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunD
     event("run_finished", f"run finished: {progress.accepted} accepted, {progress.rejected} rejected",
           status=manifest.status, done=progress.done, accepted=progress.accepted, rejected=progress.rejected,
           cost=progress.cost)
+
+
+ETA_SAMPLE_UNITS = 20
+"""Units whose tokens are counted at the start of a rate-limited run, for the time its limits imply."""
+
+
+def _warn_if_long(units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
+                  progress: RunProgress) -> Iterator[Unit]:
+    """The units, none lost; first, when --rpm/--tpm imply more than an hour for the units left (tokens per unit
+    counted on the first units as the dry run counts them), one warning on the terminal and in the run's log."""
+    rpm, tpm = engine.rate_limits()
+    if not (rpm or tpm) or not progress.planned:
+        return units
+    head: list[Unit] = []
+    failure: Exception | None = None
+    try:
+        head.extend(itertools.islice(units, ETA_SAMPLE_UNITS))
+    except Exception as exc:  # noqa: BLE001 - a bad input line: raised where the run reaches it, as without this
+        failure = exc
+    if head:
+        left = max(0, progress.planned - len(spec.finished_units(run_dir)))
+        per_unit = sum(sum(_unit_tokens(unit, spec, engine)[:2]) for unit in head) / len(head)
+        seconds = rate_limited_seconds(left, round(left * per_unit), rpm, tpm)
+        if seconds is not None and seconds > LONG_RUN_SECONDS:
+            event("long_run", f"the rate limits imply at least {seconds / 3600:.1f} hours for the {left} units left "
+                  f"(~{per_unit:.0f} tokens each, one attempt per unit): {long_run_advice(rpm, tpm)}",
+                  level=logging.WARNING, eta_seconds=round(seconds), rpm=rpm, tpm=tpm, units_left=left)
+    return _chained(head, failure, units)
+
+
+def _chained(head: list[Unit], failure: Exception | None, rest: Iterator[Unit]) -> Iterator[Unit]:
+    yield from head
+    if failure is not None:
+        raise failure
+    yield from rest
+
+
+def _unit_tokens(unit: Unit, spec: RunSpec, engine: Engine, solution_tokens: int | None = None
+                 ) -> tuple[int, float, bool]:
+    """A unit's prompt tokens, its estimated completion tokens, and whether that estimate was measured for its
+    category (else the pooled fit); `solution_tokens`: its solution's tokens, when already counted."""
+    mode = answer_mode(unit.category, spec.output_mode)
+    messages = render_messages(spec.taxonomy, unit.category, unit.trajectory, output_mode=mode, attach_images=False)
+    if solution_tokens is None:
+        solution_tokens = engine.count_text_tokens(solution_text(unit.trajectory.steps))
+    estimate, measured = completion_tokens_estimate(unit.category.classification, mode, solution_tokens)
+    return engine.count_tokens(messages), estimate, measured
 
 
 def price_refusal(spec: RunSpec, engine: Engine) -> str | None:
@@ -167,9 +218,8 @@ def _close(run_dir: RunDirectory, manifest: RunManifest, source: TrajectoryInput
            stopping: BaseException | None) -> None:
     """Compact the rejects, write the final counts into the manifest and release the run directory."""
     try:
-        run_dir.compact_rejects()
+        manifest.counts, manifest.totals = run_dir.settle()  # compacts the rejects; from the records' index
         manifest.source = SourceCounts.model_validate(source.stats.as_dict())
-        manifest.counts, manifest.totals = run_dir.count_outcomes()
         manifest.finished = utc_now()
         run_dir.write_manifest(manifest)
     except WriteFailed:
@@ -221,14 +271,11 @@ def dry_run(trajectories: TrajectoryInput | Iterable[Trajectory], spec: RunSpec,
         if unit.id in finished:
             report.skipped_existing += 1
             continue
-        mode = answer_mode(unit.category, spec.output_mode)
-        messages = render_messages(spec.taxonomy, unit.category, unit.trajectory, output_mode=mode,
-                                   attach_images=False)
         report.units += 1
-        report.prompt_tokens += engine.count_tokens(messages)
         if solution_tokens[0] is not unit.trajectory:
             solution_tokens = (unit.trajectory, engine.count_text_tokens(solution_text(unit.trajectory.steps)))
-        estimate, measured = completion_tokens_estimate(unit.category.classification, mode, solution_tokens[1])
+        prompt, estimate, measured = _unit_tokens(unit, spec, engine, solution_tokens[1])
+        report.prompt_tokens += prompt
         completion_tokens += estimate
         if not measured:
             pooled.add(unit.category.id)

@@ -6,7 +6,7 @@ import time
 from typing import Any, TextIO
 
 from injector.model.codes import ReasonCode
-from injector.runner.estimates import LONG_RUN_SECONDS, rate_limited_seconds
+from injector.runner.estimates import LONG_RUN_SECONDS, limits_text, long_run_advice, rate_limited_seconds
 from injector.runner.loop import DryRunReport, RunProgress
 
 PLAIN_INTERVAL_SECONDS = 10.0
@@ -134,9 +134,7 @@ def _rate_limit_lines(report: DryRunReport, rpm: float | None, tpm: float | None
     seconds = rate_limited_seconds(report.units, report.prompt_tokens + report.completion_tokens_estimate, rpm, tpm)
     if seconds is None:
         return []
-    limits = " and ".join(f"--{name} {value:g}" for name, value in (("rpm", rpm), ("tpm", tpm)) if value)
-    lines = [f"time at the limits at least {_duration(seconds)} ({limits}, one attempt per unit)"]
+    lines = [f"time at the limits at least {_duration(seconds)} ({limits_text(rpm, tpm)}, one attempt per unit)"]
     if seconds > LONG_RUN_SECONDS:
-        lines.append(f"warning: at {limits} this run takes over an hour; raise the limits if your provider allows "
-                     "more, or run part of it now (--limit) and the rest later with the same --out")
+        lines.append(f"warning: {long_run_advice(rpm, tpm)}")
     return lines

@@ -91,6 +91,8 @@ class RunSpec(BaseModel):
             return (f"{self.out} has spent ${total:.4f} of --max-cost ${self.max_cost:g} (${now:.4f} in this "
                     f"invocation), and the next unit could pass it; raise the cap to continue, e.g. the same "
                     f"command with --max-cost {max(2 * self.max_cost, 1.0):g}")
+        if self.max_cost_per_invocation is None:  # a --workers process: the shared --max-cost ledger had no room
+            return f"spent ${now:.4f}; the run's budget has no room for the next unit"
         return (f"spent ${now:.4f}, reaching --max-cost-per-invocation ${self.max_cost_per_invocation:g}; run the "
                 "same command again to continue")
 

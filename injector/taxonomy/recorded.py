@@ -7,6 +7,7 @@ from injector.taxonomy.models import Taxonomy
 from injector.util.errors import UserError
 from injector.util.json_bounds import loads_bounded
 from injector.util.resources import bundled_taxonomies
+from injector.util.safe_files import MAX_MANIFEST_BYTES, NotARegularFile, read_text
 
 
 def _real_file(path: Path | None) -> Path | None:
@@ -30,9 +31,11 @@ def run_taxonomy(run_dir: str | Path, override: str | Path | None = None) -> tup
         return Taxonomy.load(override), ""
     run_dir = Path(run_dir)
     manifest_path = run_dir / "manifest.json"
-    try:
-        config = loads_bounded(manifest_path.read_text(encoding="utf-8"))["config"]
+    try:  # through safe_files: a received manifest.json may be a link, a FIFO or /dev/zero
+        config = loads_bounded(read_text(manifest_path, MAX_MANIFEST_BYTES))["config"]
         name, recorded = config.get("taxonomy"), config.get("taxonomy_path")
+    except NotARegularFile as exc:
+        return Taxonomy.load(), f"{exc}; using the bundled taxonomy"
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return Taxonomy.load(), f"{manifest_path} names no taxonomy: using the bundled one"
     bundled = bundled_taxonomies()

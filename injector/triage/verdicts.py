@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Literal
+from typing import Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -141,8 +141,13 @@ class VerifyRecord(BaseModel):
 def read_verdicts(run_dir: Path) -> dict[str, VerifyRecord]:
     """Candidate id -> its latest verify record; empty when the run was never verified. A line that is not a
     verify record is skipped with a FILE:LINE warning (a received run directory may hold anything)."""
+    return {record.id: record for record in iter_verdicts(run_dir)}
+
+
+def iter_verdicts(run_dir: Path) -> Iterator[VerifyRecord]:
+    """Every verify record of the run in file order (a candidate judged again has several; the last one counts),
+    one at a time, for readers that keep only what they need of each."""
     path = Path(run_dir) / VERIFY_FILE
-    verdicts: dict[str, VerifyRecord] = {}
     for number, value in read_jsonl_numbered(path):
         try:
             if not isinstance(value, dict):
@@ -152,8 +157,7 @@ def read_verdicts(run_dir: Path) -> dict[str, VerifyRecord]:
             problem = problem_of(exc) if isinstance(exc, ValidationError) else str(exc)
             log.warning("%s:%d: not a verify record (%s); skipped", path, number, problem)
             continue
-        verdicts[record.id] = record
-    return verdicts
+        yield record
 
 
 def verdict_rank(verdict: str | None) -> int:

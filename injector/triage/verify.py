@@ -14,19 +14,20 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from injector.engines.base import Engine, ProviderError, TransientProviderError
 from injector.model.provenance import EngineInfo
 from injector.records.directory import RunDirectory
+from injector.records.jsonl import record_at
 from injector.records.models import Candidate
 from injector.runner.run_log import event
 from injector.taxonomy import Taxonomy, run_taxonomy
 from injector.triage.critique import critique_kind, critique_messages
 from injector.triage.judging import Judge, Work, declared_first, rollout_truth
-from injector.triage.verdicts import VERDICTS, VERIFY_FILE, VERIFY_SUMMARY_FILE, JudgeSettings, JudgeUsage, read_verdicts
+from injector.triage.verdicts import VERDICTS, VERIFY_FILE, VERIFY_SUMMARY_FILE, JudgeSettings, JudgeUsage, iter_verdicts
 from injector.util.errors import BudgetExceeded, UserError, WriteFailed
 from injector.util.safe_files import write_replacing
 from injector.util.version import __version__
@@ -101,23 +102,40 @@ def judge_settings(engine: Engine, spec: VerifySpec, rollout_engine: Engine | No
 
 
 def _open_run(run_dir: str | Path, spec: VerifySpec, engine: Engine, rollout_engine: Engine | None
-              ) -> tuple[RunDirectory, list[Work], JudgeSettings, int]:
-    """The run directory, the candidates to verify (with their critique kind), the judge settings, and how many
-    candidates verify.jsonl already holds with these settings."""
+              ) -> tuple[RunDirectory, list[Pending], JudgeSettings, int]:
+    """The run directory, the candidates to verify (where they are in candidates.jsonl, with their critique kind),
+    the judge settings, and how many candidates verify.jsonl already holds with these settings.
+
+    Only offsets are kept: a pass over a large run holds one candidate per request in flight, not the run."""
     directory = RunDirectory(run_dir)
     directory.join()
     taxonomy, _ = run_taxonomy(directory.path, spec.taxonomy)
     recorded = directory.manifest_categories()
     settings = judge_settings(engine, spec, rollout_engine)
-    done = {record_id for record_id, record in read_verdicts(directory.path).items()
-            if record.judge is not None and record.judge.same_as(settings)}
-    work, skipped = [], 0
-    for candidate in directory.candidates():
-        if candidate.id in done:
+    latest_same: dict[str, bool] = {}
+    for record in iter_verdicts(directory.path):
+        latest_same[record.id] = record.judge is not None and record.judge.same_as(settings)
+    pending, skipped = [], 0
+    for _, offset, candidate in directory.indexed_candidates():
+        if latest_same.get(candidate.id):
             skipped += 1
             continue
-        work.append(Work(candidate, _kind(taxonomy, recorded, candidate)))
-    return directory, work, settings, skipped
+        pending.append(Pending(offset, _kind(taxonomy, recorded, candidate)))
+    return directory, pending, settings, skipped
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A candidate still to verify: its line's byte offset in candidates.jsonl and its critique kind."""
+
+    offset: int
+    kind: str
+
+
+def _work(directory: RunDirectory, pending: list[Pending]) -> Iterator[Work]:
+    """Each pending candidate read back from its offset as its turn comes."""
+    for item in pending:
+        yield Work(record_at(directory.candidates_path, item.offset, Candidate), item.kind)
 
 
 def _kind(taxonomy: Taxonomy, recorded: dict[str, dict[str, str]], candidate: Candidate) -> str:
@@ -167,11 +185,11 @@ def verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = None, 
 
 def _verify_locked(directory: RunDirectory, engine: Engine, rollout_engine: Engine, spec: VerifySpec,
                    on_progress: Callable[[VerifySummary], None] | None) -> VerifySummary:
-    directory, work, settings, skipped = _open_run(directory.path, spec, engine, rollout_engine)
-    summary = VerifySummary(run_dir=str(directory.path), planned=len(work), skipped_existing=skipped,
+    directory, pending, settings, skipped = _open_run(directory.path, spec, engine, rollout_engine)
+    summary = VerifySummary(run_dir=str(directory.path), planned=len(pending), skipped_existing=skipped,
                             judge=settings)
     try:
-        asyncio.run(_verify_all(directory, work, Judge(engine, rollout_engine, spec, summary.usage), spec, settings,
+        asyncio.run(_verify_all(directory, _work(directory, pending), Judge(engine, rollout_engine, spec, summary.usage), spec, settings,
                                 summary, on_progress))
         summary.status = "finished"
     except BudgetExceeded:
@@ -189,7 +207,7 @@ def _verify_locked(directory: RunDirectory, engine: Engine, rollout_engine: Engi
     return summary
 
 
-async def _verify_all(directory: RunDirectory, work: list[Work], judge: Judge, spec: VerifySpec,
+async def _verify_all(directory: RunDirectory, work: Iterator[Work], judge: Judge, spec: VerifySpec,
                       settings: JudgeSettings, summary: VerifySummary,
                       on_progress: Callable[[VerifySummary], None] | None) -> None:
     path = directory.path / VERIFY_FILE
@@ -219,14 +237,16 @@ async def _verify_all(directory: RunDirectory, work: list[Work], judge: Judge, s
         if on_progress:
             on_progress(summary)
 
-    tasks: list[asyncio.Task[None]] = []
+    running: set[asyncio.Task[None]] = set()  # only the tasks in flight: finished ones are let go
     for item in work:
         await in_flight.acquire()
         if fatal or over_budget():
             in_flight.release()
             break
-        tasks.append(asyncio.create_task(one(item)))
-    await asyncio.gather(*tasks)
+        task = asyncio.create_task(one(item))
+        running.add(task)
+        task.add_done_callback(running.discard)
+    await asyncio.gather(*running)
     if fatal:
         raise fatal[0]
     if over_budget():
@@ -236,13 +256,15 @@ async def _verify_all(directory: RunDirectory, work: list[Work], judge: Judge, s
 
 def _finish_summary(directory: RunDirectory, summary: VerifySummary) -> None:
     """Count the verdicts verify.jsonl holds per category and write verify-summary.json (beside, then renamed)."""
-    records = read_verdicts(directory.path)
+    latest: dict[str, tuple[str, str]] = {}  # candidate id -> (category, verdict) of its last line
+    for record in iter_verdicts(directory.path):
+        latest[record.id] = (record.category, record.verdict)
     candidate_ids = {candidate.id for candidate in directory.candidates()}
     summary.candidates = len(candidate_ids)
     counts: dict[str, Counter[str]] = {}
-    for record in records.values():
-        if record.id in candidate_ids:
-            counts.setdefault(record.category, Counter())[record.verdict] += 1
+    for record_id, (category, verdict) in latest.items():
+        if record_id in candidate_ids:
+            counts.setdefault(category, Counter())[verdict] += 1
     summary.verdicts = {category: {v: counts[category][v] for v in VERDICTS if counts[category][v]}
                         for category in sorted(counts)}
     target = directory.path / VERIFY_SUMMARY_FILE
@@ -275,10 +297,10 @@ def plan_verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = N
     """Count the critiques and prompt tokens of `verify(run_dir, engine, spec)`; send nothing, write nothing."""
     spec = spec or VerifySpec()
     rollout_engine = rollout_engine or engine
-    _, work, _, skipped = _open_run(run_dir, spec, engine, rollout_engine)
-    plan = VerifyPlan(candidates=len(work), skipped_existing=skipped)
+    directory, pending, _, skipped = _open_run(run_dir, spec, engine, rollout_engine)
+    plan = VerifyPlan(candidates=len(pending), skipped_existing=skipped)
     seen: set[tuple[str, str]] = set()
-    for item in work:
+    for item in _work(directory, pending):
         candidate = item.candidate
         to_judge = [(candidate.modified_question, candidate.modified_process)]
         if item.kind != "alternative" and (candidate.trajectory_id, item.kind) not in seen:

@@ -34,6 +34,12 @@ def bounded_transport(seconds: float, max_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     return kinds.transport(seconds, max_bytes, httpx.AsyncHTTPTransport(**transport_options))
 
 
+def bound(inner: Any, seconds: float, max_bytes: int, *, httpx: ModuleType) -> Any:
+    """`inner` (a transport of `httpx`, kept open by the caller) held to `seconds` and `max_bytes` as
+    `bounded_transport`'s is, for one exchange or more."""
+    return _transport_kinds(httpx).transport(seconds, max_bytes, inner)
+
+
 class _Kinds:
     def __init__(self, transport: type, deadline: type[Exception]):
         self.transport, self.deadline = transport, deadline

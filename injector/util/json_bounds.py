@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from injector.util.errors import InjectorError, InputError, UserError
+from injector.util.safe_files import open_named_file
 
 MAX_JSON_DEPTH = 64
 """Deepest nesting of `[` / `{` accepted in an answer, an input line or a review request (real ones use < 10)."""
@@ -165,10 +166,11 @@ def jsonl_lines(path: Path, expected: str = "one JSON object per line") -> Itera
     """(line number, value) for each non-blank line of a JSONL file someone gave us, read through `loads_bounded`.
 
     A line that is not JSON, not UTF-8 (decoded line by line, so the bad byte is reported with its line) or past a
-    bound is an `InputError` naming FILE:LINE and `expected`; a file that cannot be opened, a `UserError`.
+    bound is an `InputError` naming FILE:LINE and `expected`; a file that cannot be opened, or that is no regular
+    file (a FIFO or a device in a directory someone sent: a read that never returns or never ends), a `UserError`.
     """
     try:
-        handle = path.open("rb")
+        handle = open_named_file(path)
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     with handle:

@@ -35,16 +35,20 @@ def is_file_safe_id(name: str) -> bool:
     return isinstance(name, str) and _SAFE_ID.fullmatch(name) is not None
 
 
-def _refuse(path: Path, what: str) -> NotARegularFile:
-    return NotARegularFile(f"{path}: {what}; a run directory holds only regular files under its own names "
-                           "(replace it with a regular file, or move it aside)")
+_RUN_DIRECTORY_HINT = ("a run directory holds only regular files under its own names (replace it with a regular file, "
+                       "or move it aside)")
+_NAMED_FILE_HINT = "only regular files are read (never a FIFO or a device); give a regular file, or move it aside"
 
 
-def _checked(fd: int, path: Path, max_bytes: int | None) -> os.stat_result:
+def _refuse(path: Path, what: str, hint: str = _RUN_DIRECTORY_HINT) -> NotARegularFile:
+    return NotARegularFile(f"{path}: {what}; {hint}")
+
+
+def _checked(fd: int, path: Path, max_bytes: int | None, hint: str = _RUN_DIRECTORY_HINT) -> os.stat_result:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise _refuse(path, "not a regular file (a FIFO, a device or a directory)")
+        raise _refuse(path, "not a regular file (a FIFO, a device or a directory)", hint)
     if max_bytes is not None and info.st_size > max_bytes:
         os.close(fd)
         raise _refuse(path, f"{info.st_size:,} bytes, more than the {max_bytes:,} accepted for this file")
@@ -65,6 +69,18 @@ def open_fd(path: str | Path, flags: int, max_bytes: int | None = None, mode: in
     if _NONBLOCK:
         os.set_blocking(fd, True)
     return fd
+
+
+def open_named_file(path: str | Path) -> IO[bytes]:
+    """A file the user named (or one found in a directory they named), opened for binary reading: symlinks are
+    followed (the user's own layout), but only a regular file is read: a FIFO would block forever, a device such
+    as `/dev/zero` never end. `NotARegularFile` otherwise; OSError when it cannot be opened."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    _checked(fd, path, None, _NAMED_FILE_HINT)
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def open_read(path: str | Path, max_bytes: int | None = MAX_SIDE_FILE_BYTES, text: bool = False) -> IO[Any]:

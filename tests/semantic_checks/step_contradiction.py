@@ -1,14 +1,16 @@
 """step_contradiction: the first error step uses, in place of a value v, another value, where v is a quantity an
 earlier unchanged step defines (the result of an equation there, `... = v`, first stated in that step, not given in
 the question); later error steps are recomputed (their equations hold); the answer changed where the error
-reached it."""
+reached it. The error reaches the final answer unless the first error step is a dead end: the only step changed,
+not the last, followed by an unchanged `# Answer` line or by a step that derives a result of its own, and none of the results the original step derived there (other than v)
+written in any later step, so nothing builds on it."""
 from __future__ import annotations
 
 import re
 
 from injector import Trajectory
 
-from ._arithmetic import body, math_segments, propagation_problems, split_top
+from ._arithmetic import ANSWER, body, false_equations, math_segments, propagation_problems, split_top
 
 # A fraction of two numbers, or a number (also inside braces, "\\frac{216}{12^3}"; not in an exponent or subscript).
 NUMBER = re.compile(r"\\frac\{\d+\}\{\d+\}|(?<![\w.^_])(?<![\^_]\{)\d+(?:\.\d+)?(?![\w.]\d|\d)")
@@ -58,4 +60,26 @@ def check(original: Trajectory, candidate: dict) -> list[str]:
         problems.append(f"step {first} replaces {sorted(map(str, replaced))}, none of which an earlier step defines")
     if any(candidate["modified_process"][i] != original.steps[i] for i in range(first - 1)):
         problems.append("a step before the contradiction changed")
-    return problems + propagation_problems(list(original.steps), candidate, first)
+    later = propagation_problems(list(original.steps), candidate, first)
+    if _dead_end(original, candidate, first, set(established)):
+        later = [p for p in later if not p.startswith("the error does not reach")]
+    return problems + later
+
+
+def _dead_end(original: Trajectory, candidate: dict, first: int, replaced: set) -> bool:
+    """Is error step `first` a conflicting step nothing later builds on (see the module docstring)?"""
+    steps = candidate["modified_process"]
+    if candidate["error_steps"] != [first] or candidate["modified_steps"] != [first] or first >= len(steps) \
+            or len(steps) != len(original.steps) or steps[-1] != original.steps[-1]:
+        return False
+    if not ANSWER.search(original.steps[-1]) and not any(
+            defined_in(step, v) for step in original.steps[first:] for v in _values(body(step))):
+        return False  # the step may state the answer itself
+    if len(false_equations(steps[first - 1])) > len(false_equations(original.steps[first - 1])):
+        return False  # its own results must follow from the conflicting value
+    lost = _values(body(original.steps[first - 1])) - _values(body(steps[first - 1]))
+    # The conflicting values are the step's inputs; a value it derives may also have been derived before (a
+    # re-check arriving at 240 again), and is still one of its results.
+    inputs = {v for v in replaced if not defined_in(original.steps[first - 1], v)}
+    results = {v for v in lost if defined_in(original.steps[first - 1], v)} - inputs
+    return bool(results) and not any(results & _values(step) for step in original.steps[first:])

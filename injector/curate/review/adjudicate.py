@@ -16,12 +16,21 @@ def to_adjudication(session) -> None:
     session.role = "adjudication"
     for run in session.runs:
         per = latest_per_reviewer(run.store.rows())
-        run.entries = [entry for entry in run.entries if entry.file == CANDIDATES_FILE and entry.id in per
-                       and disputed(per[entry.id], session.candidate(entry))]
+        listed = run.entries if session.listed else run.queue.all()  # file order
+        run.entries = [entry for entry in listed if entry.file == CANDIDATES_FILE and entry.id in per
+                       and _disputed(session, entry, per[entry.id])]
         run.reviews = per
         run.blind = True
-    session.entries = [entry for run in session.runs for entry in run.entries]
-    session.by_key = {entry.key: entry for entry in session.entries}
+    session.narrow()
+
+
+def _disputed(session, entry, decisions) -> bool:
+    from injector.curate.review.queue import NotACandidate
+
+    try:
+        return disputed(decisions, session.candidate(entry))
+    except NotACandidate:  # no candidate to adjudicate: `build` stops at its line anyway
+        return False
 
 
 def side_by_side(session, entry) -> str:

@@ -74,6 +74,9 @@ table.kv th { text-align: left; padding-right: 12px; } pre { white-space: pre-wr
 .v-missed, .v-original_flagged, .v-disputed { background: #c62828; }
 .v-unparseable, .v-flagged, .v-early, .v-late { background: #b07d00; } .v-confirmed { background: #2e7d32; }
 nav.list .verdict { font-size: 10px; padding: 0 3px; }
+.route { border-radius: 3px; padding: 0 3px; font-size: 10px; color: #fff; background: #777; font-weight: normal; }
+.route.r-review_first { background: #6a1b9a; } .route.r-fast_track { background: #2e7d32; }
+#routing li.disagree { color: #a11; font-weight: bold; } #routing ul { margin: 2px 0; }
 .judge-reason { font-family: system-ui, sans-serif; color: #333; margin: 2px 0; }
 /* Math: the server's text (.tex-source, what a correction edits) and KaTeX's typeset copy (.tex-shown) */
 .tex-shown { display: none; }

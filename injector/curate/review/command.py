@@ -69,7 +69,10 @@ def review(run_dirs: tuple[Path, ...], **options) -> None:
 def run_review(options: ReviewOptions) -> None:
     """`inject review` with its options checked: plan, agreement, import/export, or the app."""
     from injector.curate.review.session import ReviewSession
+    from injector.curate.review.store import check_store_files
 
+    for run_dir in options.run_dirs:  # every review command, before it reads or writes anything
+        check_store_files(run_dir)
     if options.reviewers is not None:
         return plan_reviews(options)
     if options.agreement:
@@ -89,6 +92,11 @@ def run_review(options: ReviewOptions) -> None:
         click.echo(f"note: {note}", err=True)
     if serving:
         return serve(session, port=options.port, open_browser=not options.no_browser)
+    from injector.records.directory import RunDirectory
+
+    for run in session.runs:  # the app validates a candidate when it shows it; an import or export names them all
+        for _ in RunDirectory(run.path).indexed_candidates():
+            pass
     _import_export(session, import_path, export_path, only=options.reviewer)
 
 
@@ -150,16 +158,13 @@ def import_decisions(session, path: Path) -> Imported:
     from injector.curate.review.session import Refused
     from injector.curate.review.decision_files import read_rows
 
-    homes: dict[str, list] = {}
-    for entry in session.entries:
-        homes.setdefault(entry.id, []).append(entry)
     per_run: dict[int, list] = {}
     imported = Imported()
     for number, row in read_rows(path):
         try:
             if isinstance(row, str):
                 raise Refused(row)
-            entries = homes.get(row.id, [])
+            entries = session.find(row.id)
             if len(entries) != 1:
                 where = "none of" if not entries else "several of"
                 raise Refused(f"candidate {row.id!r} is in {where} the run directories given; import into the run "
@@ -189,7 +194,7 @@ def serve(session, *, port: int, open_browser: bool) -> None:
     from injector.curate.review.server import ReviewServer
 
     server = ReviewServer(session, port=port)
-    total = len(session.entries)
+    total = session.size()
     runs = ", ".join(str(run.path) for run in session.runs)
     click.echo(f"reviewing {total} candidates from {runs}; decisions go to review.sqlite in each run directory")
     click.echo(f"open {server.url}")

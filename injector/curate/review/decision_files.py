@@ -12,8 +12,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from injector.util.errors import UserError
+from injector.util.errors import UserError, WriteFailed
 from injector.util.json_bounds import JsonRefused, loads_bounded
+from injector.util.safe_files import write_replacing
 from injector.curate.review.store import FIELDS, Decision, ReviewStore, check_decision, to_row
 
 
@@ -27,18 +28,22 @@ def _format(path: Path) -> str:
 def write_decisions(path: Path, decisions: list[Decision]) -> int:
     """Write decisions as JSONL (one object per line) or CSV (lists and edits as JSON text); returns the count."""
     suffix = _format(path)
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        if suffix == ".jsonl":
-            for d in decisions:
-                record = asdict(d)
-                if d.edited_steps is not None:
-                    record["edited_steps"] = {str(k): v for k, v in d.edited_steps.items()}
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        else:
-            writer = csv.writer(handle)
-            writer.writerow(FIELDS)
-            for d in decisions:
-                writer.writerow(["" if value is None else value for value in to_row(d)])
+    handle = io.StringIO(newline="")
+    if suffix == ".jsonl":
+        for d in decisions:
+            record = asdict(d)
+            if d.edited_steps is not None:
+                record["edited_steps"] = {str(k): v for k, v in d.edited_steps.items()}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    else:
+        writer = csv.writer(handle)
+        writer.writerow(FIELDS)
+        for d in decisions:
+            writer.writerow(["" if value is None else value for value in to_row(d)])
+    try:  # whole or not at all (a full disk, a missing directory): never half an export under its name
+        write_replacing(path, handle.getvalue().encode("utf-8"))
+    except OSError as exc:
+        raise WriteFailed(path, exc, "choose another FILE, or create its directory or free space") from None
     return len(decisions)
 
 

@@ -15,13 +15,16 @@ from urllib.parse import urlencode
 
 from injector.answer.align import align_steps
 from injector.records.models import Candidate
+from injector.triage.step_audit.routing import route
 from injector.triage.verdicts import VerifyRecord
 from injector.curate.review.adjudicate import side_by_side
 from injector.curate.review.longview import answer_header, collapse
 from injector.curate.review.diff import DiffBudget, _tex, e, word_diff
 from injector.curate.review.assets import KATEX_SCRIPTS, KATEX_STYLESHEET, PAGE_CSS, PAGE_JS
-from injector.curate.review.session import ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, UNVERIFIED, Entry, ReviewSession, View
+from injector.curate.review.session import (ORDERS, QUICK_REASONS, STATUS_OF, STATUSES, Entry, NotACandidate,
+                                            ReviewSession, View, Window)
 from injector.curate.review.store import Decision, apply_decision
+from injector.curate.review.routing_order import route_badge, routing_section
 
 DEBOUNCE_MS = 350
 """A decision key pressed sooner than this after the previous key press is refused (a held or bounced key, or
@@ -173,33 +176,33 @@ def _filters(session: ReviewSession, view: View) -> str:
     cats = _options(["", *session.categories()], view.cat, {"": "all"})
     states = _options(STATUSES, view.status or "all")
     triage = ""
-    if session.verified:  # the verdict filter and the order only mean something once `inject verify` ran
+    if session.verified:  # the verdict filter only means something once `inject verify` ran
         verdicts = _options(["", *session.verdicts()], view.verdict, {"": "all"})
-        orders = _options(ORDERS, session.order(view), {"verdict": "by verdict", "file": "as written"})
-        triage = (f' <label>verdict <select name="verdict" id="f-verdict">{verdicts}</select></label>'
-                  f' <label>order <select name="order" id="f-order">{orders}</select></label>')
+        triage = f' <label>verdict <select name="verdict" id="f-verdict">{verdicts}</select></label>'
+    if not session.listed:  # a reviewer's queue keeps its plan's order
+        orders = _options(ORDERS, session.order(view), {"routing": "disagreements first", "verdict": "by verdict",
+                                                        "file": "as written"})
+        triage += f' <label>order <select name="order" id="f-order">{orders}</select></label>'
     return ('<form class="filters" method="get" action="/"><label>category <select name="cat" id="f-cat">'
             f'{cats}</select></label> <label>status <select name="status" id="f-status">{states}</select></label>'
             f'{triage} <noscript><button>filter</button></noscript></form>')
 
 
-def _verdict_badge(record: VerifyRecord | None) -> str:
-    verdict = record.verdict if record else UNVERIFIED
+def _verdict_badge(verdict: str) -> str:
     return f'<span class="verdict v-{e(verdict)}" title="the blind judge\'s verdict">{e(verdict)}</span>'
 
 
-def _side_list(session: ReviewSession, items: list[Entry], position: int, latest: dict[str, Decision],
-               view: View) -> str:
-    start = max(0, position - LIST_WINDOW)
-    out = ['<nav class="list"><ol start="%d">' % (start + 1)]
-    for n, entry in enumerate(items[start:position + LIST_WINDOW + 1], start):
+def _side_list(session: ReviewSession, window: Window, latest: dict[str, Decision], view: View) -> str:
+    out = ['<nav class="list"><ol start="%d">' % (window.start + 1)]
+    for n, entry in enumerate(window.entries):
         decision = latest.get(entry.key)
         state = STATUS_OF[decision.decision] if decision else "unreviewed"
-        current = ' aria-current="true"' if n == position else ""
-        record = session.verdict(entry)
-        badge = _verdict_badge(record) + " " if session.verified else ""
+        current = ' aria-current="true"' if n == window.current else ""
+        verdict = session.verdict_name(entry)  # as indexed: the record itself is read for the shown one only
+        badge = _verdict_badge(verdict) + " " if session.verified else ""
+        badge += "" if session.runs[entry.run].blind else route_badge(entry.groups.get("routing"))
         # the title repeats ids the narrow column cuts
-        out.append(f'<li class="{state}" data-verdict="{e(record.verdict if record else UNVERIFIED)}">{badge}'
+        out.append(f'<li class="{state}" data-verdict="{e(verdict)}">{badge}'
                    f'<a href="{e(page_url(entry.key, view))}" title="{e(entry.id)}"{current}>{e(entry.id)}</a></li>')
     out.append("</ol></nav>")
     return "".join(out)
@@ -226,8 +229,14 @@ def _triage(record: VerifyRecord | None) -> str:
     reasons = f'<div class="text judge-reason">reason: {e(record.reason)}</div>' if record.reason else ""
     if original:
         reasons += f'<div class="text judge-reason">reason on the original: {e(original)}</div>'
-    return (f'<section id="triage"><h2>blind judge: {_verdict_badge(record)} <code>{e(record.kind)}</code></h2>'
+    return (f'<section id="triage"><h2>blind judge: {_verdict_badge(record.verdict)} <code>{e(record.kind)}</code></h2>'
             f'<p class="help">{e("; ".join(facts))}</p>{reasons}</section>')
+
+
+def _routing(session: ReviewSession, entry: Entry, candidate: Candidate) -> str:
+    """The triage routing of the candidate (not in a reviewer's queue, blind to the judge)."""
+    return "" if session.runs[entry.run].blind else routing_section(route(entry.id, entry.category, candidate.step_audit,
+                                                           session.verdict(entry)))
 
 
 def _actions(multi: bool) -> str:
@@ -249,15 +258,12 @@ def _actions(multi: bool) -> str:
 
 
 def render_page(session: ReviewSession, *, key: str | None, view: View, token: str, nonce: str) -> str:
-    items, positions = session.listing(view)
-    entry = session.by_key.get(key or "")
-    position = positions.get(entry.key) if entry is not None else None
-    if entry is None or position is None:
-        entry, position = (items[0], 0) if items else (None, 0)
+    window = session.window(view, key, LIST_WINDOW, LIST_WINDOW)
+    entry, position = window.at(0), window.position
     # Only the decisions of the candidates this page shows are read, never the whole store.
-    latest = session.latest_for(items[max(0, position - LIST_WINDOW):position + LIST_WINDOW + 1])
-    nav = {name: (page_url(items[n].key, view) if 0 <= n < len(items) else "")
-           for name, n in (("next", position + 1), ("prev", position - 1))}
+    latest = session.latest_for(window.entries)
+    nav = {name: (page_url(found.key, view) if (found := window.at(step)) else "")
+           for name, step in (("next", 1), ("prev", -1))}
     head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>inject review</title>'
             f'<meta name="review-token" content="{e(token)}">'
             f'<link rel="stylesheet" href="{KATEX_STYLESHEET}" nonce="{nonce}">'
@@ -276,14 +282,17 @@ def render_page(session: ReviewSession, *, key: str | None, view: View, token: s
     queue = (f'<span class="queue" id="queue">{kind} of {e(session.reviewer)}</span> '
              if any(run.blind for run in session.runs) else "")
     top = (f"<header><strong>inject review</strong> {queue}{_progress(session)} {_filters(session, view)} "
-           f'<span class="position">{position + 1 if entry else 0} of {len(items)} in this view</span>{toggle}'
+           f'<span class="position">{position + 1 if entry else 0} of {window.total} in this view</span>{toggle}'
            "</header>")
     if entry is None:
         main = '<main><p class="empty">No candidate matches these filters.</p></main>'
         side = ""
     else:
-        main = _candidate(session, entry, latest.get(entry.key))
-        side = _side_list(session, items, position, latest, view)
+        try:
+            main = _candidate(session, entry, latest.get(entry.key))
+        except NotACandidate as exc:  # validated when shown: a line that is none says so, and is not decided
+            main = f'<main><p class="note" id="not-a-candidate">{e(exc)}</p></main>'
+        side = _side_list(session, window, latest, view)
     scripts = "".join(f'<script nonce="{nonce}" src="{src}"></script>' for src in KATEX_SCRIPTS)
     return (f'{head}<body {data}>{top}<div class="layout">{side}{main}</div>'
             f'{scripts}<script nonce="{nonce}">{PAGE_JS}</script></body></html>')
@@ -313,7 +322,8 @@ def _candidate(session: ReviewSession, entry: Entry, latest: Decision | None) ->
                  'them would take too long)</p>' + steps)
     return (
         f'<main><section class="about"><p class="id">candidate <code id="cid">{e(entry.id)}</code>{where}</p>'
-        f"{about}{note}{status}</section>{side_by_side(session, entry)}{_triage(session.verdict(entry))}"
+        f"{about}{note}{status}</section>{side_by_side(session, entry)}{_routing(session, entry, candidate)}"
+        f"{_triage(session.verdict(entry))}"
         f"{_actions(multi)}"
         f"{answer_header(candidate, shown, category)}{_question(candidate, budget)}{_images(candidate, entry.key)}"
         f"<section><h2>steps</h2>{steps}</section>"

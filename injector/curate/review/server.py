@@ -21,7 +21,7 @@ from injector.util.images import ImageRefused, is_data_url, read_image
 from injector.util.json_bounds import MAX_REVIEW_BODY_BYTES, JsonRefused, loads_bounded
 from injector.curate.review.assets import KATEX_ERROR_STYLE_HASH, static_file
 from injector.curate.review.render import page_url, render_page
-from injector.curate.review.session import Conflict, Refused, ReviewSession, View
+from injector.curate.review.session import Conflict, NotACandidate, Refused, ReviewSession, View
 
 HOST = "127.0.0.1"
 MAX_BODY = MAX_REVIEW_BODY_BYTES
@@ -142,7 +142,10 @@ class ReviewHandler(BaseHTTPRequestHandler):
         JPEG, GIF or WebP file by its bytes (never SVG), under the run's image directory, through no symlink."""
         session = self.server.session
         entry = session.by_key.get((query.get("key") or [""])[0])
-        images = session.candidate(entry).images if entry else []
+        try:
+            images = session.candidate(entry).images if entry else []
+        except NotACandidate:
+            images = []
         number = (query.get("n") or [""])[0]
         reference = images[int(number)] if number.isdigit() and int(number) < len(images) else None
         if (entry is None or not isinstance(reference, str) or not reference or "://" in reference
@@ -215,9 +218,8 @@ class ReviewHandler(BaseHTTPRequestHandler):
         key = payload["key"]
         with self.server.decide_lock:
             # The next candidate is taken from the view as it was before this decision moved the current one.
-            items, positions = session.listing(view)
-            position = positions.get(key, -1)
-            following = items[position + 1].key if 0 <= position < len(items) - 1 else key
+            window = session.window(view, key, 0, 1)
+            following = found.key if window.found and (found := window.at(1)) else key
             try:
                 decision = session.decide(key, payload)
             except Conflict as exc:

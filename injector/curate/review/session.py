@@ -2,29 +2,31 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from injector.answer.align import normalize_step
-from injector.util.errors import InjectorError, UserError
+from injector.util.errors import UserError
 from injector.records.directory import RunDirectory
-from injector.records.jsonl import record_at
 from injector.records.models import CANDIDATES_FILE, Candidate
 from injector.taxonomy import Category, Taxonomy, run_taxonomy
-from injector.inject.validation import validate_answer
-from injector.triage.verdicts import VERDICTS, VerifyRecord, read_verdicts, verdict_rank
-from injector.curate.review.store import Decision, ReviewStore, apply_decision
+from injector.triage.verdicts import VERDICTS, VerifyRecord
+from injector.curate.review.rules import Conflict, Refused, check_record
+from injector.curate.review.views import Window, view_window
+from injector.curate.review.queue import Entry, NotACandidate, RunQueue, load_candidate, load_verdict
+from injector.curate.review.queue_index import ORDER_KEYS, UNVERIFIED, refresh
+from injector.curate.review.store import Decision, ReviewStore
 
 log = logging.getLogger("injector")
 
 STATUSES = ("all", "unreviewed", "accepted", "rejected")
 STATUS_OF = {"accept": "accepted", "reject": "rejected"}
 QUICK_REASONS = ("not this category", "not an error", "error elsewhere", "leaks its label", "unreadable")
-UNVERIFIED = "unverified"
-"""The verdict filter's name for candidates `inject verify` has not judged."""
-ORDERS = ("verdict", "file")
-"""How the list is sorted: by the blind judge's verdict (likeliest bad items first), or as the run wrote them."""
+ORDERS = tuple(ORDER_KEYS)
+"""How the list may be sorted (`queue_index.ORDER_KEYS`): by the triage routing (disagreeing signals first), by the
+blind judge's verdict (likeliest bad items first), or as the run wrote them."""
+__all__ = ["Conflict", "Entry", "NotACandidate", "Refused", "ReviewSession", "UNVERIFIED", "View", "Window"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class View:
     verdict: str = ""
     """A verdict name, `unverified`, or "" for all."""
     order: str = ""
-    """`verdict` or `file`; "" is the default: by verdict when any run was verified, else file order."""
+    """One of `ORDERS`; "" is the default: by routing, but a reviewer's queue as written (its plan's order)."""
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> "View":
@@ -47,41 +49,20 @@ class View:
         return {name: value for name, value in vars(self).items() if value}
 
 
-class Refused(InjectorError):
-    """A decision the app will not save; the message is shown to the reviewer as is."""
-
-
-class Conflict(Refused):
-    """A decision that would replace the reviewer's own without their say-so (unconfirmed, or made on a page that
-    showed an older state): refused, never merged silently."""
-
-
-@dataclass
-class Entry:
-    """Where one candidate lives; the record itself is read from its file on demand."""
-
-    key: str
-    """`<run number>/<candidate id>`: ids repeat across runs over the same input."""
-    run: int
-    id: str
-    category: str
-    offset: int
-    file: str = CANDIDATES_FILE
-    """The run directory's file holding the record (gold items, `--gold`, live in their own)."""
-
-
 @dataclass
 class Run:
     path: Path
     store: ReviewStore
     taxonomy: Taxonomy
+    queue: RunQueue
     taxonomy_note: str = ""
     """Why the bundled taxonomy stands in for the run's own, or that the run's hooks are off, when so."""
     entries: list[Entry] = field(default_factory=list)
+    """The run's entries when a plan's queue or an adjudication narrows it (else the index serves them)."""
     image_base: Path | None = None
     """The only directory the app serves this run's local images from (manifest `image_base`)."""
-    verdicts: dict[str, VerifyRecord] = field(default_factory=dict)
-    """The blind judge's verdict per candidate id (`verify.jsonl`; empty when the run was not verified)."""
+    verified: bool = False
+    """Whether the blind judge's verdicts are shown for this run (`verify.jsonl`; never in a blind queue)."""
     reviews: dict[str, dict[str, Decision]] = field(default_factory=dict)
     """Candidate id -> reviewer -> latest decision, for the adjudicator's side-by-side view (`adjudicate.py`)."""
     blind: bool = False
@@ -100,29 +81,7 @@ def _run_image_base(path: Path) -> Path | None:
     return path / base if base else None
 
 
-def _index(run_no: int, path: Path) -> list[Entry]:
-    """One entry per candidate id (a repeated id keeps its first line, as `build` does); lines that are not
-    candidates are skipped and said (FILE:LINE)."""
-    return [Entry(f"{run_no}/{candidate.id}", run_no, candidate.id, candidate.category, offset)
-            for _, offset, candidate in RunDirectory(path).indexed_candidates()]
-
-
-def _gold_entries(path: Path, number: int, plan) -> list[Entry]:
-    """The entries of run number `number`'s gold items (`--gold`), from their own file."""
-    from injector.curate.review.gold import GOLD_FILE, gold_records
-
-    return [Entry(f"{number}/{candidate.id}", number, candidate.id, candidate.category, offset, GOLD_FILE)
-            for offset, candidate in gold_records(path, plan)]
-
-
-def _with_gold(run: Run, number: int) -> None:
-    from injector.curate.review.assign import read_plan
-
-    known = {entry.id for entry in run.entries}
-    run.entries += [entry for entry in _gold_entries(run.path, number, read_plan(run.path)) if entry.id not in known]
-
-
-def _to_queue(run: Run, reviewer: str, number: int) -> None:
+def _to_queue(run: Run, reviewer: str) -> None:
     """Narrow a run to the reviewer's queue of its review plan, in the plan's order, when it has one."""
     from injector.curate.review.assign import read_plan
 
@@ -133,21 +92,48 @@ def _to_queue(run: Run, reviewer: str, number: int) -> None:
         raise UserError(f"{run.path}: its review plan has no queue for {reviewer!r}; open the app with --reviewer "
                         f"and one of: {', '.join(plan.reviewers)}")
     order = {candidate_id: n for n, candidate_id in enumerate(plan.queues[reviewer])}
-    entries = [entry for entry in run.entries + _gold_entries(run.path, number, plan) if entry.id in order]
+    entries = [entry for entry in run.queue.all() if entry.id in order]
     run.entries = sorted(entries, key=lambda entry: order[entry.id])
-    run.verdicts = {}
+    run.verified = False
     run.blind = True
+
+
+class _Keys:
+    """Entry key -> entry, looked up in the runs' indexes (or the narrowed lists) one key at a time."""
+
+    def __init__(self, session: "ReviewSession"):
+        self.session = session
+
+    def get(self, key: str, default: Entry | None = None) -> Entry | None:
+        run, _, candidate_id = key.partition("/")
+        if not run.isdigit() or int(run) >= len(self.session.runs):
+            return default
+        if self.session.listed:
+            return self.session.listed_keys().get(key, default)
+        return self.session.runs[int(run)].queue.entry(candidate_id) or default
+
+    def __getitem__(self, key: str) -> Entry:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
 
 
 class ReviewSession:
     """The candidates of the given run directories, in file order, with each run's store and taxonomy."""
 
     def __init__(self, run_dirs: Sequence[str | Path], reviewer: str = "", taxonomy: str | Path | None = None, *,
-                 queue: bool = False):
+                 queue: bool = False, listing: bool = True):
         """`taxonomy` (`--taxonomy`) checks every run with that taxonomy, hooks included; without it each run's
         own is read from its manifest for its rules only (see `run_taxonomy`). With `queue`, a run that has a
         review plan (`assign.py`) shows only the reviewer's queue, gold items mixed in, blind to others' decisions
-        and to the judge's verdicts (which would also tell gold items apart)."""
+        and to the judge's verdicts (which would also tell gold items apart). Each run's candidates are indexed in
+        its store (`queue_index.py`, rebuilt only when its files changed), not read: a record is validated when
+        it is shown, and `build` validates them all. Without `listing` (`build`: it reads every record itself, and
+        needs only the stores and the rules) nothing is indexed, and no view may be asked for."""
         self.reviewer = reviewer
         self.role = "review"
         """The role of the decisions made through the app: `adjudication` for an adjudicator's."""
@@ -157,31 +143,56 @@ class ReviewSession:
             if not (path / CANDIDATES_FILE).is_file():
                 raise UserError(f"{path}: no {CANDIDATES_FILE} here; give a run directory written by `inject run`")
             loaded, note = run_taxonomy(path, taxonomy)
-            run = Run(path, ReviewStore(path), loaded, note, _index(number, path))
-            run.image_base = _run_image_base(path)
-            run.verdicts = read_verdicts(path)
+            store = ReviewStore(path)
+            if listing:
+                refresh(store, path)  # every candidate, gold items too (their decisions are imported and exported)
+            run = Run(path, store, loaded, RunQueue(store, number, hold=listing), note, image_base=_run_image_base(path))
+            run.verified = listing and bool(run.queue.verdicts() - {UNVERIFIED})
             if queue:
-                _to_queue(run, reviewer, number)
-            else:  # every candidate, gold items too (their decisions are imported and exported as any)
-                _with_gold(run, number)
-                run.store.register((entry.id, entry.category) for entry in run.entries)
+                _to_queue(run, reviewer)
             self.runs.append(run)
-        self.entries = [entry for run in self.runs for entry in run.entries]
-        self.by_key = {entry.key: entry for entry in self.entries}
+        self.listed = any(run.blind for run in self.runs)
+        """Whether the runs are narrowed to lists (a plan's queue, an adjudication): then views are built from
+        them; else every view is read from the runs' indexes."""
+        self.by_key = _Keys(self)
         self._bundled: Taxonomy | None = None
+        self._keys: dict[str, Entry] | None = None
         # A view's entries without its status filter (and each key's position), built once: only decisions change.
         self._listings: dict[tuple[str, str, str], tuple[list[Entry], dict[str, int]]] = {}
         self._totals: dict[str, int] = {}
         self._present: list[str] | None = None
+        self._verdicts: dict[tuple[int, int], VerifyRecord | None] = {}
+
+    def narrow(self) -> None:
+        """Serve views from the runs' `entries` lists (set by a plan's queue or an adjudication)."""
+        self.listed, self._keys, self._listings, self._totals = True, None, {}, {}
+
+    def listed_keys(self) -> dict[str, Entry]:
+        if self._keys is None:
+            self._keys = {entry.key: entry for run in self.runs for entry in run.entries}
+        return self._keys
+
+    @property
+    def entries(self) -> list[Entry]:
+        """Every entry, in file order: O(run) (the page never needs it; a walk over everything may)."""
+        return [entry for run in self.runs for entry in (run.entries if self.listed else run.queue.all())]
+
+    def find(self, candidate_id: str) -> list[Entry]:
+        """The entries of this candidate id, one per run that has it."""
+        return [entry for number in range(len(self.runs)) if (entry := self.by_key.get(f"{number}/{candidate_id}"))]
+
+    def size(self) -> int:
+        return sum(self._category_totals().values())
 
     def candidate(self, entry: Entry) -> Candidate:
-        return record_at(self.runs[entry.run].path / entry.file, entry.offset, Candidate)
+        """The entry's record, read and validated now; `NotACandidate` when its line is none."""
+        return load_candidate(self.runs[entry.run].path, entry)
 
     def category(self, entry: Entry) -> Category | None:
         """The candidate's category from its run's taxonomy, else the bundled one, else None."""
-        return self._category(entry.run, entry.category)
+        return self.category_named(entry.run, entry.category)
 
-    def _category(self, run: int, category_id: str) -> Category | None:
+    def category_named(self, run: int, category_id: str) -> Category | None:
         try:
             return self.runs[run].taxonomy.category(category_id)
         except UserError:
@@ -212,31 +223,48 @@ class ReviewSession:
             return rows
         return [d for d in rows if d.reviewer == self.reviewer and d.role == self.role]
 
+    def verdict_name(self, entry: Entry) -> str:
+        """The blind judge's verdict as the index holds it (`unverified` when the reviewer may not see it)."""
+        return entry.verdict if self.runs[entry.run].verified else UNVERIFIED
+
     def verdict(self, entry: Entry) -> VerifyRecord | None:
-        """The blind judge's record for this candidate, None when its run has none for it."""
-        return self.runs[entry.run].verdicts.get(entry.id)
+        """The blind judge's record for this candidate, read and validated now; None when it has none."""
+        run = self.runs[entry.run]
+        if not run.verified or entry.verify_offset is None:
+            return None
+        place = (entry.run, entry.verify_offset)
+        if place not in self._verdicts:
+            self._verdicts = self._verdicts if len(self._verdicts) < 1024 else {}  # a page's worth, not the run
+            self._verdicts[place] = load_verdict(run.path, entry.verify_offset)
+        return self._verdicts[place]
 
     @property
     def verified(self) -> bool:
         """Whether any run under review has verdicts (then the list is sorted by verdict by default)."""
-        return any(run.verdicts for run in self.runs)
+        return any(run.verified for run in self.runs)
 
     def verdicts(self) -> list[str]:
         """The verdicts present, in reviewer order, then `unverified` when some candidate has none (found once)."""
         if self._present is None:
-            present = {record.verdict if (record := self.verdict(entry)) else UNVERIFIED for entry in self.entries}
+            present = ({self.verdict_name(entry) for entry in self.entries} if self.listed else
+                       {v for run in self.runs for v in (run.queue.verdicts() if run.verified else {UNVERIFIED})})
             self._present = [v for v in (*VERDICTS, UNVERIFIED) if v in present]
         return self._present
 
+    def window(self, view: View, key: str | None, before: int, after: int) -> Window:
+        """The view's entries around `key` (`before` ahead of it, `after` behind it), or around its first entry
+        when `key` is not in the view: a few index reads per run, whatever the run's size."""
+        return view_window(self, view, key, before, after)
+
     def listing(self, view: View) -> tuple[list[Entry], dict[str, int]]:
-        """The entries of a view in its order (by verdict a stable sort: file order within a verdict), and each
-        entry key's position in it. Without a status filter this is built once per view; a status filter reads
-        the standing decisions (unparsed) once per call."""
-        shape = (view.cat, view.verdict if view.verdict != "all" else "", self.order(view))
+        """The entries of a narrowed session's view in its order (by verdict a stable sort: file order within a
+        verdict), and each entry key's position in it (built once per view; a status filter reads the standing
+        decisions of the list). A session over the indexes reads `window` instead."""
+        order = self.order(view)
+        shape = (view.cat, view.verdict if view.verdict != "all" else "", order)
         if shape not in self._listings:
             items = [entry for entry in self.entries if self._wanted(entry, view)]
-            if shape[2] == "verdict":
-                items.sort(key=lambda entry: verdict_rank(record.verdict if (record := self.verdict(entry)) else None))
+            items.sort(key=lambda entry: entry.groups.get(order, 0) if self.runs[entry.run].verified else 0)
             self._listings = {**self._listings, shape: (items, {entry.key: n for n, entry in enumerate(items)})}
         listed = self._listings[shape]
         if view.status in ("", "all"):
@@ -249,10 +277,7 @@ class ReviewSession:
     def _wanted(self, entry: Entry, view: View) -> bool:
         if view.cat and entry.category != view.cat:
             return False
-        if view.verdict not in ("", "all"):
-            record = self.verdict(entry)
-            return (record.verdict if record else UNVERIFIED) == view.verdict
-        return True
+        return view.verdict in ("", "all") or self.verdict_name(entry) == view.verdict
 
     def latest_for(self, entries: Sequence[Entry]) -> dict[str, Decision]:
         """`latest` for these entries only (a page's), read by their ids alone."""
@@ -290,7 +315,7 @@ class ReviewSession:
 
     def order(self, view: View) -> str:
         """The view's order, its default resolved."""
-        return view.order if view.order in ORDERS else ("verdict" if self.verified else "file")
+        return view.order if view.order in ORDER_KEYS else ("file" if self.listed else "routing")
 
     def categories(self) -> list[str]:
         return list(self._category_totals())
@@ -298,8 +323,10 @@ class ReviewSession:
     def _category_totals(self) -> dict[str, int]:
         """Candidates per category, in order of first appearance; counted once."""
         if not self._totals:
-            for entry in self.entries:
-                self._totals[entry.category] = self._totals.get(entry.category, 0) + 1
+            for run in self.runs:
+                for category, n in (Counter(e.category for e in run.entries).items() if self.listed
+                                    else run.queue.categories()):
+                    self._totals[category] = self._totals.get(category, 0) + n
         return self._totals
 
     def own(self, entry: Entry) -> Decision | None:
@@ -335,59 +362,17 @@ class ReviewSession:
         rejection needs a reason (and carries no corrections); an accept's edits must name existing steps, an edit
         that leaves a step's text as it was and an error-step list equal to the candidate's are dropped, and a
         correction is re-validated in full against the category's rules. `candidate` defaults to the entry's
-        record as read from its run.
+        record as read from its run (validated now: a line that is no candidate refuses every decision).
         """
-        return self.check_record(entry.run, candidate or self.candidate(entry), decision)
+        try:
+            candidate = candidate or self.candidate(entry)
+        except NotACandidate as exc:
+            raise Refused(str(exc)) from None
+        return self.check_record(entry.run, candidate, decision)
 
     def check_record(self, run: int, candidate: Candidate, decision: Decision) -> Decision:
-        """`check` for a candidate record of run number `run` (what `build` reads itself)."""
-        reason = decision.reason.strip() if isinstance(decision.reason, str) else decision.reason
-        if decision.decision not in ("accept", "reject") or not isinstance(reason, str):
-            raise Refused("a decision is accept or reject, with an optional text reason")
-        if decision.decision == "reject":
-            if not reason:
-                raise Refused("give a reason for the rejection: type one or pick a quick reason")
-            return replace(decision, reason=reason, corrected_error_steps=None, edited_steps=None)
-        process = candidate.modified_process
-        corrected, edits = decision.corrected_error_steps, decision.edited_steps
-        if corrected is not None and not (isinstance(corrected, list) and all(
-                isinstance(s, int) and not isinstance(s, bool) for s in corrected)):
-            raise Refused("corrected_error_steps must be a list of step numbers")
-        if edits is not None and not (isinstance(edits, dict) and all(isinstance(v, str) for v in edits.values())):
-            raise Refused("edited_steps must map step numbers to text")
-        changed: dict[int, str] = {}
-        for step, text in (edits or {}).items():
-            number = int(step) if str(step).isdigit() else 0
-            if not 1 <= number <= len(process):
-                raise Refused(f"step {step} does not exist: the solution has steps 1..{len(process)}")
-            # A browser textarea may drop a leading newline or turn CRLF into LF; that is not an edit.
-            if normalize_step(text) != normalize_step(process[number - 1]):
-                changed[number] = text
-        if corrected is not None:
-            corrected = sorted(set(corrected))
-            if corrected == sorted(candidate.error_steps):
-                corrected = None
-        checked = replace(decision, reason=reason, corrected_error_steps=corrected, edited_steps=changed or None)
-        if corrected is not None or changed:
-            self._revalidate(run, candidate, checked)
-        return checked
-
-    def _revalidate(self, run: int, candidate: Candidate, decision: Decision) -> None:
-        """Run the corrected record through `validate_answer` in full mode; a broken rule refuses it."""
-        category = self._category(run, candidate.category)
-        if category is None:
-            raise Refused(f"category {candidate.category!r} is in neither the run's taxonomy nor the bundled one, "
-                          "so a correction cannot be checked; accept or reject it as it is")
-        if category.rules.multi_solution and decision.corrected_error_steps:
-            raise Refused(f"{category.id} has no error steps: a different correct solution marks none")
-        corrected = apply_decision(candidate, decision)
-        # The whole record as the model's answer would have been: explanations included, which categories that
-        # require them check (a correction once dropped them and was refused with `missing_explanation`).
-        answer = corrected.as_answer(multi_solution=category.rules.multi_solution)
-        verdict = validate_answer(self.taxonomy_for(run, category), category, candidate.source_trajectory(), answer)
-        if verdict.codes:
-            raise Refused("not saved, the corrected record breaks a rule: " + " ".join(
-                f"[{code}]" for code in verdict.codes) + " " + "; ".join(verdict.messages))
+        """`check` for a candidate record of run number `run` (what `build` reads itself): `rules.check_record`."""
+        return check_record(self, run, candidate, decision)
 
 
 def _brief(decision: Decision) -> str:

@@ -29,6 +29,8 @@ from injector.curate.review.schema import MIGRATE_TO_2, MIGRATE_TO_3, SCHEMA
 log = logging.getLogger("injector")
 
 STORE_FILE = "review.sqlite"
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database (`review.sqlite-wal`, ...), opened by name."""
 DECISIONS = ("accept", "reject")
 ROLES = ("review", "adjudication")
 FIELDS = ("id", "decision", "reason", "corrected_error_steps", "edited_steps", "reviewer", "time", "role")
@@ -120,7 +122,7 @@ def _is_step(value: Any) -> bool:
 _BROKEN = ("not a database", "malformed", "no such table", "no such column", "file is encrypted")
 
 
-def _store_error(path: Path, exc: sqlite3.Error, doing: str) -> UserError:
+def store_error(path: Path, exc: sqlite3.Error, doing: str) -> UserError:
     """What went wrong with the store, said so the user does the right thing: a full disk or a locked or
     unwritable file is no reason to move a healthy store aside; only a file that is no review store is."""
     if any(sign in str(exc).lower() for sign in _BROKEN):
@@ -128,6 +130,16 @@ def _store_error(path: Path, exc: sqlite3.Error, doing: str) -> UserError:
                          "move it aside (the decisions in it are then not used)")
     return UserError(f"{path}: cannot {doing} the review store ({exc}); the store is left as it was: free disk "
                      "space, or check the directory is writable and no other program holds the file, then try again")
+
+
+def check_store_files(run_dir: str | Path) -> None:
+    """Refuse a run directory whose review.sqlite, or one of the files SQLite keeps beside it, exists but is no
+    regular file (`NotARegularFile`, a UserError): a received review.sqlite -> some other database, or a
+    review.sqlite-wal -> a file of the user's, which SQLite would open by name, through the link, and write pages
+    into."""
+    path = Path(run_dir) / STORE_FILE
+    for name in (path.name, *(path.name + suffix for suffix in SQLITE_SIDE_FILES)):
+        require_regular_or_missing(path.with_name(name))
 
 
 class ReviewStore:
@@ -149,10 +161,14 @@ class ReviewStore:
                 if db.execute("PRAGMA user_version").fetchone()[0] < 3:
                     db.executescript(MIGRATE_TO_3)
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "open") from None
+            raise store_error(self.path, exc, "open") from None
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection to the store (the caller closes it): for the queue index kept beside the decisions."""
+        return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
-        require_regular_or_missing(self.path)  # a received review.sqlite -> some other database: refused
+        check_store_files(self.path.parent)
         return sqlite3.connect(self.path, timeout=30)
 
     def record(self, decision: Decision) -> Decision:
@@ -168,7 +184,7 @@ class ReviewStore:
                     checked.time = _after(normalize_time(latest))
                 db.execute(_INSERT, to_row(checked))
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "write to") from None
+            raise store_error(self.path, exc, "write to") from None
         return checked
 
     def add_all(self, decisions: Iterable[Decision]) -> int:
@@ -178,7 +194,7 @@ class ReviewStore:
             with closing(self._connect()) as db, db:
                 db.executemany(_INSERT, rows)
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "write to") from None
+            raise store_error(self.path, exc, "write to") from None
         return len(rows)
 
     def rows(self, candidate_id: str | None = None) -> list[Decision]:
@@ -194,7 +210,7 @@ class ReviewStore:
                 found = db.execute(f"SELECT seq, {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq",
                                    tuple(args)).fetchall()
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "read") from None
+            raise store_error(self.path, exc, "read") from None
         decisions = []
         for seq, *row in found:
             try:
@@ -234,7 +250,7 @@ class ReviewStore:
             with closing(self._connect()) as db, db:
                 db.executemany("INSERT OR IGNORE INTO candidates (id, category) VALUES (?, ?)", candidates)
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "write to") from None
+            raise store_error(self.path, exc, "write to") from None
 
     def progress(self) -> list[tuple[str, str, int]]:
         """(category, decision, how many) of the standing decisions on registered candidates, kept by triggers."""
@@ -249,7 +265,7 @@ class ReviewStore:
             with closing(self._connect()) as db:
                 return db.execute(sql).fetchall()
         except sqlite3.Error as exc:
-            raise _store_error(self.path, exc, "read") from None
+            raise store_error(self.path, exc, "read") from None
 
     def latest_of(self, reviewer: str, role: str = "review") -> dict[str, Decision]:
         """One reviewer's latest decision (in `role`) per candidate id, blind to everyone else's."""

@@ -15,7 +15,8 @@ import random
 from injector.model.trajectory import Trajectory
 from injector.engines.offline.equations import Computation, Solved, computations, determines, introduced, inverse_equations, \
     own_sentence, solved_values, stated_quantity, substituted
-from injector.engines.offline.wording import styled
+from injector.engines.offline.positions import Placed
+from injector.engines.offline.wording import fitted, styled
 from injector.engines.offline.text import Option, Perturbation, insert, replace, split_answer
 
 # Wording: frames that PRM800K's own steps use about as often as these pools do ("so", "that means", "we know
@@ -57,6 +58,7 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
     """One option per result a step derives (a variable's value, or a computation of a stated quantity) that is
     new in that step; steps carrying the `# Answer` line are left alone, so the final answer step is unchanged."""
     steps = list(trajectory.steps)
+    lengths = [len(step) for step in steps]
     options: list[Option] = []
     for index, step in enumerate(steps):
         body, tail = split_answer(step)
@@ -67,28 +69,31 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
             # itself would leave the loop leaning on operands established nowhere.
             before = "".join(split_answer(steps[index - 1])[0].split()) if index else ""
             if determines(solved) and "".join(f"{solved.left}={solved.right}".split()) in before:
-                options.append(_loop_on_value(index, solved, step))
+                options.append(Placed(_loop_on_value(index, solved, step, lengths), index + 1, len(steps) + 1))
         earlier = trajectory.question + " " + " ".join(steps[:index])
         for computation in computations(body, index):
-            loop = _loop_on_computation(body, computation, earlier)
+            loop = _loop_on_computation(body, computation, earlier, lengths)
             if loop is not None:
-                options.append(loop)
+                options.append(Placed(loop, index + 1, len(steps) + 1))
     return styled(options, steps)
 
 
-def _loop_on_value(index: int, solved: Solved, step: str) -> Option:
+def _loop_on_value(index: int, solved: Solved, step: str, lengths: list[int]) -> Option:
     # The assumption must replace the step, not repeat it ("That means $r = 2$." for "That means $r = 2$.").
     forms = [form for form in ASSUME_VALUE if form.format(var=solved.var, value=solved.value) != step.strip()]
 
     def option(rng: random.Random) -> Perturbation:
         var, value, filled = solved.var, solved.value, substituted(solved)
         fields = {"var": var, "value": value, "filled": filled, "equation": f"{solved.left} = {solved.right}"}
+        # The loop's steps written the way whose length fits the solution's steps (`fitted`); loop steps shorter
+        # than the solution's own gave them away by length alone. The assumption is drawn uniformly: fitting it
+        # too made its longest frame the commonest, a cue to the word probe.
         assumed = rng.choice(forms).format(var=var, value=value)
         if rng.random() < 0.5:
-            loop = [insert(index + 1, rng.choice(DERIVE_VALUE).format(**fields))]
+            loop = [insert(index + 1, fitted(rng, [f.format(**fields) for f in DERIVE_VALUE], lengths))]
         else:
-            loop = [insert(index + 1, rng.choice(LEAN_VALUE).format(**fields)),
-                    insert(index + 1, rng.choice(CONCLUDE_VALUE).format(**fields))]
+            loop = [insert(index + 1, fitted(rng, [f.format(**fields) for f in LEAN_VALUE], lengths)),
+                    insert(index + 1, fitted(rng, [f.format(**fields) for f in CONCLUDE_VALUE], lengths))]
         return Perturbation("assume_the_value", [replace(index + 1, assumed), *loop],
                             f"Step {index + 1} no longer solves for ${var}$: it takes ${var} = {value}$ as given, and "
                             f"what follows substitutes that value into ${solved.left} = {solved.right}$ and "
@@ -97,7 +102,7 @@ def _loop_on_value(index: int, solved: Solved, step: str) -> Option:
     return option
 
 
-def _loop_on_computation(body: str, computation: Computation, earlier: str) -> Option | None:
+def _loop_on_computation(body: str, computation: Computation, earlier: str, lengths: list[int]) -> Option | None:
     """Assume the computed quantity ("Suppose the total cost is $14.60$ dollars") and recover one of the known
     operands from it ("Then $14.60 - 3.60 = 11$"), concluding the assumed quantity."""
     if not introduced(computation.value, earlier):
@@ -113,17 +118,19 @@ def _loop_on_computation(body: str, computation: Computation, earlier: str) -> O
     def option(rng: random.Random) -> Perturbation:
         inverse = stated.math(rng.choice(inverses))
         own = own_sentence(body, stated, computation.value)
+        fields = {"inverse": inverse, "clause": clause, "Clause": clause[:1].upper() + clause[1:]}
         if own is not None and rng.random() < 0.5:
             assumed = own + "."  # the step's own sentence, its computation gone: the value stated bare
         else:
-            assumed = rng.choice(ASSUME_CLAUSE).format(clause=clause, Clause=clause[:1].upper() + clause[1:])
+            assumed = rng.choice(ASSUME_CLAUSE).format(**fields)
         step = computation.step + 1
-        fields = {"inverse": inverse, "clause": clause, "Clause": clause[:1].upper() + clause[1:]}
+
+        def written(frames: tuple[str, ...]) -> str:
+            return fitted(rng, [f.replace("${inverse}$", "{inverse}").format(**fields) for f in frames], lengths)
         if rng.random() < 0.5:
-            loop = [insert(step, rng.choice(DERIVE_CLAUSE).replace("${inverse}$", "{inverse}").format(**fields))]
+            loop = [insert(step, written(DERIVE_CLAUSE))]
         else:
-            loop = [insert(step, rng.choice(LEAN_CLAUSE).replace("${inverse}$", "{inverse}").format(**fields)),
-                    insert(step, rng.choice(CONCLUDE_CLAUSE).format(**fields))]
+            loop = [insert(step, written(LEAN_CLAUSE)), insert(step, written(CONCLUDE_CLAUSE))]
         return Perturbation("assume_the_result", [replace(step, assumed), *loop],
                             f"Step {step} no longer computes {stated.math(computation.lhs)}: it takes {clause} as given, "
                             f"and what follows works back from that value ({inverse}) to conclude the same value. "

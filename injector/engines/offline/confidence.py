@@ -23,6 +23,7 @@ from injector.engines.offline.equations import Computation, computations, evalua
     solved_values, stated_quantity, top_level_split
 from injector.engines.offline.latex_values import render
 from injector.engines.offline.numerical_calculation import slip_decimal, slipped
+from injector.engines.offline.positions import Placed
 from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate
 from injector.engines.offline.text import Option, Perturbation, replace_span, split_answer
 
@@ -38,14 +39,14 @@ def confidence_options(trajectory: Trajectory) -> list[Option]:
             bare = _bare(body, computation)
             if bare is None:
                 continue
-            options.append(_option(trajectory, index, computation, bare))
+            options.append(Placed(_option(trajectory, index, computation, bare), index + 1, len(steps)))
         for solved in solved_values(steps, trajectory.question, index):
             value_start = body.rfind(solved.value, solved.start, solved.end)
             # The solved value as a computation of nothing: the whole step gives way to the bare assertion.
             as_computation = Computation(index, solved.var, solved.value, solved.start, value_start + len(solved.value),
                                          value_start, True)
-            options.append(_option(trajectory, index, as_computation, (0, len(body), f"${solved.var} = "),
-                                   solved=True))
+            options.append(Placed(_option(trajectory, index, as_computation, (0, len(body), f"${solved.var} = "),
+                                          solved=True), index + 1, len(steps)))
     return options
 
 

@@ -17,11 +17,12 @@ from injector.engines.offline.confidence import confidence_options
 from injector.engines.offline.counterfactual import counterfactual_options
 from injector.engines.offline.numerical_calculation import numerical_calculation_options
 from injector.engines.offline.plausible import refusal
+from injector.engines.offline.positions import ordered
 from injector.engines.offline.redundancy import redundancy_options
 from injector.engines.offline.step_contradiction import step_contradiction_options
 from injector.engines.offline.text import Option, Perturbation
 
-OPERATORS_VERSION = "4"
+OPERATORS_VERSION = "5"
 
 OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "redundancy": redundancy_options,
@@ -83,15 +84,15 @@ class OfflineEngine(Engine):
         return NEEDS_A_MODEL.get(category.id, f"the offline engine has no operator for {category.id!r}")
 
     def perturb(self, trajectory: Trajectory, category: Category, *, seed: int, sample: int) -> Perturbation:
-        """The `sample`-th applicable perturbation in a seeded order; NotApplicable when there is none left.
+        """The `sample`-th applicable perturbation in a seeded order (`positions.ordered`: where a category has a
+        target, its first error steps fall where PRMBench's do); NotApplicable when there is none left.
 
         An option may return None (not applicable, e.g. its change cannot be carried consistently through the
         later steps): it is skipped, and the next one in the order is tried."""
         options = self.operators[category.id](trajectory)
         # String seeds are hashed with SHA-512 by `random`, so the order is stable across processes and platforms.
         key = f"{seed}\x00{trajectory.id}\x00{category.id}"
-        order = list(range(len(options)))
-        random.Random(f"order\x00{key}").shuffle(order)
+        order = ordered(options, category.id, random.Random(f"order\x00{key}"))  # spread like PRMBench's
         # Samples 0, 1, 2 ... of a unit walk the same order: remember what each option gave (a few units back).
         memo_key = (key, trajectory.question, tuple(trajectory.steps))
         tried = self._tried.pop(memo_key, {})

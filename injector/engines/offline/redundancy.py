@@ -19,6 +19,7 @@ import re
 from injector.model.trajectory import Trajectory
 from injector.engines.offline.equations import MATH, Computation, Solved, computations, determines, evaluate, holds, inverse_equations, \
     latex_number, own_sentence, solved_values, Stated, stated_quantity, substituted, top_level_split
+from injector.engines.offline.positions import Placed, place_weight
 from injector.engines.offline.text import Option, Perturbation, insert, split_answer
 from injector.engines.offline.wording import say, styled
 
@@ -58,16 +59,18 @@ def redundancy_options(trajectory: Trajectory) -> list[Option]:
         for computation in computations(body, index):
             routes = other_routes(computation.lhs, computation.value)
             stated = stated_quantity(body, computation)
+            after = len(steps) + 1  # an inserted step right after step index + 1 is step index + 2 of n + 1
             if routes and stated:
-                options.append(_same_clause(index, body, computation, stated, routes))
+                options.append(Placed(_same_clause(index, body, computation, stated, routes), index + 2, after))
             inverses = inverse_equations(computation.lhs, computation.value, earlier, strict=True)
             if inverses and stated:  # a bare equation alone ("We have $\\frac{50}{5} = 10$.") is not offered
-                options.append(_side_equation(index, body, inverses, stated, computation.value))
+                options.append(Placed(_side_equation(index, body, inverses, stated, computation.value), index + 2,
+                                      after))
             if stated and index + 2 < len(steps) - 1:
                 options.append(_restate_later(index, len(steps), computation, stated))
         for solved in solved_values(steps, trajectory.question, index):
             if determines(solved):  # putting a value into an identity shows nothing
-                options.append(_put_back(index, solved, branches))
+                options.append(Placed(_put_back(index, solved, branches), index + 2, len(steps) + 1))
     return styled(options, steps)
 
 
@@ -88,7 +91,9 @@ def _same_clause(index: int, body: str, computation: Computation, stated: Stated
 
 def _restate_later(index: int, size: int, computation: Computation, stated: Stated) -> Option:
     def option(rng: random.Random) -> Perturbation:
-        after = rng.randint(index + 3, size - 1)  # not right after it, and before the last step
+        # Not right after it, and before the last step; where PRMBench's redundant steps are (`positions.TARGET`).
+        places = list(range(index + 3, size))
+        after = rng.choices(places, [place_weight("redundancy", place + 1, size + 1) for place in places])[0]
         clause = stated.clause(f"{stated.math(computation.lhs).strip('$')} = {computation.value}")
         text = say(rng, RESTATE, OPENERS, clause=clause)
         return Perturbation("restate_a_result", [insert(after, text)],

@@ -1,15 +1,18 @@
 """Offline step_contradiction operators: a later step uses a different value for a quantity that an earlier step
 established (derived there as the result of an equation, or set there as `x = v`), and the steps after it are
-recomputed from the conflicting value, up to the answer. The earlier step stays as it was."""
+recomputed from the conflicting value, up to the answer; or the conflicting step is a dead end (`dead_end`: nothing
+later uses what it derives), and it alone is false while the answer stays. The earlier step stays as it was."""
 from __future__ import annotations
 
 import random
 from fractions import Fraction
 
 from injector.model.trajectory import Trajectory
+from injector.engines.offline.equations import computations, holds
 from injector.engines.offline.numerical_calculation import slip_decimal, slipped
 from injector.engines.offline.latex_values import DECORATION, LITERAL, Token, chains, math_spans, render, tokens, values
 from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate
+from injector.engines.offline.positions import Placed
 from injector.engines.offline.text import Option, Perturbation, split_answer
 
 
@@ -29,6 +32,26 @@ def established(body: str) -> dict[Fraction, str]:
         if token is not None:
             found[token.value] = body[chain.exprs[-2][0]:chain.exprs[-2][1]].strip()
     return found
+
+
+def dead_end(steps: list[str], j: int, edits: list[dict], value: Fraction) -> bool:
+    """Is the conflicting step `j` (0-based) a dead end: the only step changed, not the last, followed by an
+    `# Answer` line or by a step that derives a result of its own (so it does not state the answer), and none of the
+    results it derived (the values its rewrite removed, other than the established one) used by a later step? Then
+    its error reaches nothing, the final answer stays, and only step j is false: PRMBench's contradictions are most
+    often such a single step, seldom the last (its train-phase-1 data label the last step in 9 % of them)."""
+    if len(edits) != 1 or j >= len(steps) - 1 or split_answer(steps[j])[1]:
+        return False
+    if not split_answer(steps[-1])[1] and not any(established(split_answer(step)[0]) for step in steps[j + 1:]):
+        return False  # no `# Answer` line, and nothing derived after it: the step may be the one with the answer
+    new_body = split_answer(edits[0]["text"])[0]
+    if not all(holds(c.lhs, c.value) for c in computations(new_body, j)) or \
+            set(established(new_body)) & set(established(split_answer(steps[j])[0])):
+        # Every result of the step follows from the conflicting value; none stays as it was (as 140 did in
+        # "$8!/34 = \\frac{20160}{17}$ and $\\frac{20160}{17}/9 = 140$").
+        return False
+    lost = values(split_answer(steps[j])[0]) - values(new_body) - {value, -value}
+    return bool(lost) and not any(lost & values(step) for step in steps[j + 1:])
 
 
 def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
@@ -63,7 +86,8 @@ def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
                         text = text[: token.start] + render(wrong, token.text, in_math=True) + text[token.end:]
                     edits = propagate(steps, j, text + tail, question=trajectory.question, recompute=True,
                                       carry=False)
-                    if edits is None or not final_answer_changed(steps, edits):
+                    if edits is None or not (final_answer_changed(steps, edits) or
+                                             dead_end(steps, j, edits, value)):
                         return None
                     if value in values(split_answer(edits[0]["text"])[0]):
                         return None  # the conflicting step would show the established value too: no clear conflict
@@ -71,5 +95,6 @@ def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
                     return Perturbation("conflicting_value", edits,
                                         f"Step {i + 1} establishes ${source} = {old}$, but step {j + 1} uses "
                                         f"${new}$ for the same quantity.{carried_on(edits)}")
-                options.append(option)  # every later use: where one cannot be carried through, another may
+                # Every later use: where one cannot be carried through, another may.
+                options.append(Placed(option, j + 1, len(steps)))
     return options

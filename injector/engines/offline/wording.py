@@ -12,6 +12,7 @@ import random
 import re
 
 from injector.engines.offline.equations import CONNECTIVE
+from injector.engines.offline.positions import Placed
 
 # How a generated step may open; the empty opener (most often) leaves the frame's own first word.
 OPENERS = ("", "", "", "", "So ", "And ", "Right, so ", "Now ", "Ok, so ", "Then ", "Right, and ", "Yes, and ")
@@ -73,5 +74,15 @@ def styled(options: list, steps: list[str]) -> list:
                         if edit["op"] != "replace" or text != steps[edit["step"] - 1].strip():
                             edit["text"] = text
             return perturbation
-        return restyled
+        return Placed(restyled, option.first, option.length) if isinstance(option, Placed) else restyled
     return [wrap(option) for option in options]
+
+
+def fitted(rng: random.Random, texts: list[str], lengths: list[int]) -> str:
+    """Of two of `texts` (one step written several ways) drawn at random, the one whose length is closer to a
+    length drawn from `lengths` (the solution's own steps'): inserted steps then run nearer the solution's length,
+    so a probe that sees only a step's length finds them less, while every way keeps coming up (the closest way
+    alone would make one frame the commonest, a cue to the word probe)."""
+    target = rng.choice(lengths)
+    pair = rng.sample(texts, min(2, len(texts)))
+    return min(pair, key=lambda text: abs(len(text) - target))

@@ -17,7 +17,8 @@ from typing import Any, AsyncIterator, Callable
 
 from injector.engines.base import Engine
 from injector.inject.unit import Unit
-from injector.records.directory import RunDirectory
+from injector.records.directory import RunDirectory, WrittenUnits
+from injector.runner.budget import BudgetLedger
 from injector.runner.local import run_units
 from injector.runner.spec import RunProgress, RunSpec
 from injector.util.errors import BudgetExceeded, InjectorError
@@ -37,7 +38,7 @@ database): kept referenced until the worker exits without cleanup."""
 
 
 def worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engine, path: Any,
-                 units: Connection, results: Connection) -> None:
+                units: Connection, results: Connection, ledger: BudgetLedger, written: WrittenUnits) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with(parent)
@@ -58,7 +59,7 @@ def worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engi
 
     outcome: dict[str, Any]
     try:
-        asyncio.run(_work(spec, engine, RunDirectory(path), units, progress, on_progress))
+        asyncio.run(_work(spec, engine, RunDirectory(path), units, progress, on_progress, ledger, written))
         outcome = {"status": "finished"}
     except BudgetExceeded:
         outcome = {"status": "budget"}
@@ -78,13 +79,13 @@ def worker_main(index: int, count: int, parent: int, spec: RunSpec, engine: Engi
 
 
 async def _work(spec: RunSpec, engine: Engine, run_dir: RunDirectory, units: Connection, progress: RunProgress,
-                on_progress: Callable[[RunProgress], None]) -> None:
+                on_progress: Callable[[RunProgress], None], ledger: BudgetLedger, written: WrittenUnits) -> None:
     """The run loop on the units the parent sends; SIGTERM cancels it between two records."""
     task = asyncio.current_task()
     assert task is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
-        await run_units(_received_units(units, spec), spec, engine, run_dir, progress, on_progress)
+        await run_units(_received_units(units, spec), spec, engine, run_dir, progress, on_progress, ledger, written)
     finally:
         run_dir.close_files()
 
@@ -158,4 +159,4 @@ def _snapshot(progress: RunProgress) -> dict[str, Any]:
             "skipped_existing": progress.skipped_existing, "prompt_tokens": progress.prompt_tokens,
             "completion_tokens": progress.completion_tokens, "cost": progress.cost, "codes": dict(progress.codes),
             "by_category": {k: dict(v) for k, v in progress.by_category.items()}, "retries": progress.retries(),
-            "transient_message": progress.transient_message}
+            "transient_message": progress.transient_message, "largest_unit_cost": progress.largest_unit_cost}

@@ -12,8 +12,9 @@ processes (forked, so they inherit the engine, the taxonomy and its hooks as bui
   `--workers 1`.
 - Limits hold in total: worker k gets its share of --concurrency (the shares differ by at most one and add up to
   it), 1/N of --rpm and --tpm (each worker has its own rate limiter; a run-wide pause after a burst of 429s
-  pauses the worker that saw them) and 1/N of --max-cost (a worker stops at its share, so the total never exceeds
-  the budget, though a run can stop with exit 3 before the others have spent theirs).
+  pauses the worker that saw them) and 1/N of --max-cost-per-invocation; what --max-cost leaves is one ledger in
+  shared memory (`runner.budget`) every worker reserves from before it starts a unit, so the total never exceeds
+  the run's cap (until one unit's cost is known, the first unit of the invocation goes alone).
 - Workers send a snapshot of their counts at most every `SNAPSHOT_SECONDS`; the parent adds them up for the one
   progress display and the summary.
 - Ctrl-C reaches the parent only (the workers ignore SIGINT); it stops the workers with SIGTERM, which cancels
@@ -35,8 +36,9 @@ from typing import Any, Callable, Iterator
 
 from injector.engines.base import Engine
 from injector.inject.unit import Unit
-from injector.records.directory import RunDirectory
+from injector.records.directory import RunDirectory, WrittenUnits
 from injector.records.models import Spending
+from injector.runner.budget import BudgetLedger
 from injector.runner.executors.base import WorkerFailed, shares
 from injector.runner.executors.process_worker import worker_main
 from injector.runner.shards import shard_of
@@ -77,23 +79,29 @@ class WorkerProcesses:
         if "fork" not in multiprocessing.get_all_start_methods():
             raise UserError("--workers needs a system that can fork processes (Linux, macOS); use --workers 1")
         self.count = count
+        self.skipped = 0
+        """Units the parent skipped as already written (this invocation)."""
 
     def run_units(self, units: Iterator[Unit], spec: RunSpec, engine: Engine, run_dir: RunDirectory,
                   progress: RunProgress, on_progress: Callable[[RunProgress], None] | None) -> None:
         if spec.concurrency < self.count:
             raise UserError(f"--workers {self.count} needs --concurrency {self.count} or more (each worker keeps at "
                             "least one request in flight)")
+        written = run_dir.written()  # read once, here: the forked workers share it
+        self.skipped = 0
         run_dir.close_files()  # a worker must open its own descriptors: a shared one would share its locks too
         planned = progress.planned
         # Objects alive now are left out of the workers' garbage collections, which would otherwise write to (and
         # so copy) every page they inherited.
         gc.freeze()
         try:
-            workers = [self._start(k, spec, engine, run_dir) for k in range(self.count)]
+            ledger = BudgetLedger(spec.run_budget_left(), spec.spent_before.largest_unit, shared=True)
+            workers = [self._start(k, spec, engine, run_dir, ledger, written) for k in range(self.count)]
         finally:
             gc.unfreeze()
         progress.retries = lambda: sum(w.snapshot.get("retries", 0) for w in workers)
-        feeder = _Feeder(units, workers)
+        finished = written.finished(spec.retry_rejects)
+        feeder = _Feeder((unit for unit in units if not self._skipped(unit.id in finished)), workers)
         interrupted = False
         try:
             feeder.start()
@@ -118,19 +126,28 @@ class WorkerProcesses:
 
     # ------------------------------------------------------------------------------------------ parent side
 
-    def _start(self, index: int, spec: RunSpec, engine: Engine, run_dir: RunDirectory) -> _Worker:
+    def _skipped(self, done: bool) -> bool:
+        """Count a unit the run directory already holds: the parent skips it (a worker would only receive it to
+        skip it), and adds these to the workers' counts."""
+        self.skipped += done
+        return done
+
+    def _start(self, index: int, spec: RunSpec, engine: Engine, run_dir: RunDirectory, ledger: BudgetLedger,
+               written: WrittenUnits) -> _Worker:
         context = multiprocessing.get_context("fork")
         results_in, results_out = context.Pipe(duplex=False)
         units_in, units_out = context.Pipe(duplex=False)
         _widen(units_out)
+        per_invocation = spec.max_cost_per_invocation
         share = spec.model_copy(update={
             "concurrency": shares(spec.concurrency, self.count)[index],
-            # Each worker stops on reaching its share of what this invocation may spend.
+            # What --max-cost leaves is the shared ledger's (every worker reserves from it); each worker stops on
+            # reaching its share of --max-cost-per-invocation.
             "max_cost": None, "spent_before": Spending(),
-            "max_cost_per_invocation": None if (budget := spec.invocation_budget()) is None else budget / self.count})
+            "max_cost_per_invocation": None if per_invocation is None else per_invocation / self.count})
         process = context.Process(target=worker_main, name=f"inject-worker-{index}", daemon=True,
                                   args=(index, self.count, os.getpid(), share, engine, run_dir.path, units_in,
-                                        results_out))
+                                        results_out, ledger, written))
         # SIGINT is blocked across the fork, so a Ctrl-C cannot reach the worker before it ignores SIGINT.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
@@ -166,7 +183,7 @@ class WorkerProcesses:
                     worker.feeding = False
                 else:
                     worker.snapshot = payload
-                _merge(progress, planned, workers)
+                _merge(progress, planned, workers, self.skipped)
                 if on_progress:
                     on_progress(progress)
 
@@ -209,8 +226,7 @@ class WorkerProcesses:
                 raise WorkerFailed(f"worker {index + 1} of {self.count} was stopped; nothing written is lost: run "
                                    "the same command again to continue", EXIT_RESUMABLE)
         if any(outcome["status"] == "budget" for _, outcome in outcomes):
-            raise BudgetExceeded(f"{spec.budget_message(progress.cost)} (each of the {self.count} workers stops at "
-                                 f"its 1/{self.count} of the budget)")
+            raise BudgetExceeded(f"{spec.budget_message(progress.cost)} (the {self.count} workers share the budget)")
 
 
 class _Feeder(threading.Thread):
@@ -255,13 +271,16 @@ class _Feeder(threading.Thread):
         self.join(timeout=STOP_GRACE_SECONDS)
 
 
-def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker]) -> None:
-    """The run's progress: the sum of the workers' latest snapshots."""
+def _merge(progress: RunProgress, planned: int | None, workers: list[_Worker], skipped: int) -> None:
+    """The run's progress: the sum of the workers' latest snapshots, and the units the parent skipped."""
     snapshots = [w.snapshot for w in workers if w.snapshot]
     for name in ("done", "accepted", "rejected", "skipped_existing", "prompt_tokens", "completion_tokens"):
         setattr(progress, name, sum(s[name] for s in snapshots))
+    progress.skipped_existing += skipped
     costs = [s["cost"] for s in snapshots]
     progress.cost = None if any(cost is None for cost in costs) else sum(costs)
+    # The manifest keeps it: the next invocation reserves it for each unit it starts under --max-cost.
+    progress.largest_unit_cost = max((s["largest_unit_cost"] for s in snapshots), default=0.0)
     progress.codes, progress.by_category = {}, {}
     for snapshot in snapshots:
         for code, count in snapshot["codes"].items():

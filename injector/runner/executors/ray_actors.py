@@ -172,7 +172,8 @@ class _Dispatch:
         self.job = WorkerJob(spec=spec, make_engine=executor.make_engine, workers=self.workers, concurrency=1,
                              budget=self.budget, run_path=str(run_dir.path.resolve()),
                              config_hash=str(manifest.config_hash if manifest else None), engine_description=engine.describe(),
-                             append=executor.append_in_workers, driver=DriverIdentity.of_this_process())
+                             append=executor.append_in_workers, driver=DriverIdentity.of_this_process(),
+                             largest_unit=spec.spent_before.largest_unit)
         # Actors are requested with a CPU share, so a cluster with fewer CPUs than workers still places them all.
         self.actor_class = ray.remote(ShardWorker)
         self.actor_options = dict(num_cpus=min(1.0, cpus / self.workers), max_concurrency=BATCHES_IN_FLIGHT + 1,

@@ -65,7 +65,8 @@ class WorkerJob:
     workers: int
     concurrency: int
     budget: float | None
-    """Dollars this worker may spend (its share of --max-cost), or None for no limit."""
+    """Dollars this worker may spend (its share of the invocation's budget), or None for no limit: it starts a unit
+    only while its share can hold it, the largest unit so far reserved for each unit in flight."""
     run_path: str
     config_hash: str
     engine_description: dict[str, Any]
@@ -74,6 +75,8 @@ class WorkerJob:
     """Append records in the worker (True), return them to the driver (False), or decide by `sees_run_directory`."""
     driver: DriverIdentity | None = None
     """The driver process: a worker stops (appends nothing more, and exits) once it is known dead."""
+    largest_unit: float = 0.0
+    """The most one unit of the run directory has cost so far (its manifest's `spending`): reserved per unit."""
 
 
 @dataclass
@@ -106,6 +109,13 @@ class ShardWorker:
         self.node = ""
         self._slots: asyncio.Semaphore | None = None
         self.categories = {category.id: category for category in job.spec.categories}
+        self.largest, self.reserved = job.largest_unit, 0.0
+        """The largest unit's cost so far, and what the units in flight hold reserved of the budget."""
+        self.held_back = False
+        """A unit was left for a later invocation: the budget had no room for it."""
+        self._first_started = False
+        self._first_done = asyncio.Event()
+        """Set once a unit ended: until a unit's cost is known, one goes alone under a budget."""
 
     def pid(self) -> int:
         """The worker's process id (to kill it in a test; to wait for its death after `ray.kill`)."""
@@ -137,7 +147,19 @@ class ShardWorker:
 
     def out_of_budget(self) -> bool:
         budget = self.job.budget
-        return budget is not None and self.spent is not None and self.spent >= budget
+        return budget is not None and (self.held_back or (self.spent is not None and self.spent >= budget))
+
+    async def _room_for_a_unit(self) -> bool:
+        """Whether one more unit may start under the budget: what is spent, what the units in flight hold and the
+        largest unit so far (reserved for it) stay within it. While no unit's cost is known, the first goes alone
+        (a worker that started `concurrency` units at once before any price was known could pass its share)."""
+        budget = self.job.budget
+        if budget is None:
+            return True
+        if self._first_started and not self.largest:
+            await self._first_done.wait()
+        self._first_started = True
+        return self.spent is not None and self.spent + self.reserved + self.largest <= budget
 
     async def process(self, batch: list[UnitPayload]) -> BatchResult:
         if self._slots is None:
@@ -154,7 +176,12 @@ class ShardWorker:
         async with self._slots:
             if self.failure or self.out_of_budget() or self.engine is None:
                 return None  # left for the next run, like the local loop's units after a failure or the budget
+            if not await self._room_for_a_unit():
+                self.held_back = True
+                return None
             category = self.categories[category_id]
+            reserve = self.largest
+            self.reserved += reserve
             try:
                 record = await inject_one(spec.taxonomy, category, trajectory, self.engine, sample=sample,
                                           seed=spec.seed, max_attempts=spec.max_attempts,
@@ -174,6 +201,10 @@ class ShardWorker:
                 self.failure = (f"internal error in a Ray worker: {type(exc).__name__}: {exc} ({' | '.join(where)})",
                                 1)
                 return None
+            finally:
+                self.reserved -= reserve
+                self._first_done.set()
         cost = record.provenance.cost
         self.spent = None if self.spent is None or cost is None else self.spent + cost
+        self.largest = max(self.largest, cost or 0.0)
         return record

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from injector.records.audit_flags import Finding, StepAuditFindings
 from injector.sources.labelled import StepRecord
-from injector.triage.step_audit.check import LinkCheck, check_link
+from injector.triage.step_audit.check import HYPOTHETICAL, REJECTED_HERE, LinkCheck, check_link
 from injector.triage.step_audit.relations import find_links
 from injector.triage.step_audit.worker import SympyWorker
 
@@ -16,6 +16,8 @@ COMPUTATION_CATEGORIES = frozenset({"counterfactual", "confidence", "step_contra
 """Categories whose injected error is a computation, so an error step there should hold a checkably false relation."""
 
 _WORKER: SympyWorker | None = None
+WORKED_HYPOTHESIS_REACH = 2
+"""Steps back to a plugged-in value, and on to its rejection, for a false relation between them to be uncertain."""
 
 
 def default_worker() -> SympyWorker:
@@ -67,9 +69,19 @@ def audit_steps(steps: list[str], worker: SympyWorker | None = None) -> Solution
                 audit.skipped += 1
                 reasons[result] += 1
             else:
+                if result.status == "false" and _worked_hypothesis(steps, number):
+                    result.status, result.uncertainty = "uncertain", "rejected"
                 audit.checks.append(result)
         audits.append(audit)
     return SolutionAudit(steps=audits, skip_reasons=dict(reasons))
+
+
+def _worked_hypothesis(steps: list[str], number: int) -> bool:
+    """Whether step `number` works through a value plugged in shortly before ("If we plug in -7 ...") that a step
+    shortly after rejects ("This is incorrect, so x cannot be -7"): a plug-in-and-reject across steps."""
+    reach = WORKED_HYPOTHESIS_REACH
+    before, after = steps[max(0, number - 1 - reach):number - 1], steps[number:number + reach]
+    return any(HYPOTHETICAL.search(text) for text in before) and any(REJECTED_HERE.search(text) for text in after)
 
 
 class RecordAudit(BaseModel):

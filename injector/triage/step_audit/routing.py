@@ -51,11 +51,14 @@ def algebra_opinion(audit: RecordAudit | StepAuditFindings | None) -> Opinion:
 
 
 def judge_opinion(verdict: VerifyRecord | None) -> Opinion:
-    if verdict is None or verdict.verdict == "unparseable":
-        return "silent"
-    if verdict.verdict in _JUDGE_AGREES:
+    return verdict_opinion(verdict.verdict if verdict is not None else None)
+
+
+def verdict_opinion(verdict: str | None) -> Opinion:
+    """The judge's opinion from its verdict's name alone (unparseable, unverified or unknown: silent)."""
+    if verdict in _JUDGE_AGREES:
         return "agree"
-    return "disagree" if verdict.verdict in _JUDGE_DISAGREES else "silent"
+    return "disagree" if verdict in _JUDGE_DISAGREES else "silent"
 
 
 def rollout_opinion(verdict: VerifyRecord | None) -> Opinion:
@@ -71,17 +74,25 @@ def route(item_id: str, category: str, audit: RecordAudit | StepAuditFindings | 
           verdict: VerifyRecord | None) -> Routing:
     """All speaking signals agree -> fast track; any of algebra or judge disagreeing -> review first (rollouts
     shown beside it); rollouts disagreeing alone, or no signal speaking -> ordinary review."""
-    opinions = {"algebra": algebra_opinion(audit), "judge": judge_opinion(verdict), "rollouts": rollout_opinion(verdict)}
-    decisive = [name for name in ("algebra", "judge") if opinions[name] == "disagree"]
+    return route_opinions(item_id, category, algebra_opinion(audit), verdict)
+
+
+def route_opinions(item_id: str, category: str, algebra: Opinion, verdict: VerifyRecord | None) -> Routing:
+    """`route` from the algebra's opinion already taken (the review app keeps only that of each candidate)."""
+    opinions = {"algebra": algebra, "judge": judge_opinion(verdict), "rollouts": rollout_opinion(verdict)}
     disagreeing = [name for name, opinion in opinions.items() if opinion == "disagree"]
-    if decisive:
-        chosen: Route = "review_first"
-    elif opinions["rollouts"] != "disagree" and any(opinions[n] == "agree" for n in ("algebra", "judge")):
-        chosen = "fast_track"
-    else:
-        chosen = "review"
     return Routing(id=item_id, category=category, algebra=opinions["algebra"], judge=opinions["judge"],
-                   rollouts=opinions["rollouts"], route=chosen, disagreeing=disagreeing)
+                   rollouts=opinions["rollouts"], route=choose_route(algebra, opinions["judge"], opinions["rollouts"]),
+                   disagreeing=disagreeing)
+
+
+def choose_route(algebra: Opinion, judge: Opinion, rollouts: Opinion) -> Route:
+    """The rule of `route`, on the three opinions alone (the review app sorts every candidate by it)."""
+    if "disagree" in (algebra, judge):
+        return "review_first"
+    if rollouts != "disagree" and "agree" in (algebra, judge):
+        return "fast_track"
+    return "review"
 
 
 ROUTE_ORDER: tuple[Route, ...] = ("review_first", "review", "fast_track")

@@ -1,13 +1,22 @@
 """The sympy path runs in a separate worker process so one relation never takes more than a bounded time: a
 relation that runs past its timeout gets its worker killed and a new one started (no SIGALRM, which works only in
 the main thread of the main process and cannot interrupt C code).
+
+Each process auditing owns its worker: an `inject run --workers N` worker process is daemonic, which multiprocessing
+forbids children, so there the worker is a plain subprocess on a socket pair, the same loop, ending with its parent.
 """
 from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import os
+import socket
+import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 DEFAULT_TIMEOUT = 3.0
@@ -46,6 +55,24 @@ def _serve(connection: multiprocessing.connection.Connection) -> None:
             connection.send(f"sympy failed ({type(exc).__name__})")
 
 
+def serve_descriptor(descriptor: int) -> None:
+    """The worker's loop when started as a plain subprocess: on its end of a socket pair; it exits when its parent
+    is gone, so a killed run worker leaves no sympy process computing behind it."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="step-audit-parent-watch", daemon=True).start()
+    _serve(multiprocessing.connection.Connection(descriptor))
+
+
+_SUBPROCESS = "import sys; from injector.triage.step_audit.worker import serve_descriptor; serve_descriptor(int(sys.argv[1]))"
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+
+
 def _sides(left: str, right: str, value_of: Any) -> SympySides:
     import sympy
 
@@ -69,8 +96,13 @@ class SympyWorker:
         self._fresh = False
         self.cpu_seconds_of_dead_workers = 0.0
         self.timeouts = 0
+        self._owner = 0
+        """The process that started the worker: a forked child (a run worker) starts its own, never shares it."""
 
     def _start(self) -> multiprocessing.connection.Connection:
+        self._owner = os.getpid()
+        if multiprocessing.current_process().daemon:
+            return self._start_subprocess()
         context = multiprocessing.get_context("spawn")  # no fork: the caller may hold threads and locks
         parent, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child,), daemon=True, name="step-audit-sympy")
@@ -79,12 +111,21 @@ class SympyWorker:
         self._connection, self._fresh = parent, True
         return parent
 
+    def _start_subprocess(self) -> multiprocessing.connection.Connection:
+        """The worker as a plain subprocess (a daemonic process may not start multiprocessing children)."""
+        ours, theirs = socket.socketpair()
+        path = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+        with theirs:
+            self._process = subprocess.Popen([sys.executable, "-c", _SUBPROCESS, str(theirs.fileno())],
+                                             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path})
+        self._connection, self._fresh = multiprocessing.connection.Connection(ours.detach()), True
+        return self._connection
+
     def sides(self, left: str, right: str) -> SympySides | str:
         """Evaluate both sides; a string says why the link cannot be checked (not closed, timeout, no worker)."""
-        if self._connection is None and multiprocessing.current_process().daemon:
-            # A daemonic process (an `inject run --workers N` worker) may not start one: such a link is left
-            # unchecked and counted, never evaluated without a time bound.
-            return "no sympy worker in a daemonic process"
+        if self._connection is not None and self._owner != os.getpid():
+            self._process, self._connection = None, None  # inherited through a fork: the parent's, left to it
         connection = self._connection or self._start()
         limit = self.timeout + (_STARTUP_GRACE if self._fresh else 0.0)
         try:
@@ -110,7 +151,7 @@ class SympyWorker:
     def _kill(self) -> None:
         if self._process is not None:
             self._process.kill()
-            self._process.join(5)
+            self._process.wait(5) if isinstance(self._process, subprocess.Popen) else self._process.join(5)
         if self._connection is not None:
             self._connection.close()
         self._process, self._connection = None, None

@@ -1,0 +1,93 @@
+"""Resume of a finished run, and `inject stats`, at sizes a full run takes too long to reach on a shared machine.
+
+A finished run directory of N units is made from a real one (a `bench/scale.py` run, whose first 401 trajectories
+are the real sources, copy 0): the records of copy k are those of copy 0 with the trajectory ids of copy k, so the
+directory is what `inject run` on bench/scale.py's input of N units writes (same ids, same record sizes), and its
+manifest is that of a one-unit run of the same input (so the configuration matches). Stages, each its own `inject`
+process: `resume-1` (the first resume: no index beside the records), `resume-2` (the next one), `stats`.
+Wall s, CPU s, peak RSS MB, as bench/scale.py measures them.
+
+    python bench/resume_scale.py --template /tmp/scale/run-10000 --units 10000,100000,300000
+    PYTHONPATH=/path/to/older/checkout python bench/resume_scale.py ...   # the same on an older commit
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale import exponent, make_input, measure  # noqa: E402
+
+SOURCES = 401
+CATEGORIES = 5
+"""Categories `--category all` gives on the offline engine (units per trajectory)."""
+
+
+def template_records(template: Path) -> dict[str, list[tuple[str, bytes]]]:
+    """Source trajectory id (copy 0) -> (file name, line) of its records in the template run."""
+    by_source: dict[str, list[tuple[str, bytes]]] = {}
+    for name in ("candidates.jsonl", "rejects.jsonl"):
+        for line in (template / name).read_bytes().splitlines(keepends=True):
+            trajectory = json.loads(line)["trajectory_id"]
+            if trajectory.endswith("-v0"):
+                by_source.setdefault(trajectory, []).append((name, line))
+    return by_source
+
+
+def finished_run(work: Path, units: int, by_source: dict[str, list[tuple[str, bytes]]]) -> tuple[Path, list[str]]:
+    """A finished run directory of `units` units and the `inject run` arguments that resume it."""
+    trajectories = math.ceil(units / CATEGORIES)
+    input_path = make_input(work / f"input-{units}.jsonl", trajectories)
+    run_dir = work / f"run-{units}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    args = ["run", "--category", "all", "--input", str(input_path), "--input-format", "trajectories",
+            "--out", str(run_dir), "--workers", "2"]
+    measure([*args, "--limit", "1"], work)  # the manifest of this input's configuration
+    ids = [json.loads(line)["id"] for line in input_path.read_text().splitlines()]
+    outputs = {name: (run_dir / name).open("wb") for name in ("candidates.jsonl", "rejects.jsonl")}
+    for n, trajectory in enumerate(ids):
+        source = f"{ids[n % SOURCES]}"
+        for name, line in by_source.get(source, []):
+            outputs[name].write(line.replace(source.encode(), trajectory.encode()))
+    for handle in outputs.values():
+        handle.close()
+    for index in run_dir.glob(".*.idx"):
+        index.unlink()
+    return run_dir, args
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--template", type=Path, required=True, help="a finished bench/scale.py run directory")
+    parser.add_argument("--units", default="10000,100000", help="comma-separated unit counts")
+    parser.add_argument("--keep", type=Path, help="work here (default: a temporary directory)")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.units.split(",")]
+    work = args.keep or Path(tempfile.mkdtemp(prefix="resume-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    by_source = template_records(args.template)
+    results = {}
+    for size in sizes:
+        run_dir, run = finished_run(work, size, by_source)
+        results[size] = {"resume-1": measure(run, work), "resume-2": measure(run, work),
+                         "stats": measure(["stats", str(run_dir)], work)}
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        print(f"{size:,} units: {manifest['counts']['candidates']:,} candidates, {manifest['counts']['rejects']:,} "
+              "rejects", flush=True)
+    print(f"{'stage':<9} " + " ".join(f"{f'{size:,} wall/CPU s/RSS MB':>26}" for size in sizes)
+          + f" {'CPU exp':>8} {'RSS exp':>8}")
+    for stage in results[sizes[0]]:
+        cells = " ".join(f"{'{wall:.1f}/{cpu:.1f}/{rss:.0f}'.format(**results[size][stage]):>26}" for size in sizes)
+        first, last = results[sizes[0]][stage], results[sizes[-1]][stage]
+        growth = "" if len(sizes) < 2 else (f" {exponent(first['cpu'], last['cpu'], sizes[0], sizes[-1]):>8.2f}"
+                                            f" {exponent(first['rss'], last['rss'], sizes[0], sizes[-1]):>8.2f}")
+        print(f"{stage:<9} {cells}{growth}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,324 @@
+"""The review queue's index, kept in the review store: one row per candidate with what the list needs (id,
+category, the blind judge's verdict, the standing decision, where its line starts, a sort group per order), so a
+page's window, its position and the size of its view are index lookups, never a walk of the run.
+
+The index is derived data. It is rebuilt whenever a file it was read from changed (device, inode, size,
+modification time or the hash of its last bytes differ from what was indexed), so an index received inside a run
+directory's store is never used (the receiver's copy has its own inode). Its rows are only a map: a candidate is
+read by its offset, validated and its id checked when it is shown (`queue.py`), and `build` validates every line
+itself. Lines are read here only as JSON objects with a text id and category; a line that is not one is skipped
+and said (FILE:LINE). Nothing the files or the store name is ever used as a path: a row's file is a number into
+`SOURCES`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from injector.records.models import CANDIDATES_FILE
+from injector.triage.verdicts import VERDICTS, VERIFY_FILE, verdict_rank
+from injector.util.errors import UserError
+from injector.util.json_bounds import JsonRefused, loads_bounded
+from injector.util.safe_files import MAX_SIDE_FILE_BYTES, open_read
+from injector.curate.review.assign import PLAN_FILE
+from injector.curate.review.gold import GOLD_FILE
+from injector.curate.review.routing_order import routing_group
+from injector.curate.review.store import ReviewStore, store_error
+
+log = logging.getLogger("injector")
+
+UNVERIFIED = "unverified"
+"""The verdict of a candidate `inject verify` has not judged (the verdict filter's name for them)."""
+SOURCES = (CANDIDATES_FILE, GOLD_FILE)
+"""The files a queue row may point into, by number (the row's `source`)."""
+INDEX_VERSION = 1
+TAIL_BYTES = 4096
+
+
+class Facts:
+    """What an order's key may look at: the candidate's id, category and verdict; `record`, its line decoded (as
+    written, unvalidated: check what you read; {} when it is no object), and `verify_line()`, its verify record (a
+    dict, or None), are read only when a key asks."""
+
+    __slots__ = ("id", "category", "verdict", "_raw", "_run_path", "_verify_offset", "_record")
+
+    def __init__(self, id_: str, category: str, verdict: str, raw: bytes, run_path: Path, verify_offset: int | None):
+        self.id, self.category, self.verdict = id_, category, verdict
+        self._raw, self._run_path, self._verify_offset = raw, run_path, verify_offset
+        self._record: dict[str, Any] | None = None
+
+    @property
+    def record(self) -> dict[str, Any]:
+        if self._record is None:
+            value = loads_bounded(self._raw.decode("utf-8"))
+            self._record = value if isinstance(value, dict) else {}
+        return self._record
+
+    def mentions(self, name: bytes) -> bool:
+        """Whether the raw line holds `name` at all (a key may skip decoding a line that cannot hold its field)."""
+        return name in self._raw
+
+    def verify_line(self) -> dict[str, Any] | None:
+        if self._verify_offset is None:
+            return None
+        value = line_at(self._run_path / VERIFY_FILE, self._verify_offset)
+        return value if isinstance(value, dict) else None
+
+
+OrderKey = Callable[[Facts], int]
+ORDER_KEYS: dict[str, OrderKey] = {
+    "routing": routing_group,  # disagreeing signals first (routing_order.py)
+    "verdict": lambda facts: verdict_rank(facts.verdict),
+    "file": lambda facts: 0,
+}
+"""How the list may be sorted: name -> a candidate's group (smaller first); within a group, run by run in file
+order. Each order is a column of the index (rebuilt once when the orders change), so adding one here is all an
+order takes; a key that raises puts the candidate last."""
+LAST_GROUP = 1 << 30
+
+
+def order_column(order: str) -> str:
+    if order not in ORDER_KEYS or not re.fullmatch(r"[a-z_]+", order):
+        raise ValueError(f"no order {order!r}")
+    return f"g_{order}"
+
+
+def _schema() -> str:
+    groups = ", ".join(f"{order_column(order)} INTEGER NOT NULL" for order in ORDER_KEYS)
+    return f"""
+CREATE TABLE queue (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL, category TEXT NOT NULL, verdict TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT '', line INTEGER NOT NULL, offset INTEGER NOT NULL, source INTEGER NOT NULL,
+    verify_offset INTEGER, {groups});
+CREATE TABLE queue_tally (category TEXT NOT NULL, verdict TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (category, verdict, status)) WITHOUT ROWID;
+CREATE TABLE queue_categories (category TEXT PRIMARY KEY, first INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+
+_DROP = """
+DROP TABLE IF EXISTS queue;
+DROP TABLE IF EXISTS queue_tally;
+DROP TABLE IF EXISTS queue_categories;
+DROP TRIGGER IF EXISTS queue_standing_new;
+DROP TRIGGER IF EXISTS queue_standing_changed;
+"""
+"""Everything the index made, dropped before it is made again: a received store may hold objects of these names
+that do something else."""
+_AFTER_FILL = """
+CREATE UNIQUE INDEX queue_by_id ON queue (id);
+UPDATE queue SET status = (SELECT decision FROM standing WHERE standing.id = queue.id)
+    WHERE id IN (SELECT id FROM standing);
+INSERT INTO queue_tally SELECT category, verdict, status, count(*) FROM queue GROUP BY category, verdict, status;
+INSERT INTO queue_categories SELECT category, min(seq) FROM queue GROUP BY category;
+INSERT OR IGNORE INTO candidates (id, category) SELECT id, category FROM queue;
+CREATE TRIGGER queue_standing_new AFTER INSERT ON standing BEGIN
+    UPDATE queue SET status = NEW.decision WHERE id = NEW.id;
+END;
+CREATE TRIGGER queue_standing_changed AFTER UPDATE OF decision ON standing BEGIN
+    UPDATE queue SET status = NEW.decision WHERE id = NEW.id;
+END;
+CREATE TRIGGER queue_tally_kept AFTER UPDATE OF status ON queue WHEN OLD.status != NEW.status BEGIN
+    UPDATE queue_tally SET n = n - 1
+    WHERE category = OLD.category AND verdict = OLD.verdict AND status = OLD.status;
+    INSERT INTO queue_tally VALUES (NEW.category, NEW.verdict, NEW.status, 1) ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+"""
+"""Filled once per build: the statuses from the standing decisions, the counts per (category, verdict, status),
+each category's first row, the candidates the progress counts. From then on the triggers keep the status and the
+counts as decisions arrive, whichever process (and version of the app) writes them: the standing table's own
+triggers fire on every insert."""
+
+
+def line_at(path: Path, offset: int) -> Any:
+    """The JSON value on the line starting at byte `offset` of `path` (a regular file, never through a link)."""
+    with open_read(path, None) as handle:
+        handle.seek(offset)
+        return loads_bounded(handle.readline())
+
+
+def _signature(path: Path) -> list[Any] | None:
+    """What identifies this version of a file: None when it is missing."""
+    try:
+        stat = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    with open_read(path, None) as handle:  # a link or a FIFO is refused here, as every reader refuses it
+        handle.seek(max(0, stat.st_size - TAIL_BYTES))
+        tail = hashlib.sha256(handle.read(TAIL_BYTES)).hexdigest()
+    return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, tail]
+
+
+def signature(run_path: Path) -> str:
+    files = {name: _signature(run_path / name) for name in (*SOURCES, VERIFY_FILE, PLAN_FILE)}
+    return json.dumps({"files": files, "orders": list(ORDER_KEYS), "version": INDEX_VERSION}, sort_keys=True)
+
+
+def refresh(store: ReviewStore, run_path: Path) -> bool:
+    """Make the store's queue index match the run's files, rebuilding it when anything changed; whether it did."""
+    wanted = signature(run_path)
+    try:
+        with closing(store.connect()) as db:
+            db.isolation_level = None  # the transaction below is ours: BEGIN IMMEDIATE to COMMIT
+            db.execute("CREATE TABLE IF NOT EXISTS queue_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            if _indexed(db) == wanted:
+                return False
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if _indexed(db) == wanted:  # another process built it while this one waited for the lock
+                    db.execute("COMMIT")
+                    return False
+                _build(db, run_path)
+                db.execute("INSERT OR REPLACE INTO queue_meta VALUES ('signature', ?)", (wanted,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+    except sqlite3.Error as exc:
+        raise store_error(store.path, exc, "index the candidates in") from None
+    return True
+
+
+def _indexed(db: sqlite3.Connection) -> str | None:
+    found = db.execute("SELECT value FROM queue_meta WHERE name = 'signature'").fetchone()
+    return found[0] if found is not None else None
+
+
+def _build(db: sqlite3.Connection, run_path: Path) -> None:
+    """The index, dropped and filled again (derived data: a stale or received index is never patched)."""
+    for script in (_DROP, _schema()):
+        _execute_script(db, script)
+    columns = ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
+               *map(order_column, ORDER_KEYS)]
+    db.executemany(f"INSERT INTO queue ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                   _rows(run_path))
+    _execute_script(db, _AFTER_FILL)
+    for order in ORDER_KEYS:  # the unfiltered views' indexes; a filtered view's is made on its first use
+        column = order_column(order)
+        db.execute(f"CREATE INDEX queue_by_{column}_seq ON queue ({column}, seq)")
+
+
+def _execute_script(db: sqlite3.Connection, script: str) -> None:
+    """Each statement of `script` in turn (`executescript` would commit the transaction it runs in)."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+
+
+def _verdicts(run_path: Path) -> dict[str, tuple[int, str]]:
+    """Candidate id -> (byte offset, verdict) of its latest verify line (read only for those two fields: the
+    record is validated when shown)."""
+    found: dict[str, tuple[int, str]] = {}
+    path = run_path / VERIFY_FILE
+    for number, offset, fields, _ in _scan_fields(path, (b'"id"', b'"verdict"')):
+        if fields[1] in VERDICTS:
+            found[fields[0]] = (offset, fields[1])
+        else:
+            log.warning("%s:%d: not a verify record (verdict %r); skipped", path, number, fields[1])
+    return found
+
+
+def _gold_ids(run_path: Path) -> set[str]:
+    from injector.curate.review.assign import read_plan
+
+    plan = read_plan(run_path)
+    return set(plan.gold) if plan is not None else set()
+
+
+def _rows(run_path: Path) -> Iterator[tuple[Any, ...]]:
+    """The queue's rows: the candidates (the first line of an id), then the gold items the review plan names."""
+    verdicts, gold, seen = _verdicts(run_path), _gold_ids(run_path), set()
+    keys, seq = tuple(ORDER_KEYS.values()), 0
+    for source, name in enumerate(SOURCES):
+        if source and not gold:
+            break
+        for number, offset, (id_, category), raw in _scan_fields(run_path / name, (b'"id"', b'"category"')):
+            if id_ in seen or not id_ or (source and id_ not in gold):
+                continue
+            seen.add(id_)
+            verify_offset, verdict = verdicts.get(id_, (None, UNVERIFIED))
+            facts = Facts(id_, category, verdict, raw, run_path, verify_offset)
+            yield (seq, id_, category, verdict, number, offset, source, verify_offset, *[_group(key, facts)
+                                                                                         for key in keys])
+            seq += 1
+
+
+_STRING_VALUE = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _scan_fields(path: Path, names: tuple[bytes, ...]) -> Iterator[tuple[int, int, tuple[str, ...], bytes]]:
+    """(line number, byte offset, the text of the top-level keys `names`, the line) of each line of `path` that is
+    a JSON object with them; any other line is skipped and said (FILE:LINE)."""
+    if not path.exists():
+        return
+    try:
+        handle = open_read(path, None if path.name == CANDIDATES_FILE else MAX_SIDE_FILE_BYTES)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
+    offset = 0
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            fields = _quick_fields(raw, names) or _decoded_fields(raw, names)
+            if isinstance(fields, str):
+                log.warning("%s:%d: skipped: %s", path, number, fields)
+                continue
+            yield number, start, fields, raw
+
+
+def _quick_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | None:
+    """The keys' string values without decoding the line, when each key occurs once in it, as a key: in JSON a
+    quote inside a string is escaped, so `"id"` after `{` or `,` can only be a key (of some object: a second
+    occurrence, or a line that does not end its object, goes through the decoder instead)."""
+    if not raw.rstrip().endswith(b"}"):
+        return None
+    values = []
+    for name in names:
+        at = raw.find(name)
+        before = at - 1
+        while before >= 0 and raw[before] in b" \t\r\n":
+            before -= 1
+        if at < 0 or raw.find(name, at + 1) >= 0 or raw[before:before + 1] not in (b"{", b","):
+            return None
+        found = _STRING_VALUE.match(raw, at + len(name))
+        if found is None:
+            return None
+        token = found.group(1)
+        try:
+            values.append(token[1:-1].decode("utf-8") if b"\\" not in token else json.loads(token))
+        except ValueError:  # UnicodeDecodeError is one
+            return None
+    return tuple(values)
+
+
+def _decoded_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | str:
+    """The keys' values from the decoded line, or what is wrong with it."""
+    try:
+        value = loads_bounded(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return "a torn line (an interrupted write) or not JSON"
+    except JsonRefused as exc:
+        return f"not a record ({exc})"
+    keys = [name.decode().strip('"') for name in names]
+    if not isinstance(value, dict) or not all(isinstance(value.get(key), str) for key in keys):
+        return f"not a record (no text {' and '.join(keys)})"
+    return tuple(value[key] for key in keys)
+
+
+def _group(key: OrderKey, facts: Facts) -> int:
+    try:
+        return max(-LAST_GROUP, min(LAST_GROUP, int(key(facts))))
+    except Exception:  # noqa: BLE001 - an order's key on unvalidated data: a failure sorts the candidate last
+        return LAST_GROUP

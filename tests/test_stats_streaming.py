@@ -1,0 +1,61 @@
+"""`inject stats` streams: it keeps each record's few numbers, never every record's dump at once, and its figures
+are those of reading everything first."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
+from injector.curate import stats
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    taxonomy = Taxonomy.load()
+    out = tmp_path_factory.mktemp("stats") / "run"
+    run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(
+        ["step_contradiction", "missing_condition", "confidence"]), out=out, limit=30), OfflineEngine())
+    return out
+
+
+class Live:
+    """Counts the record dumps alive at once (each dump holds one)."""
+
+    now = 0
+    most = 0
+
+    def __init__(self) -> None:
+        Live.now += 1
+        Live.most = max(Live.most, Live.now)
+
+    def __del__(self) -> None:
+        Live.now -= 1
+
+
+@pytest.mark.parametrize("cues", [False, True])
+def test_stats_holds_one_record_dump_at_a_time(run_dir: Path, monkeypatch: pytest.MonkeyPatch, cues: bool) -> None:
+    expected = stats.compute_stats(run_dir, cues=cues)
+    real = stats._declared
+
+    def declared(record: Any) -> dict[str, Any]:
+        return {**real(record), "_probe": Live()}
+
+    monkeypatch.setattr(stats, "_declared", declared)
+    monkeypatch.setattr(stats, "CHUNK_ROWS", 4)  # several chunks of rows, too
+    Live.now = Live.most = 0
+    assert stats.compute_stats(run_dir, cues=cues) == expected
+    lines = sum(len((run_dir / name).read_bytes().splitlines()) for name in ("candidates.jsonl", "rejects.jsonl"))
+    assert expected["total"]["records"] == lines > 30
+    assert Live.most <= 2  # the dump being read, and at most the one before it
+
+
+def test_stats_figures_equal_those_of_every_record_read_first(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    streamed = stats.compute_stats(run_dir)
+    loaded = stats.load_records(run_dir)
+    monkeypatch.setattr(stats, "iter_records", lambda path, taxonomy=None: iter(loaded))
+    monkeypatch.setattr(stats, "CHUNK_ROWS", 7)
+    assert stats.compute_stats(run_dir) == streamed
+    assert sum(1 for _, status in loaded if status == "rejected_by_validation") \
+        == streamed["total"]["rejected_by_validation"]
