@@ -310,31 +310,31 @@ def test_a_failed_write_leaves_nothing_half_written(reviewed, tmp_path, monkeypa
 
     out = tmp_path / "split"
     written = []
-    real_write = exports._write_jsonl
+    real_write = exports._open_export
 
-    def full_disk(path, records):
+    def full_disk(path):
         if len(written) == 3:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         written.append(path)
-        real_write(path, records)
+        return real_write(path)
 
-    monkeypatch.setattr(exports, "_write_jsonl", full_disk)
+    monkeypatch.setattr(exports, "_open_export", full_disk)
     result = build(str(reviewed), "--out", str(out))
     assert result.exit_code == 2, result.output
     assert f"error: {out}: cannot write the split (No space left on device writing " in result.output
     assert "nothing was written" in result.output and "internal error" not in result.output
     assert not out.exists() and _leftovers(tmp_path) == []
     # over an existing split with --overwrite: the old one stays whole
-    monkeypatch.setattr(exports, "_write_jsonl", real_write)
+    monkeypatch.setattr(exports, "_open_export", real_write)
     assert build(str(reviewed), "--out", str(out)).exit_code == 0
     (out / "stray.txt").write_text("from an older build")
     before = _tree(out)
     written.clear()
-    monkeypatch.setattr(exports, "_write_jsonl", full_disk)
+    monkeypatch.setattr(exports, "_open_export", full_disk)
     assert build(str(reviewed), "--out", str(out), "--overwrite").exit_code == 2
     assert _tree(out) == before and _leftovers(tmp_path) == []
     # and a build that succeeds replaces it whole (the stray file is gone, nothing is left beside it)
-    monkeypatch.setattr(exports, "_write_jsonl", real_write)
+    monkeypatch.setattr(exports, "_open_export", real_write)
     assert build(str(reviewed), "--out", str(out), "--overwrite").exit_code == 0
     assert not (out / "stray.txt").exists() and (out / "README.md").is_file() and _leftovers(tmp_path) == []
 

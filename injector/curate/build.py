@@ -4,6 +4,8 @@ What a build takes is one `BuildRequest`; the rows come from `rows.py`, the file
 its card from `card.py`, the all-or-nothing write from `staging.py`."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import shutil
@@ -14,11 +16,11 @@ from typing import Any, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from injector.curate.build_report import BuildReport
-from injector.curate.exports import EXPORT_DIRS, split_features, write_split
-from injector.curate.rows import CORRECT, collect_rows
+from injector.curate.exports import EXPORT_DIRS, write_split
+from injector.curate.row_spill import RowKey, RowSpill
+from injector.curate.rows import CORRECT, collect_keys, collect_rows
 from injector.curate.staging import move_into_place, staging_dir
 from injector.engines.settings import SettingsConflict
-from injector.model.split_row import SplitRow
 from injector.triage.verdicts import VERDICTS
 from injector.util.errors import UserError
 
@@ -119,11 +121,10 @@ def _stable_unit(seed: int, key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def assign_splits(rows: list[SplitRow], *, by: str, test_size: float | None, seed: int
-                  ) -> dict[str, list[SplitRow]]:
-    """Rows per split: one split per category, or train/test by source problem (no problem in both: PRMBench's
-    category files echo one problem under several trajectory ids)."""
-    splits: dict[str, list[SplitRow]] = defaultdict(list)
+def assign_splits(rows: list[Any], *, by: str, test_size: float | None, seed: int) -> dict[str, list[Any]]:
+    """Rows (split rows, or a build's `RowKey`s) per split: one split per category, or train/test by source problem
+    (no problem in both: PRMBench's category files echo one problem under several trajectory ids)."""
+    splits: dict[str, list[Any]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: (r.category, r.trajectory_id, r.sample, r.run, r.id)):
         if by == "category":
             splits[row.category].append(row)
@@ -136,7 +137,7 @@ def assign_splits(rows: list[SplitRow], *, by: str, test_size: float | None, see
     return dict(sorted(splits.items()))
 
 
-def _without(rows: list[SplitRow], dropped: list[Any], report: BuildReport | None = None) -> list[SplitRow]:
+def _without(rows: list[RowKey], dropped: list[Any], report: BuildReport | None = None) -> list[RowKey]:
     """`rows` less the dropped ones (by id: split ids are unique); with `report`, the drops are recorded there."""
     if report is not None:
         report.dropped.extend(dropped)
@@ -156,19 +157,20 @@ def _read_benchmarks(request: BuildRequest, report: BuildReport) -> Any:
     return benchmark
 
 
-def _split_rows(request: BuildRequest, report: BuildReport, rows: list[SplitRow],
-                benchmark: Any) -> tuple[list[SplitRow], dict[str, list[SplitRow]]]:
-    """The rows left once `decontaminate` and `dedup` have dropped theirs, and those rows per split."""
+def _split_rows(request: BuildRequest, report: BuildReport, rows: list[RowKey], benchmark: Any,
+                spill: RowSpill) -> tuple[list[RowKey], dict[str, list[RowKey]]]:
+    """The rows left once `decontaminate` and `dedup` have dropped theirs, and those rows per split (their records
+    read back from `spill` one at a time; `dedup` holds one split's at a time)."""
     if benchmark is not None:
         from injector.triage.dedup import contaminated
 
-        rows = _without(rows, contaminated([row.record() for row in rows], benchmark), report)
+        rows = _without(rows, contaminated(spill.records(rows), benchmark), report)  # type: ignore[arg-type]
     splits = assign_splits(rows, by=request.by, test_size=request.test_size, seed=request.seed)
     if request.dedup:
         from injector.triage.dedup import near_duplicates
 
         dropped = [d for split_rows in splits.values()
-                   for d in near_duplicates([row.record() for row in split_rows], request.dedup_threshold)]
+                   for d in near_duplicates(list(spill.records(split_rows)), request.dedup_threshold)]
         rows = _without(rows, dropped, report)
         splits = {name: kept for name, split_rows in splits.items() if (kept := _without(split_rows, dropped))}
     if not rows:
@@ -177,7 +179,7 @@ def _split_rows(request: BuildRequest, report: BuildReport, rows: list[SplitRow]
     return rows, splits
 
 
-def _hard_rows(request: BuildRequest, report: BuildReport, rows: list[SplitRow]) -> list[SplitRow]:
+def _hard_rows(request: BuildRequest, report: BuildReport, rows: list[RowKey]) -> list[RowKey]:
     """With `hard_for`: the rows at least `hard_min_wrong` panel models miss (read before anything is written)."""
     if not request.hard_for:
         return rows
@@ -194,7 +196,7 @@ def _hard_rows(request: BuildRequest, report: BuildReport, rows: list[SplitRow])
     return [row for row in rows if row.id in kept]
 
 
-def _count_verdicts(report: BuildReport, rows: list[SplitRow]) -> None:
+def _count_verdicts(report: BuildReport, rows: list[RowKey]) -> None:
     """The verdicts of the rows into the report (those of verified runs only)."""
     for row in rows:
         report.verdicts[(row.category, row._verdict)] += 1
@@ -204,47 +206,53 @@ def _count_verdicts(report: BuildReport, rows: list[SplitRow]) -> None:
     report.verdicts = Counter({key: n for key, n in report.verdicts.items() if key[1] is not None})
 
 
-def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list[dict[str, Any]]], dataset: Any) -> None:
-    """The split's files, written into a directory beside `out` and renamed into place at the end: a failure
+def _card_figures(report: BuildReport, rows: list[RowKey], spill: RowSpill) -> None:
+    """The card's figures over the split's rows in the order they were read (what the card reports of them)."""
+    from injector.curate.card_figures import CardFigures
+
+    report.figures = CardFigures.of(spill.records(sorted(rows, key=lambda row: row.seq)), report.cue_sample)
+
+
+def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list[RowKey]], spill: RowSpill,
+           staging: Path) -> None:
+    """The split's files, written into `staging` beside `out` and renamed into place at the end: a failure
     leaves no half split."""
     from injector.curate.card import dataset_card
 
     target = request.out.resolve()  # `out` given as `.`, or a symlink to a split: replace the directory it names
-    staging = staging_dir(target)
     try:
-        card = dataset_card(report, license=request.license, command=list(request.command))
-        write_split(staging, dataset, splits, [row.record() for row in report.rows], card)
+        prmbench = sorted(report.rows, key=lambda row: (row.classification, row.idx))
+        write_split(staging, {name: functools.partial(spill.records, keys) for name, keys in splits.items()},
+                    spill.records(prmbench),
+                    lambda: dataset_card(report, license=request.license, command=list(request.command)))
         if report.hard_for is not None:
             from injector.curate.hard_for import HARD_FOR_FILE
 
             (staging / HARD_FOR_FILE).write_text(json.dumps(report.hard_for.as_json(), indent=1) + "\n")
+        spill.close()
+        spill.path.unlink()
         move_into_place(staging, target)
     except OSError as exc:
-        where = f" writing {exc.filename}" if exc.filename else ""
-        raise UserError(f"{request.out}: cannot write the split ({exc.strerror or exc}{where}); nothing was written "
-                        "and an existing split is left as it was; free space or choose a writable `out`") from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        raise _cannot_write(request, exc) from None
 
 
-def build(request: BuildRequest) -> BuildReport:
-    """Write a split directory from run directories (docs: "Benchmark splits"); what each option left out is
-    counted in the card."""
-    import datasets
+def _cannot_write(request: BuildRequest, exc: OSError) -> UserError:
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return UserError(f"{request.out}: cannot write the split ({exc.strerror or exc}{where}); nothing was written "
+                     "and an existing split is left as it was; free space or choose a writable `out`")
 
-    datasets.disable_progress_bars()  # the command prints its own one-line summary
-    out = request.out
-    if out.exists() and any(out.iterdir()) and not request.overwrite:
-        raise UserError(f"{out} is not empty; choose another `out` or pass `overwrite`")
-    report = BuildReport(out_dir=out, required=request.require,
-                         dedup_threshold=request.dedup_threshold if request.dedup else None,
-                         cue_sample=request.cue_sample if request.cues else None,
-                         require_audit_clean=request.require_audit_clean)
-    benchmark = _read_benchmarks(request, report)
-    # Every row is read and checked before anything is written.
-    rows = collect_rows(request.run_dirs, include_unreviewed=request.include_unreviewed,
-                        include_sources=request.include_sources, report=report, taxonomy=request.taxonomy,
-                        require=request.require, consensus=request.consensus)
+
+def _rows(request: BuildRequest, report: BuildReport, spill: RowSpill) -> list[RowKey]:
+    """Every row's key, its record in `spill`, read and checked before anything is written, with the runs' review
+    figures and funnel for the card."""
+    try:
+        rows = collect_keys(request.run_dirs, spill, include_unreviewed=request.include_unreviewed,
+                            include_sources=request.include_sources, report=report, taxonomy=request.taxonomy,
+                            require=request.require, consensus=request.consensus)
+    except OSError as exc:
+        if spill.failed:
+            raise _cannot_write(request, exc) from None
+        raise
     from injector.curate.calibration import review_figures
 
     report.reviews = review_figures(list(request.run_dirs))
@@ -259,16 +267,46 @@ def build(request: BuildRequest) -> BuildReport:
             " or `require_audit_clean`" if report.left_out_by_audit else "")
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "
                         "RUN_DIR`), or pass `include_unreviewed`")
-    rows = _hard_rows(request, report, rows)
-    rows, splits = _split_rows(request, report, rows, benchmark)
-    _count_verdicts(report, rows)
-    report.rows = rows
-    report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
-    records = {name: [row.record() for row in split_rows] for name, split_rows in splits.items()}
-    features = split_features()
-    dataset = datasets.DatasetDict({name: datasets.Dataset.from_list(split_records, features=features)
-                                    for name, split_records in records.items()})
-    _write(request, report, records, dataset)
+    return rows
+
+
+def build(request: BuildRequest) -> BuildReport:
+    """Write a split directory from run directories (docs: "Benchmark splits"); what each option left out is
+    counted in the card. The rows stream: each is read once into a spill file in the staging directory, and
+    written out from there split by split; only a key per row and the card's figures stay in memory."""
+    import datasets
+
+    datasets.disable_progress_bars()  # the command prints its own one-line summary
+    out = request.out
+    if out.exists() and any(out.iterdir()) and not request.overwrite:
+        raise UserError(f"{out} is not empty; choose another `out` or pass `overwrite`")
+    report = BuildReport(out_dir=out, required=request.require,
+                         dedup_threshold=request.dedup_threshold if request.dedup else None,
+                         cue_sample=request.cue_sample if request.cues else None,
+                         require_audit_clean=request.require_audit_clean)
+    benchmark = _read_benchmarks(request, report)
+    target = request.out.resolve()
+    made = [parent for parent in target.parents if not parent.exists()]  # deepest first
+    staging = staging_dir(target)
+    spill = RowSpill(staging / ".rows.jsonl")
+    try:
+        rows = _hard_rows(request, report, _rows(request, report, spill))
+        rows, splits = _split_rows(request, report, rows, benchmark, spill)
+        _count_verdicts(report, rows)
+        report.rows = rows
+        report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
+        _card_figures(report, rows, spill)
+        _write(request, report, splits, spill, staging)
+    except BaseException:
+        spill.close()
+        shutil.rmtree(staging, ignore_errors=True)
+        for parent in made:  # a refused build leaves nothing behind, not even the directories made for `out`
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+        raise
+    finally:
+        spill.close()
+        shutil.rmtree(staging, ignore_errors=True)
     if request.push_to_hub:
         from injector.curate.hub import push_split
         from injector.util.version import __version__

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from injector.model.split_row import SplitRow
+from injector.curate.row_spill import RowKey
 
 
 @dataclass
@@ -15,7 +15,8 @@ class BuildReport:
 
     out_dir: Path
     splits: dict[str, int] = field(default_factory=dict)
-    rows: list[SplitRow] = field(default_factory=list)
+    rows: list[RowKey] = field(default_factory=list)
+    """The split's rows, a key each (their records are in the split's files)."""
     candidates_seen: int = 0
     rejected_by_reviewer: int = 0
     unreviewed_left_out: int = 0
@@ -47,5 +48,7 @@ class BuildReport:
     audit_flagged: Counter = field(default_factory=Counter)
     """category -> rows of the split with a step-audit flag (audited rows in `audited`)."""
     audited: Counter = field(default_factory=Counter)
+    figures: Any = None
+    """`card_figures.CardFigures`: what the card reports of the rows, gathered as they were read back."""
     runs: list[Any] = field(default_factory=list)
     """`reproduce.RunOrigin` per run directory: the command that made it, its version and what it spent."""

@@ -2,40 +2,17 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-from injector.answer.final import answers_equivalent, final_answer_of_steps
+from injector.curate.card_figures import (POSITION_BINS, CardFigures, error_steps_inside, record_answer_changed,
+                                          relative_error_position)
 from injector.util.version import __version__
 
-if TYPE_CHECKING:
-    from injector.model.split_row import SplitRow
-
-POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
-
-
-def error_steps_inside(row: dict[str, Any]) -> list[int]:
-    """The error step numbers that name a step of `modified_process` (published files hold some past the end)."""
-    return [k for k in row["error_steps"] if isinstance(k, int) and 1 <= k <= len(row["modified_process"])]
-
-
-def relative_error_position(row: dict[str, Any]) -> float | None:
-    """First error step ÷ number of steps (1-based, in (0, 1]); None without an error step."""
-    errors = error_steps_inside(row)
-    return min(errors) / len(row["modified_process"]) if errors else None
-
-
-def record_answer_changed(row: dict[str, Any]) -> bool | None:
-    """Whether the modified solution's final answer differs from the source's (`ground_truth`, else the original
-    steps' answer), by the toolkit's own extraction and equivalence; None when either answer cannot be found."""
-    source = row.get("ground_truth") or final_answer_of_steps(row["original_process"])
-    new = final_answer_of_steps(row["modified_process"])
-    if source is None or new is None:
-        return None
-    return not answers_equivalent(str(source), new)
+__all__ = ["dataset_card", "cue_sample", "error_steps_inside", "record_answer_changed", "relative_error_position",
+           "verdict_table"]
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -47,12 +24,12 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     """The card of the split `report` describes: its header, counts, acceptance, triage, models, error positions,
     what the categories produce, files, licence and the command that reproduces it."""
-    records = [row.record() for row in report.rows]
-    parts = [_front_matter(report, license), _counts_section(report.rows, report.splits),
-             _acceptance_section(report), *_triage_sections(report), _models_section(report.rows)]
-    parts.extend(_positions_section(records))
-    cues, cue_note = _cue_figures(records, getattr(report, "cue_sample", None))
-    parts.append(_production_section(records, cue_figures=(cues, cue_note)))
+    figures = _figures_of(report)
+    parts = [_front_matter(report, license), _counts_section(figures, report.splits),
+             _acceptance_section(report, figures), *_triage_sections(report), _models_section(figures)]
+    parts.extend(_positions_section(figures))
+    cues, cue_note = _cue_figures(figures)
+    parts.append(_production_lines(figures, cue_figures=(cues, cue_note)))
     if getattr(report, "reviews", None):
         from injector.curate.calibration import review_section
 
@@ -68,6 +45,15 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
 
     parts.append(reproduce_section(report, command, cues))
     return "\n".join(parts)
+
+
+def _figures_of(report: Any) -> CardFigures:
+    """The card's figures: those the build gathered while it wrote the rows (`report.figures`), else from
+    `report.rows` (split rows, for a report made by hand)."""
+    figures = getattr(report, "figures", None)
+    if figures is None:
+        figures = CardFigures.of((row.record() for row in report.rows), getattr(report, "cue_sample", None))
+    return figures
 
 
 FILES_SECTION = (
@@ -95,28 +81,20 @@ def _front_matter(report: Any, license: str) -> str:
             "text and checked by human reviewers.\n")
 
 
-def _counts_section(rows: list[SplitRow], splits: dict[str, int]) -> str:
+def _counts_section(figures: CardFigures, splits: dict[str, int]) -> str:
     """Rows per category (with its domain and how many were reviewed), per domain and per split."""
-    per_category: dict[str, Counter] = defaultdict(Counter)
-    domain_of: dict[str, str] = {}
-    domains: Counter = Counter()
-    for row in rows:
-        per_category[row.category]["rows"] += 1
-        per_category[row.category]["reviewed"] += row.reviewed
-        domain_of[row.category] = row.domain
-        domains[row.domain or "(none)"] += 1
     return "## Counts\n\n" + _table(
         ["category", "domain", "rows", "reviewed"],
-        [[c, domain_of[c], n["rows"], n["reviewed"]] for c, n in sorted(per_category.items())]
-    ) + "\n\n" + _table(["domain", "rows"], [[d, n] for d, n in sorted(domains.items())]) + "\n\n" + _table(
+        [[c, figures.domain_of[c], n.rows, figures.reviewed[c]] for c, n in sorted(figures.categories.items())]
+    ) + "\n\n" + _table(["domain", "rows"], [[d, n] for d, n in sorted(figures.domains.items())]) + "\n\n" + _table(
         ["split", "rows"], [[name, count] for name, count in sorted(splits.items())]) + "\n"
 
 
-def _acceptance_section(report: Any) -> str:
+def _acceptance_section(report: Any, figures: CardFigures) -> str:
     """How many units became candidates, how many reviewers accepted, and why the rest were rejected."""
     made = report.candidates_seen + report.run_rejects
     reviewed = report.candidates_seen - report.unreviewed_left_out
-    accepted_by_reviewers = sum(row.reviewed for row in report.rows if row.category != "correct")
+    accepted_by_reviewers = figures.accepted_by_reviewers
     lines = [
         f"- units attempted: {made}; candidates that passed validation: {report.candidates_seen}"
         + (f" ({report.candidates_seen / made:.0%})" if made else ""),
@@ -134,25 +112,17 @@ def _acceptance_section(report: Any) -> str:
     return "\n".join(parts)
 
 
-def _models_section(rows: list[SplitRow]) -> str:
+def _models_section(figures: CardFigures) -> str:
     """Rows per (engine, model, category, template, output mode), from each row's provenance."""
-    used: Counter = Counter()
-    for row in rows:
-        provenance = json.loads(row.provenance)
-        used[(provenance.get("engine", ""), provenance.get("model", ""), row.category,
-              provenance.get("template_hash", ""), provenance.get("output_mode", ""))] += 1
+    used = figures.models
     return "## Models and templates\n\n" + _table(
         ["engine", "model", "category", "template hash", "output mode", "rows"],
         [[*key, n] for key, n in sorted(used.items())]) + "\n"
 
 
-def _positions_section(rows: list[dict[str, Any]]) -> list[str]:
+def _positions_section(figures: CardFigures) -> list[str]:
     """A histogram of where the first error sits, per category (none when no row has an error step)."""
-    histogram: dict[str, Counter] = defaultdict(Counter)
-    for row in rows:
-        position = relative_error_position(row)
-        if position is not None:
-            histogram[row["category"]][next(b for b in POSITION_BINS if position <= b)] += 1
+    histogram = figures.histogram
     if not histogram:
         return []
     bins = [f"≤{b:.1f}" for b in POSITION_BINS]
@@ -176,15 +146,15 @@ def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, 
     return picked
 
 
-def _cue_figures(rows: list[dict[str, Any]], sample: int | None) -> tuple[dict[str, Any] | None, str]:
-    """The cue probe's report on a sample of the rows (None when `sample` is None: `--no-cues`), and what the
-    card says of it."""
+def _cue_figures(figures: CardFigures) -> tuple[dict[str, Any] | None, str]:
+    """The cue probe's report on the sample of the rows the figures kept (None when their `cue_sample` is None:
+    `--no-cues`), and what the card says of it."""
+    sample = figures.cue_sample
     if sample is None:
         return None, " Cue AUC: not computed (`--no-cues`)."
-    from injector.triage.cues import cue_records, cue_report
+    from injector.triage.cues import cue_report
 
-    sampled = cue_sample(rows, sample)
-    cues = cue_report(cue_records([(row, "in_split") for row in sampled]))
+    cues = cue_report(figures.cue_rows())
     overall = "" if cues["overall"]["auc"] is None else f"; over all categories {cues['overall']['auc']:.2f}"
     note = (" Cue AUC: ROC AUC of a bag-of-words model that finds the error steps from wording alone (grouped "
             "5-fold cross-validation; 0.5 = no surface cue, 1 = the wording gives every error away; recipe in the "
@@ -197,19 +167,22 @@ def _production_section(rows: list[dict[str, Any]], sample: int | None = 5000,
     """Per category: how often the final answer changed, how many error steps, where the first one sits, and
     how well wording alone finds the error steps (the surface-cue probe, on a sample; none with `--no-cues`;
     `cue_figures`: what `_cue_figures` gave, when the card computed them already)."""
-    cues, cue_note = cue_figures if cue_figures is not None else _cue_figures(rows, sample)
+    return _production_lines(CardFigures.of(rows, sample), cue_figures)
+
+
+def _production_lines(figures: CardFigures, cue_figures: tuple[dict[str, Any] | None, str] | None = None) -> str:
+    """`_production_section` from the figures a build gathered."""
+    cues, cue_note = cue_figures if cue_figures is not None else _cue_figures(figures)
     table, notes = [], []
-    for category in sorted({row["category"] for row in rows}):
-        mine = [row for row in rows if row["category"] == category]
-        changed = [c for c in map(record_answer_changed, mine) if c is not None]
-        positions = [p for p in map(relative_error_position, mine) if p is not None]
+    for category, mine in sorted(figures.categories.items()):
+        positions = mine.positions
         cue = cues["per_category"].get(category) if cues else None
         if cue and cue.get("reason"):
             notes.append(f"- {category}: no cue AUC ({cue['reason']})")
         table.append([
-            category, len(mine),
-            f"{sum(changed) / len(changed):.0%} of {len(changed)}" if changed else "-",
-            f"{sum(len(error_steps_inside(row)) for row in mine) / len(mine):.2f}",
+            category, mine.rows,
+            f"{mine.changed / mine.answers_found:.0%} of {mine.answers_found}" if mine.answers_found else "-",
+            f"{mine.error_steps / mine.rows:.2f}",
             f"{sum(positions) / len(positions):.2f}" if positions else "-",
             "-" if not cue or cue["auc"] is None else f"{cue['auc']:.2f}",
         ])

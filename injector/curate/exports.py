@@ -2,10 +2,11 @@
 and ProJudgeBench-style exports, the Parquet and JSONL copies, and the card; `build` decides the rows."""
 from __future__ import annotations
 
+import contextlib
 import json
-from collections import defaultdict
+import shutil
 from pathlib import Path
-from typing import Any, Iterable
+from typing import IO, Any, Callable, Iterable
 
 from injector.util.safe_files import is_file_safe_id
 from injector.answer.final import answers_equivalent, final_answer_of_steps
@@ -72,28 +73,79 @@ def projudge_record(row: dict[str, Any]) -> dict[str, Any]:
             "image_paths": row["images"], "process_evaluation": evaluation}
 
 
-def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+def _open_export(path: Path) -> IO[str]:
+    """A JSONL file of the split, opened for writing (every export file is opened here)."""
+    return path.open("w", encoding="utf-8")
+
+
+# The JSONL files of each split: directory -> what a row becomes there.
+_SPLIT_EXPORTS: tuple[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
+    ("jsonl", dict), ("processbench", processbench_record), ("judge", judge_record), ("projudge", projudge_record))
+WRITER_BATCH = 500
+"""Rows a split's Arrow writer holds before it writes them out."""
+
+
+def _stream_split(out: Path, name: str, records: Iterable[dict[str, Any]], arrow: Path, features: Any) -> int:
+    """One split's rows, as they come, into its JSONL exports and an Arrow file; the number of rows."""
+    from datasets.arrow_writer import ArrowWriter
+
+    with contextlib.ExitStack() as stack:
+        handles = []
+        for directory, _ in _SPLIT_EXPORTS:
+            (out / directory).mkdir(exist_ok=True)
+            handles.append(stack.enter_context(_open_export(out / directory / f"{name}.jsonl")))
+        writer = stack.enter_context(ArrowWriter(features=features, path=str(arrow), writer_batch_size=WRITER_BATCH))
+        count = 0
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            for handle, (_, shape) in zip(handles, _SPLIT_EXPORTS):
+                handle.write(json.dumps(shape(record), ensure_ascii=False) + "\n")
+            writer.write(features.encode_example(record))
+            count += 1
+        writer.finalize()
+    return count
 
 
-def write_split(out: Path, dataset: Any, splits: dict[str, list], rows: list[dict[str, Any]], card: str) -> None:
-    """Every file of a split directory, into `out`."""
+def write_split(out: Path, splits: dict[str, Callable[[], Iterable[dict[str, Any]]]],
+                prmbench_rows: Iterable[dict[str, Any]], card: Callable[[], str]) -> None:
+    """Every file of a split directory, into `out`, streamed: `splits` gives each split's records in order, one at
+    a time (the DatasetDict, Parquet and JSONL forms are written from them), `prmbench_rows` every row in
+    (classification, idx) order, and `card` the card once the rest is written."""
+    import datasets
+
+    features = split_features()
+    arrows = out / ".arrow"  # each split's rows as one Arrow file, read back memory-mapped; removed at the end
+    arrows.mkdir()
+    written = {}
+    for name, records in splits.items():
+        _stream_split(out, name, records(), arrows / f"{name}.arrow", features)
+        written[name] = datasets.Dataset.from_file(str(arrows / f"{name}.arrow"))
+    dataset = datasets.DatasetDict(written)
     dataset.save_to_disk(str(out))
+    (out / "parquet").mkdir(exist_ok=True)
     for name, split in dataset.items():
-        (out / "parquet").mkdir(exist_ok=True)
         split.to_parquet(str(out / "parquet" / f"{name}.parquet"))
-        _write_jsonl(out / "jsonl" / f"{name}.jsonl", splits[name])
-        _write_jsonl(out / "processbench" / f"{name}.jsonl", map(processbench_record, splits[name]))
-        _write_jsonl(out / "judge" / f"{name}.jsonl", map(judge_record, splits[name]))
-        _write_jsonl(out / "projudge" / f"{name}.jsonl", map(projudge_record, splits[name]))
-    by_classification: dict[str, list] = defaultdict(list)
-    for row in sorted(rows, key=lambda r: (r["classification"], r["idx"])):
-        by_classification[row["classification"]].append({key: row[key] for key in PRMBENCH_FIELDS})
-    for classification, records in by_classification.items():
-        if not is_file_safe_id(classification):  # the build checked it; a file name is never a raw string
-            raise ValueError(f"not a category id: {classification[:80]!r}")
-        _write_jsonl(out / "prmbench" / f"{classification}.jsonl", records)
-    (out / "README.md").write_text(card, encoding="utf-8")
+    del dataset, written
+    _write_prmbench(out, prmbench_rows)
+    shutil.rmtree(arrows)
+    (out / "README.md").write_text(card(), encoding="utf-8")
+
+
+def _write_prmbench(out: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """PRMBench's per-classification files from rows in (classification, idx) order, each file opened in turn."""
+    (out / "prmbench").mkdir(exist_ok=True)
+    handle: IO[str] | None = None
+    current = None
+    try:
+        for row in rows:
+            if row["classification"] != current:
+                current = row["classification"]
+                if not is_file_safe_id(current):  # the build checked it; a file name is never a raw string
+                    raise ValueError(f"not a category id: {current[:80]!r}")
+                if handle is not None:
+                    handle.close()
+                handle = _open_export(out / "prmbench" / f"{current}.jsonl")
+            assert handle is not None
+            handle.write(json.dumps({key: row[key] for key in PRMBENCH_FIELDS}, ensure_ascii=False) + "\n")
+    finally:
+        if handle is not None:
+            handle.close()

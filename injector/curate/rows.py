@@ -6,10 +6,11 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from injector.curate.build_report import BuildReport
 from injector.curate.exports import PRMBENCH_FIELDS
+from injector.curate.row_spill import RowKey, RowSpill
 from injector.model.split_row import SplitRow, StepExplanation
 from injector.records.directory import RunDirectory
 from injector.model.problem import row_problem_key
@@ -67,17 +68,20 @@ class _RunReading:
 
 @dataclass
 class _RowCollector:
-    """Collects the rows of several runs into one list, counting in `report` what it leaves out."""
+    """Collects the rows of several runs, one at a time into `emit` (and their sources as correct controls into
+    `emit_source`, with `include_sources`), counting in `report` what it leaves out."""
 
     report: BuildReport
     include_unreviewed: bool
     taxonomy: str | Path | None
     require: tuple[str, ...]
+    emit: Callable[[SplitRow], Any]
     named: Any = None
     consensus: str | None = None
     """`--consensus`: only candidates whose reviewers meet this rule (K-of-N or adjudicated) enter."""
-    rows: list[SplitRow] = field(default_factory=list)
-    sources: dict[str, Candidate] = field(default_factory=dict)
+    emit_source: Callable[[SplitRow], Any] | None = None
+    sources: set[str] = field(default_factory=set)
+    """The trajectories whose source is already a row (the first accepted candidate of each brings it)."""
     refused: list[str] = field(default_factory=list)
 
     def open_run(self, run_path: Path) -> _RunReading:
@@ -130,11 +134,15 @@ class _RowCollector:
             return
         category = run.categories.get(candidate.category, {})
         _check_classification(run.path, candidate, run.categories)
-        self.rows.append(_row(candidate, run.path.name, category.get("domain", ""),
-                              category.get("name", candidate.category), reviewed=decision is not None,
-                              reviewer=decision.reviewer if decision else "", config_hash=run.config_hash))
-        self.rows[-1]._verdict, self.rows[-1]._audit_flagged = verdict, flagged
-        self.sources.setdefault(candidate.trajectory_id, candidate)
+        row = _row(candidate, run.path.name, category.get("domain", ""), category.get("name", candidate.category),
+                   reviewed=decision is not None, reviewer=decision.reviewer if decision else "",
+                   config_hash=run.config_hash)
+        row._verdict, row._audit_flagged = verdict, flagged
+        self.emit(row)
+        if candidate.trajectory_id not in self.sources:
+            self.sources.add(candidate.trajectory_id)
+            if self.emit_source is not None:
+                self.emit_source(_source_row(candidate))
 
     @staticmethod
     def verdict_of(run: _RunReading, candidate: Candidate) -> str | None:
@@ -160,7 +168,8 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                  include_sources: bool = False, report: BuildReport,
                  taxonomy: str | Path | None = None, require: tuple[str, ...] = (),
                  consensus: str | None = None) -> list[SplitRow]:
-    """Accepted candidates of every run directory, corrections applied, as split rows.
+    """Accepted candidates of every run directory, corrections applied, as split rows (all in memory: for small
+    runs and tools; `build` keeps only a key per row, `collect_keys`).
 
     `taxonomy` (a name or path the user gave) names the categories and re-checks reviewers' corrections; without
     it the runs' manifests name them and each run's taxonomy is read for its rules only. A candidate line that is
@@ -168,11 +177,44 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
     `require` (verdict names) keeps only candidates `inject verify` gave one of them; each row carries its verdict
     as its private `_verdict` (None when its run was not verified), for `build` to count.
     """
+    rows: list[SplitRow] = []
+    sources: list[SplitRow] = []
+    _collect(run_dirs, rows.append, sources.append if include_sources else None, report=report,
+             include_unreviewed=include_unreviewed, taxonomy=taxonomy, require=require, consensus=consensus)
+    rows.extend(sources)
+    _unique_ids(rows)
+    _unique_idx(rows)
+    return rows
+
+
+def collect_keys(run_dirs: Iterable[str | Path], spill: RowSpill, *, include_unreviewed: bool = False,
+                 include_sources: bool = False, report: BuildReport, taxonomy: str | Path | None = None,
+                 require: tuple[str, ...] = (), consensus: str | None = None) -> list[RowKey]:
+    """`collect_rows` streamed: each row's record appended to `spill` as it is read, a `RowKey` per row returned
+    (in `collect_rows`' order, final ids and idx set)."""
+    keys: list[RowKey] = []
+    sources: list[RowKey] = []
+    _collect(run_dirs, lambda row: keys.append(spill.add(row)),
+             (lambda row: sources.append(spill.add(row))) if include_sources else None, report=report,
+             include_unreviewed=include_unreviewed, taxonomy=taxonomy, require=require, consensus=consensus)
+    keys.extend(sources)
+    for number, key in enumerate(keys):
+        key.seq = number
+    _unique_ids(keys)
+    _unique_idx(keys)
+    return keys
+
+
+def _collect(run_dirs: Iterable[str | Path], emit: Callable[[SplitRow], Any],
+             emit_source: Callable[[SplitRow], Any] | None, *, report: BuildReport, include_unreviewed: bool,
+             taxonomy: str | Path | None, require: tuple[str, ...], consensus: str | None) -> None:
+    """Every accepted row of the runs into `emit` as it is read (see `collect_rows`); a reviewer decision that
+    fails the review app's checks stops the build once every run is read."""
     from injector.taxonomy import Taxonomy
 
     collector = _RowCollector(report=report, include_unreviewed=include_unreviewed, taxonomy=taxonomy,
                               require=require, named=Taxonomy.load(taxonomy) if taxonomy is not None else None,
-                              consensus=consensus)
+                              consensus=consensus, emit=emit, emit_source=emit_source)
     for run_path in map(Path, run_dirs):
         collector.add_run(run_path)
     if collector.refused:
@@ -180,12 +222,6 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
                         "was built:\n" + "\n".join(f"  {line}" for line in collector.refused)
                         + "\ndecide these candidates again in `inject review RUN_DIR` (the latest decision wins), "
                         "then build again")
-    rows = collector.rows
-    if include_sources:
-        rows.extend(_source_row(candidate) for candidate in collector.sources.values())
-    _unique_ids(rows)
-    _unique_idx(rows)
-    return rows
 
 
 def _check_classification(run_path: Path, candidate: Candidate, categories: dict[str, dict[str, str]]) -> None:
@@ -233,11 +269,11 @@ def _source_row(candidate: Candidate) -> SplitRow:
     return _row(control, "", "control", "Correct", reviewed=True, reviewer="")
 
 
-def _unique_ids(rows: list[SplitRow]) -> None:
+def _unique_ids(rows: list[SplitRow] | list[RowKey]) -> None:  # split rows, or a build's keys of them
     """Split ids are unique: when runs over the same input give one id several rows, each of them gets
     `~<first 8 hex digits of its run's config_hash>` (so the suffix does not depend on the order the runs were
     given); if that still repeats (the same run given twice, or a copy of it), the build is refused."""
-    by_id: dict[str, list[SplitRow]] = defaultdict(list)
+    by_id: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
         by_id[row.id].append(row)
     for rows_of_id in by_id.values():
@@ -252,7 +288,7 @@ def _unique_ids(rows: list[SplitRow]) -> None:
         seen[row.id] = row.run
 
 
-def _unique_idx(rows: list[SplitRow]) -> None:
+def _unique_idx(rows: list[Any]) -> None:  # split rows, or a build's keys of them
     """PRMBench keeps only the first record per (category, idx): later candidates of one source get `_2`, `_3`, …"""
     seen: Counter = Counter()
     for row in sorted(rows, key=lambda r: (r.classification, r.source_idx, r.trajectory_id, r.sample, r.run, r.id)):

@@ -1,0 +1,87 @@
+"""A build's rows on disk: each row's record appended to a spill file in the staging directory as it is read, and
+in memory only a `RowKey` per row (what ordering, ids, split assignment and the report need), so a build never
+holds the split; a row's record is read back by its offset when it is written out."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator
+
+from injector.model.split_row import SplitRow
+
+
+@dataclass(slots=True)
+class RowKey:
+    """One row of a build, without its text: the fields `rows._unique_ids`, `rows._unique_idx`,
+    `build.assign_splits` and the report read (the names `SplitRow` gives them), and where its record is."""
+
+    id: str
+    run: str
+    category: str
+    classification: str
+    source_idx: str
+    trajectory_id: str
+    sample: int
+    problem_key: str
+    idx: str
+    reviewed: bool
+    _config_hash: str
+    _verdict: str | None
+    _audit_flagged: bool | None
+    seq: int
+    """The row's place in the order the runs were read (sources as correct controls after every candidate): set
+    once every row is read."""
+    offset: int
+    """Where its record starts in the spill file."""
+
+
+class RowSpill:
+    """An append-only file of row records (one JSON line each), and the way back to each by offset."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._out: IO[bytes] | None = path.open("wb")
+        self._in: IO[bytes] | None = None
+        self.failed = False
+        """Whether writing to the spill failed (a full disk): an `OSError` of the build's own file."""
+
+    def add(self, row: SplitRow) -> RowKey:
+        """Append `row`'s record; its key."""
+        assert self._out is not None, "the spill was read: no more rows"
+        try:
+            offset = self._out.tell()
+            self._out.write(json.dumps(row.record(), ensure_ascii=False).encode() + b"\n")
+        except OSError:
+            self.failed = True
+            raise
+        key = RowKey(id=row.id, run=row.run, category=row.category, classification=row.classification,
+                     source_idx=row.source_idx, trajectory_id=row.trajectory_id, sample=row.sample,
+                     problem_key=row.problem_key, idx=row.idx, reviewed=row.reviewed, _config_hash=row._config_hash,
+                     _verdict=row._verdict, _audit_flagged=row._audit_flagged, seq=0, offset=offset)
+        return key
+
+    def record(self, key: RowKey) -> dict[str, Any]:
+        """The record of `key`'s row as the split's files hold it (its final `id` and `idx` from the key)."""
+        if self._in is None:
+            self.close_writing()
+            self._in = self.path.open("rb")
+        self._in.seek(key.offset)
+        record = json.loads(self._in.readline())
+        record["id"], record["idx"] = key.id, key.idx
+        return record
+
+    def records(self, keys: Iterable[RowKey]) -> Iterator[dict[str, Any]]:
+        """The records of `keys`, in their order, one at a time."""
+        return (self.record(key) for key in keys)
+
+    def close_writing(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def close(self) -> None:
+        self.close_writing()
+        if self._in is not None:
+            self._in.close()
+            self._in = None
