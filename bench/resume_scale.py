@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale import exponent, make_input, measure  # noqa: E402
+from scale import make_input, measure, print_table  # noqa: E402
 
 SOURCES = 401
 CATEGORIES = 5
@@ -79,14 +79,7 @@ def main() -> None:
         manifest = json.loads((run_dir / "manifest.json").read_text())
         print(f"{size:,} units: {manifest['counts']['candidates']:,} candidates, {manifest['counts']['rejects']:,} "
               "rejects", flush=True)
-    print(f"{'stage':<9} " + " ".join(f"{f'{size:,} wall/CPU s/RSS MB':>26}" for size in sizes)
-          + f" {'CPU exp':>8} {'RSS exp':>8}")
-    for stage in results[sizes[0]]:
-        cells = " ".join(f"{'{wall:.1f}/{cpu:.1f}/{rss:.0f}'.format(**results[size][stage]):>26}" for size in sizes)
-        first, last = results[sizes[0]][stage], results[sizes[-1]][stage]
-        growth = "" if len(sizes) < 2 else (f" {exponent(first['cpu'], last['cpu'], sizes[0], sizes[-1]):>8.2f}"
-                                            f" {exponent(first['rss'], last['rss'], sizes[0], sizes[-1]):>8.2f}")
-        print(f"{stage:<9} {cells}{growth}")
+    print_table(results, sizes)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,18 @@ def exponent(small: float, large: float, n_small: int, n_large: int) -> float:
     return math.log(max(large, 1e-9) / max(small, 1e-9)) / math.log(n_large / n_small)
 
 
+def print_table(results: dict[int, dict[str, dict[str, float]]], sizes: list[int]) -> None:
+    """Per stage: wall/CPU/RSS at each size, side by side, and the growth exponents from the first to the last."""
+    print(f"{'stage':<9} " + " ".join(f"{f'{size:,} wall/CPU s/RSS MB':>28}" for size in sizes)
+          + f" {'CPU exp':>8} {'RSS exp':>8}")
+    for stage in results[sizes[0]]:
+        cells = " ".join(f"{'{wall:.1f}/{cpu:.1f}/{rss:.0f}'.format(**results[size][stage]):>28}" for size in sizes)
+        first, last = results[sizes[0]][stage], results[sizes[-1]][stage]
+        growth = "" if len(sizes) < 2 else (f" {exponent(first['cpu'], last['cpu'], sizes[0], sizes[-1]):>8.2f}"
+                                            f" {exponent(first['rss'], last['rss'], sizes[0], sizes[-1]):>8.2f}")
+        print(f"{stage:<9} {cells}{growth}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", default="10000,30000", help="comma-separated unit counts")
@@ -103,14 +115,7 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
     results = {size: stages(work, size, args.categories) for size in sizes}
-    print(f"{'stage':<8} " + " ".join(f"{f'{size:,} wall/CPU s/RSS MB':>28}" for size in sizes)
-          + f" {'CPU exp':>8} {'RSS exp':>8}")
-    for stage in results[sizes[0]]:
-        cells = " ".join(f"{'{wall:.1f}/{cpu:.1f}/{rss:.0f}'.format(**results[size][stage]):>28}" for size in sizes)
-        first, last = results[sizes[0]][stage], results[sizes[-1]][stage]
-        growth = "" if len(sizes) < 2 else (f" {exponent(first['cpu'], last['cpu'], sizes[0], sizes[-1]):>8.2f}"
-                                            f" {exponent(first['rss'], last['rss'], sizes[0], sizes[-1]):>8.2f}")
-        print(f"{stage:<8} {cells}{growth}")
+    print_table(results, sizes)
     print(f"work directory: {work}")
 
 
