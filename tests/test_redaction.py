@@ -124,3 +124,14 @@ def test_recorded_command_and_log_lines_are_redacted():
                                        "--api-base=http://h/v1"]
     record = logging.LogRecord("LiteLLM", logging.WARNING, __file__, 1, "retrying with %s", (OTHER_TOKEN,), None)
     assert RedactingFilter().filter(record) and record.getMessage() == f"retrying with {REDACTED}"
+
+
+def test_a_user_name_beside_a_password_is_a_name_not_a_secret():
+    """`http://user:PASSWORD@host` made "user" a plain-text secret for the rest of the process, so a later
+    `--log-prompts` line read `"role": "[redacted]"` (it failed the suite when test_saved_config ran after this
+    file). A user name alone, or as long as a key, is still the credential."""
+    public_url(f"http://user:{USER_PASSWORD}@host/v1")
+    assert redact('{"role": "user"} ' + USER_PASSWORD) == '{"role": "user"} ' + REDACTED
+    token = "tok" + "x" * 20
+    public_url(f"http://{token}@host/v1")
+    assert redact(f"echoed {token}") == f"echoed {REDACTED}"

@@ -26,6 +26,7 @@ from typing import Any, Callable, ContextManager, Iterator
 from injector.records.jsonl import NOT_JSON, as_record, scan_lines
 from injector.records.models import Candidate, Rejection
 from injector.util.safe_files import NotARegularFile, create_temporary, open_fd, open_read
+from injector.util.errors import InjectorError
 
 log = logging.getLogger("injector")
 
@@ -34,7 +35,7 @@ MAX_ENTRY_BYTES = 1 << 20
 """An index line longer than this is not ours: the index is rebuilt."""
 
 
-class IndexStale(Exception):
+class IndexStale(InjectorError):
     """The index does not describe its data file (or is no index of ours): rebuild it."""
 
 

@@ -53,7 +53,7 @@ class PromptLog(Engine):
         }
         try:
             proposal = await self.engine.propose(messages, **request)
-        except Exception as exc:  # logged with what was asked, then the unit's own handling as before
+        except Exception as exc:  # noqa: BLE001 - logged with what was asked, then re-raised to the unit's own handling
             self._write({**line, "answer": None, "error": f"{type(exc).__name__}: {exc}"})
             raise
         self._write({**line, "answer": proposal.text, "cached": bool(proposal.details.get("cached")),

@@ -79,7 +79,10 @@ def public_url(url: str) -> str:
     parts = urlsplit(url)
     if not parts.netloc:
         return redact(url)
-    register_secret(parts.username)
+    # A user name beside a password is a name, not a credential ("user", "admin"): as plain-text secrets such names
+    # would blank every "role": "user" of a later log. Alone, or key-long, it is the credential (`http://KEY@host`).
+    if parts.password is None or len(parts.username or "") >= MIN_ENV_SECRET_LENGTH:
+        register_secret(parts.username)
     register_secret(parts.password)
     if parts.username is not None or parts.password is not None:
         register_basic_credentials(parts.username or "", parts.password or "")
