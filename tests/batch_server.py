@@ -51,6 +51,8 @@ class BatchServer(LoopbackServer):
         self.failed_lines: list[str] = []
         """custom_ids that came back failed (error file), expired ones included."""
         self.creates = 0
+        self.downloads: dict[str, int] = {}
+        """How many times each file's content was downloaded."""
         self._lock = threading.RLock()
         server = self
 
@@ -81,6 +83,7 @@ class BatchServer(LoopbackServer):
                 path, query = urlsplit(self.path).path, parse_qs(urlsplit(self.path).query)
                 with server._lock:
                     if m := re.fullmatch(r"/v1/files/([^/]+)/content", path):
+                        server.downloads[m.group(1)] = server.downloads.get(m.group(1), 0) + 1
                         return self._reply(None, raw=server.files[m.group(1)])
                     if m := re.fullmatch(r"/v1/batches/([^/]+)", path):
                         return self._reply(server._advance(m.group(1)))

@@ -266,3 +266,25 @@ def test_odd_answer_content_in_a_batch_line_is_a_reject_not_a_crash(stub, tmp_pa
     assert result.exit_code == 0, result.output
     rejects = read_jsonl(out / "rejects.jsonl")
     assert len(rejects) == 2 and not read_jsonl(out / "candidates.jsonl")
+
+
+def test_litellm_does_not_download_a_finished_batch_again_behind_our_back(stub, tmp_path, monkeypatch):
+    """litellm's success logging prices a finished batch by downloading and parsing its output in a background task;
+    a line past our bounds (5,000 nested arrays) then failed there, unseen, and surfaced in pytest as an unraisable
+    exception. Every retrieve asks litellm to skip that logging, and each output file is downloaded once: by us."""
+    from injector.engines.model_info import import_litellm
+    litellm = import_litellm()
+    retrieves: list[dict] = []
+    original = litellm.aretrieve_batch
+
+    async def spy(**arguments):
+        retrieves.append(arguments)
+        return await original(**arguments)
+
+    monkeypatch.setattr(litellm, "aretrieve_batch", spy)
+    server = stub()
+    result = run_cli(server, write_input(tmp_path, 3), tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert retrieves and all(r.get("litellm_metadata") == {"batch_ignore_default_logging": True} for r in retrieves)
+    outputs = [batch["output_file_id"] for batch in server.batches.values() if batch.get("output_file_id")]
+    assert outputs and all(server.downloads[file_id] == 1 for file_id in outputs)

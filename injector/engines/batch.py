@@ -216,7 +216,10 @@ class BatchEngine(LLMEngine):
         if batch_id in self._results:
             return self._results[batch_id]
         litellm = import_litellm()
-        batch = await self._call(litellm.aretrieve_batch, batch_id=batch_id)
+        # litellm's own success logging would download a finished batch's output a second time (to price it) and
+        # parse it outside our bounds, in a background task whose failures no one sees: we price every line here.
+        batch = await self._call(litellm.aretrieve_batch, batch_id=batch_id,
+                                 litellm_metadata={"batch_ignore_default_logging": True})
         status = str(batch.status)
         if self._log_now().status(batch_id) != status:
             self._record({"event": "state", "batch_id": batch_id, "status": status,
