@@ -127,9 +127,9 @@ def _fold_features(counts: WordCounts | None, train: Any, test: Any | None) -> t
     import numpy as np
     from sklearn.feature_extraction.text import TfidfTransformer
 
-    part = None if counts is None else counts.matrix[train]
-    if part is None or part.nnz == 0:  # the vectorizer's own words for it
+    if counts is None or counts.matrix[train].nnz == 0:  # the vectorizer's own words for it
         raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
+    part = counts.matrix[train]
     kept = np.flatnonzero(np.bincount(part.indices, minlength=part.shape[1]) >= 2)
     if not len(kept):
         raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
@@ -174,7 +174,7 @@ def probe(texts: list[str], labels: list[int], groups: list[str], *, folds: int 
         result["reason"] = f"cannot fit the model ({exc})"
         return result
     result["auc"] = round(float(roc_auc_score(y, scores)), 4)
-    if not top:
+    if not top or counts is None:
         return result
     vocabulary, weights = counts.terms[kept], full.coef_[0]
     best = sorted(range(len(weights)), key=lambda i: (-weights[i], vocabulary[i]))[:top]
