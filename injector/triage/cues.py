@@ -111,9 +111,10 @@ def word_counts(texts: list[str]) -> WordCounts | None:
     """Every text's word 1–2-gram counts (None when no text holds a word): the texts are tokenised once, and each
     fold keeps the columns its training part holds in two texts or more, which is what the recipe's
     `TfidfVectorizer(min_df=2)` fitted on that part counts (`_fold_features`)."""
+    import numpy as np
     from sklearn.feature_extraction.text import CountVectorizer
 
-    vectorizer = CountVectorizer(lowercase=True, token_pattern=TOKEN, ngram_range=(1, 2))
+    vectorizer = CountVectorizer(lowercase=True, token_pattern=TOKEN, ngram_range=(1, 2), dtype=np.int32)
     try:
         matrix = vectorizer.fit_transform(texts)
     except ValueError:  # no word in any text: the first fold's fit says so, as the vectorizer words it
