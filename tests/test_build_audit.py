@@ -24,10 +24,10 @@ def invoke(*args: str):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    """An offline redundancy run over 6 bundled trajectories, the false relation planted in step 1 of 3 of them."""
+    """An offline redundancy run over 8 bundled trajectories, the false relation planted in step 1 of 4 of them."""
     folder = tmp_path_factory.mktemp("audit")
     rows = []
-    for number, trajectory in enumerate(list(load_trajectories())[:6]):
+    for number, trajectory in enumerate(list(load_trajectories())[:8]):
         steps = list(trajectory.steps)
         if number % 2 == 0:
             steps[0] += PLANTED

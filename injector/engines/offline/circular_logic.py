@@ -5,8 +5,8 @@ back from that assumption (substituting it into the equation it should solve, or
 should have produced it, with operands the solution established earlier as quantities) and concludes the value it
 started from. Two shapes: the loop in two steps (the assumption; the derivation and conclusion in one step) or in
 three (the assumption; the derivation; the conclusion on its own). The final answer and every other step stay as
-they were. Wording is drawn from small pools of plain connectives that the original solutions also use, so that
-the loop is found by reading the mathematics, not the words.
+they were. Each loop step is one of a few plain frames, opened the way one of the solution's own steps opens (a
+solution's first step with nothing), so that the loop is found by reading the mathematics, not the words.
 """
 from __future__ import annotations
 
@@ -16,49 +16,40 @@ from injector.model.trajectory import Trajectory
 from injector.engines.offline.equations import Computation, Solved, computations, determines, introduced, inverse_equations, \
     own_sentence, solved_values, stated_quantity, substituted
 from injector.engines.offline.positions import Placed
-from injector.engines.offline.wording import fitted, styled
+from injector.engines.offline.wording import fitted, opened, opener_like, styled, unopened
 from injector.engines.offline.text import Option, Perturbation, insert, replace, split_answer
 
-# Wording: frames that PRM800K's own steps use about as often as these pools do ("so", "that means", "we know
-# that", "if ... then", "and"), several per move, so that no word is found only in the loop's steps. Words such as
-# "hence", "suppose", "plugging in", "this gives" or "is the solution" are (nearly) absent from the solutions and
-# gave the loop away to the cue probe (`inject stats --cues`).
-# The assumption: the bare value, or framed as something known.
-ASSUME_VALUE = ("So ${var} = {value}$.", "${var} = {value}$.", "We know that ${var} = {value}$.",
-                "That means ${var} = {value}$.", "And ${var} = {value}$.", "So we have ${var} = {value}$.",
-                "Right, so ${var} = {value}$.", "So ${var}$ is ${value}$.")
-DERIVE_VALUE = ("So ${filled}$, and ${var} = {value}$.",
-                "That means ${filled}$, so ${var} = {value}$.",
+# Wording. Each loop step is a frame that opens with no connective of its own (or with the few a conclusion
+# carries), after an opener drawn from the solution's own steps (`wording.opener_like`: "So ", "Right, so ", most
+# often nothing), so that the loop's steps open with "so", "and" or "right" as often as the solution's own steps
+# do; the first step of a solution opens with none (nothing precedes it). Frames that gave the loop away to the cue
+# probe (`inject stats --cues`) are gone: every step opening with a connective, "therefore", and the stilted
+# "So $r^3 = 8$ is $2^3 = 8$" ("so is" was the probe's strongest feature). Words the solutions (nearly) never write
+# ("hence", "suppose", "plugging in", "this gives", "verify", "assume") are left out for the same reason.
+# The assumption: the bare value, or stated as something known.
+ASSUME_VALUE = ("${var} = {value}$.", "${var} = {value}$.", "We have ${var} = {value}$.",
+                "We know that ${var} = {value}$.")
+DERIVE_VALUE = ("${filled}$, so ${var} = {value}$.", "Since ${filled}$, ${var} = {value}$.",
                 "If ${var} = {value}$, then ${filled}$, so ${var} = {value}$.",
-                "Since ${filled}$, we know that ${var} = {value}$.",
-                "And ${equation}$ is ${filled}$, so ${var} = {value}$.",
-                "${filled}$, so ${var} = {value}$.",
-                "So ${equation}$ is ${filled}$, which means that ${var} = {value}$.",
-                "We know ${filled}$, so ${var} = {value}$.",
-                "Then ${filled}$, so ${var}$ is ${value}$.")
+                "${var} = {value}$, since ${filled}$.", "${filled}$, which gives ${var} = {value}$.",
+                "${var} = {value}$ because ${filled}$.", "${filled}$, and so ${var} = {value}$.")
 # The three-step loop: the value put back (no conclusion yet), then the conclusion on its own.
-LEAN_VALUE = ("So ${filled}$.", "Then ${filled}$.", "That means ${filled}$.", "And ${equation}$ is ${filled}$.",
-              "If ${var} = {value}$, then ${filled}$.", "We have ${filled}$.")
-CONCLUDE_VALUE = ("So ${var} = {value}$.", "That means ${var} = {value}$.", "So ${var}$ is ${value}$.",
-                  "Right, so ${var} = {value}$.", "Therefore ${var} = {value}$.", "And so ${var} = {value}$.")
-LEAN_CLAUSE = ("So ${inverse}$.", "That means ${inverse}$.", "Then ${inverse}$.", "And ${inverse}$.",
-               "We know ${inverse}$.", "We have ${inverse}$.")
-CONCLUDE_CLAUSE = ("So {clause}.", "That means {clause}.", "{Clause}.", "Right, so {clause}.",
-                   "Therefore {clause}.", "And so {clause}.")
+LEAN_VALUE = ("${filled}$.", "If ${var} = {value}$, then ${filled}$.", "We have ${filled}$.",
+              "With ${var} = {value}$, ${equation}$ gives ${filled}$.")
+CONCLUDE_VALUE = ("${var} = {value}$.", "${var} = {value}$.", "So ${var} = {value}$.", "That means ${var} = {value}$.")
 # The bare clause (no framing word at all) is the commonest form: it reads like any other step.
-ASSUME_CLAUSE = ("{Clause}.", "{Clause}.", "So {clause}.", "We know that {clause}.", "And {clause}.",
-                 "That means {clause}.", "Right, so {clause}.")
-DERIVE_CLAUSE = ("So ${inverse}$, and {clause}.", "That means ${inverse}$, so {clause}.",
-                 "Since ${inverse}$, {clause}.", "And ${inverse}$, so {clause}.", "${inverse}$, so {clause}.",
-                 "We know ${inverse}$, so {clause}.", "Then ${inverse}$, so {clause}.",
-                 "So ${inverse}$, which means {clause}.", "That's because ${inverse}$, so {clause}.")
+ASSUME_CLAUSE = ("{Clause}.", "{Clause}.", "{Clause}.", "We know that {clause}.")
+DERIVE_CLAUSE = ("${inverse}$, so {clause}.", "Since ${inverse}$, {clause}.", "{Clause}, since ${inverse}$.",
+                 "{Clause} because ${inverse}$.", "${inverse}$, which means {clause}.", "{Clause}, as ${inverse}$.",
+                 "If {clause}, then ${inverse}$, so {clause}.")
+LEAN_CLAUSE = ("${inverse}$.", "If {clause}, then ${inverse}$.", "{Clause}, so ${inverse}$.", "We have ${inverse}$.")
+CONCLUDE_CLAUSE = ("{Clause}.", "{Clause}.", "{Clause}.", "So {clause}.", "That means {clause}.")
 
 
 def circular_logic_options(trajectory: Trajectory) -> list[Option]:
     """One option per result a step derives (a variable's value, or a computation of a stated quantity) that is
     new in that step; steps carrying the `# Answer` line are left alone, so the final answer step is unchanged."""
     steps = list(trajectory.steps)
-    lengths = [len(step) for step in steps]
     options: list[Option] = []
     for index, step in enumerate(steps):
         body, tail = split_answer(step)
@@ -69,32 +60,28 @@ def circular_logic_options(trajectory: Trajectory) -> list[Option]:
             # itself would leave the loop leaning on operands established nowhere.
             before = "".join(split_answer(steps[index - 1])[0].split()) if index else ""
             if determines(solved) and "".join(f"{solved.left}={solved.right}".split()) in before:
-                options.append(Placed(_loop_on_value(index, solved, step, lengths), index + 1, len(steps) + 1))
+                options.append(Placed(_loop_on_value(index, solved, steps), index + 1, len(steps) + 1))
         earlier = trajectory.question + " " + " ".join(steps[:index])
         for computation in computations(body, index):
-            loop = _loop_on_computation(body, computation, earlier, lengths)
+            loop = _loop_on_computation(body, computation, earlier, steps)
             if loop is not None:
                 options.append(Placed(loop, index + 1, len(steps) + 1))
-    return styled(options, steps)
+    return styled(options, steps, openers=False)
 
 
-def _loop_on_value(index: int, solved: Solved, step: str, lengths: list[int]) -> Option:
+def _loop_on_value(index: int, solved: Solved, steps: list[str]) -> Option:
     # The assumption must replace the step, not repeat it ("That means $r = 2$." for "That means $r = 2$.").
-    forms = [form for form in ASSUME_VALUE if form.format(var=solved.var, value=solved.value) != step.strip()]
+    forms = [form for form in ASSUME_VALUE if form.format(var=solved.var, value=solved.value) != steps[index].strip()]
 
     def option(rng: random.Random) -> Perturbation:
         var, value, filled = solved.var, solved.value, substituted(solved)
         fields = {"var": var, "value": value, "filled": filled, "equation": f"{solved.left} = {solved.right}"}
-        # The loop's steps written the way whose length fits the solution's steps (`fitted`); loop steps shorter
-        # than the solution's own gave them away by length alone. The assumption is drawn uniformly: fitting it
-        # too made its longest frame the commonest, a cue to the word probe.
         assumed = rng.choice(forms).format(var=var, value=value)
         if rng.random() < 0.5:
-            loop = [insert(index + 1, fitted(rng, [f.format(**fields) for f in DERIVE_VALUE], lengths))]
+            loop = [[f.format(**fields) for f in DERIVE_VALUE]]
         else:
-            loop = [insert(index + 1, fitted(rng, [f.format(**fields) for f in LEAN_VALUE], lengths)),
-                    insert(index + 1, fitted(rng, [f.format(**fields) for f in CONCLUDE_VALUE], lengths))]
-        return Perturbation("assume_the_value", [replace(index + 1, assumed), *loop],
+            loop = [[f.format(**fields) for f in LEAN_VALUE], [f.format(**fields) for f in CONCLUDE_VALUE]]
+        return Perturbation("assume_the_value", _edits(rng, steps, index, assumed, loop),
                             f"Step {index + 1} no longer solves for ${var}$: it takes ${var} = {value}$ as given, and "
                             f"what follows substitutes that value into ${solved.left} = {solved.right}$ and "
                             f"concludes ${var} = {value}$ from it. The value rests only on itself: the chain loops "
@@ -102,7 +89,28 @@ def _loop_on_value(index: int, solved: Solved, step: str, lengths: list[int]) ->
     return option
 
 
-def _loop_on_computation(body: str, computation: Computation, earlier: str, lengths: list[int]) -> Option | None:
+def _edits(rng: random.Random, steps: list[str], index: int, assumed: str, loop: list[list[str]]) -> list[dict]:
+    """The assumption replacing step `index + 1`, and the loop's steps after it, each written one of its ways.
+
+    Each step opens as one of the solution's own steps drawn at random does (`opener_like`), and the first step of a
+    solution with no connective at all. The loop's later steps take, of two ways drawn, the one nearer a length
+    drawn from the solution's own steps (`fitted`): loop steps shorter than the solution's own gave them away by
+    length alone. The assumption is not fitted: that made its longest frame the commonest, a cue to the word probe."""
+    lengths = [len(step) for step in steps]
+    bare = unopened(assumed) if index == 0 else assumed
+    assumed = bare if index == 0 else opened(opener_like(rng, steps), assumed)
+    if assumed == steps[index].strip():  # "So $r = 2$." opened back into the step it replaces
+        assumed = bare
+    later = []
+    for ways in loop:
+        # A loop step that says what the replaced step said would leave that step standing: a re-check, not a loop.
+        way = fitted(rng, [text for text in ways if text != steps[index].strip()] or ways, lengths)
+        text = opened(opener_like(rng, steps), way)
+        later.append(way if text == steps[index].strip() else text)
+    return [replace(index + 1, assumed), *(insert(index + 1, text) for text in later)]
+
+
+def _loop_on_computation(body: str, computation: Computation, earlier: str, steps: list[str]) -> Option | None:
     """Assume the computed quantity ("Suppose the total cost is $14.60$ dollars") and recover one of the known
     operands from it ("Then $14.60 - 3.60 = 11$"), concluding the assumed quantity."""
     if not introduced(computation.value, earlier):
@@ -125,13 +133,10 @@ def _loop_on_computation(body: str, computation: Computation, earlier: str, leng
             assumed = rng.choice(ASSUME_CLAUSE).format(**fields)
         step = computation.step + 1
 
-        def written(frames: tuple[str, ...]) -> str:
-            return fitted(rng, [f.replace("${inverse}$", "{inverse}").format(**fields) for f in frames], lengths)
-        if rng.random() < 0.5:
-            loop = [insert(step, written(DERIVE_CLAUSE))]
-        else:
-            loop = [insert(step, written(LEAN_CLAUSE)), insert(step, written(CONCLUDE_CLAUSE))]
-        return Perturbation("assume_the_result", [replace(step, assumed), *loop],
+        def ways(frames: tuple[str, ...]) -> list[str]:
+            return [f.replace("${inverse}$", "{inverse}").format(**fields) for f in frames]
+        loop = [ways(DERIVE_CLAUSE)] if rng.random() < 0.5 else [ways(LEAN_CLAUSE), ways(CONCLUDE_CLAUSE)]
+        return Perturbation("assume_the_result", _edits(rng, steps, step - 1, assumed, loop),
                             f"Step {step} no longer computes {stated.math(computation.lhs)}: it takes {clause} as given, "
                             f"and what follows works back from that value ({inverse}) to conclude the same value. "
                             "The result rests only on itself: the chain loops back to its assumption.")
