@@ -133,6 +133,13 @@ def _conflicting(later: str, value: Fraction, rng: random.Random) -> tuple[str, 
     return body + tail, like, wrong
 
 
+def _clear(before: str, edits: list[dict], value: Fraction, wrong: Fraction) -> bool:
+    """Does the conflicting step derive a result from the other value ("So $3 = 3$" derives nothing), without
+    showing the established value too (no clear conflict then)?"""
+    shown = values(split_answer(edits[0]["text"])[0])
+    return bool(shown - values(before) - {wrong, -wrong}) and value not in shown
+
+
 def _option(trajectory: Trajectory, i: int, j: int, value: Fraction, source: str) -> Option:
     steps = list(trajectory.steps)
 
@@ -141,17 +148,12 @@ def _option(trajectory: Trajectory, i: int, j: int, value: Fraction, source: str
         if conflicting is None:
             return None
         text, like, wrong = conflicting
-        edits: list[dict] | None = None
         kinds = (local, carried) if rng.random() < CARRIED else (local,)
-        for kind in kinds:
-            edits = kind(steps, j, text, trajectory.question)
-            shown = values(split_answer(edits[0]["text"])[0]) if edits is not None else frozenset()
-            # The conflicting step derives a result from the other value ("So $3 = 3$" derives nothing), and does
-            # not show the established value too (no clear conflict then).
-            if shown - values(steps[j]) - {wrong, -wrong} and value not in shown:
-                break
-        else:
+        made = next(((kind, edits) for kind in kinds if (edits := kind(steps, j, text, trajectory.question))
+                     is not None and _clear(steps[j], edits, value, wrong)), None)
+        if made is None:
             return None
+        kind, edits = made
         old, new = render(value, like, True), render(wrong, like, True)
         what = f"Step {i + 1} establishes ${source} = {old}$, but step {j + 1} uses ${new}$ for the same quantity."
         if kind is local:
