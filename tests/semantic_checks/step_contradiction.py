@@ -31,7 +31,9 @@ SIGNED = re.compile(r"(?<![\w)}.])-(" + NUMBER.pattern + ")")
 
 def _values(text: str) -> set:
     """The values written in a text, each also with its sign where it has one (`x = -3` holds 3 and -3)."""
-    return {_value(t) for t in NUMBER.findall(text)} | {-_value(t) for t in SIGNED.findall(text.replace(" ", ""))}
+    # After a LaTeX operator ("8 \\times -\\frac{1}{2}") a minus is a sign, not a subtraction.
+    bare = re.sub(r"\\(?:times|cdot|div)(?![A-Za-z])", "*", text.replace(" ", ""))
+    return {_value(t) for t in NUMBER.findall(text)} | {-_value(t) for t in SIGNED.findall(bare)}
 
 
 def defined_in(step: str, v) -> bool:
