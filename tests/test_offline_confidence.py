@@ -13,7 +13,7 @@ import pytest
 from semantic_checks import checks_for
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
-from injector.engines.offline.certainty import ADVERBS, CLAUSES, OPENERS, SENTENCES
+from injector.engines.offline.certainty import ADVERBS, AT_VERB, OPENERS
 from injector.engines.offline.propagate import why_not
 from injector.records.models import Candidate
 
@@ -92,7 +92,7 @@ def test_no_certainty_phrase_marks_the_error_step():
     assert len(made) >= 15
     on_error: Counter = Counter()
     on_correct: Counter = Counter()
-    phrases = [p.split("{")[0].strip(" ,") for p in OPENERS] + list(ADVERBS) + list(CLAUSES) + list(SENTENCES)
+    phrases = [p.split("{")[0].strip(" ,") for p in OPENERS] + list(ADVERBS) + list(AT_VERB) + ["must be"]
     for _, candidate in made:
         first = min(candidate.error_steps)
         for k in candidate.modified_steps:
@@ -105,3 +105,25 @@ def test_no_certainty_phrase_marks_the_error_step():
     assert max(on_error.values()) <= len(made) / 4
     assert sum(on_correct.values()) >= sum(on_error.values())
     assert len(on_error) >= 10  # a repertoire, not a template
+
+
+# The tags the operator bolted on after a statement before (issue 25): by their words alone they marked the error
+# step (the dev part's word probe fell from 0.83 to 0.78 with them struck out), and they read as stuck on.
+OLD_TAGS = ("no doubt about it", "for sure", "without a doubt", "beyond any doubt", "there's no question",
+            "no question about it", "I'm sure of it", "that's certain", "as is certain", "That much is certain",
+            "There is no doubt about it", "That is definitely right", "No need to check this", "This is beyond doubt",
+            "I'm sure of this", "That's for sure", "There is no question about it", "This is clearly right",
+            "It can't be anything else", "No further check is needed", "We can be completely sure of that",
+            "This is obviously true", "Nothing more needs to be said about it")
+TAG_AT_THE_END = re.compile(r"(?:,\s*|[.!]\s+)(?:" + "|".join(map(re.escape, OLD_TAGS)) + r")[.!]?\s*$", re.IGNORECASE)
+
+
+def test_no_confidence_item_ends_a_step_with_a_bolted_on_certainty_tag():
+    made = candidates(list(load_trajectories()) + [ROLES], samples=3)
+    assert len(made) >= 10
+    check = checks_for("confidence").check
+    for trajectory, candidate in made:
+        assert check(trajectory, candidate.model_dump(mode="json")) == []
+        for k in candidate.modified_steps:
+            body = candidate.modified_process[k - 1].split("# Answer")[0].strip()
+            assert not TAG_AT_THE_END.search(body), body

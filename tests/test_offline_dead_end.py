@@ -78,3 +78,60 @@ def test_the_check_takes_a_recheck_arriving_at_an_earlier_result_for_a_dead_end(
     assert checks_for("step_contradiction").check(original, candidate) == []
     carried = [*steps[:5], "So the answer is $4+20=24$ hours per week, after $230$ hours."]
     assert checks_for("step_contradiction").check(original, {**candidate, "modified_process": carried}) != []
+
+
+def test_a_local_contradiction_labels_exactly_the_conflicting_step_and_keeps_the_answer():
+    # Step 7's difference (8) is restated by step 11, so a conflict there was no dead end and was carried to the
+    # answer. Local (issue 25): step 7 alone uses another value for y (or x), its own result recomputed; steps 8-11
+    # go on from the established values, unchanged and true, and only step 7 is labelled.
+    found = _candidates(CHECKED, "step_contradiction")
+    at_seven = [c for c in found if min(c.error_steps) == 7]
+    assert at_seven and all(c.error_steps == [7] for c in at_seven), [c.error_steps for c in found]
+    check = checks_for("step_contradiction")
+    for candidate in at_seven:
+        assert candidate.modified_steps == [7] and candidate.modified_process[7:] == CHECKED.steps[7:]
+        assert "19 - 11" not in candidate.modified_process[6] and "= 8$" not in candidate.modified_process[6]
+        assert check.check(CHECKED, candidate.model_dump(mode="json")) == []
+
+
+def test_the_check_rejects_a_local_contradiction_a_later_step_builds_on():
+    steps = list(CHECKED.steps)
+    steps[6] = "To find the positive difference we do $x - y = 19 - 12 = 7$."
+    local = {"modified_process": steps, "modified_steps": [7], "error_steps": [7]}
+    assert checks_for("step_contradiction").check(CHECKED, local) == []
+    built_on = [*steps[:10], "So our answer is indeed $7$."]  # step 11 takes up the conflicting result, unlabelled
+    problems = checks_for("step_contradiction").check(CHECKED, {**local, "modified_process": built_on,
+                                                                  "modified_steps": [7, 11]})
+    assert problems
+    sloppy = [*steps[:6], "To find the positive difference we do $x - y = 19 - 12 = 8$.", *steps[7:]]
+    assert checks_for("step_contradiction").check(CHECKED, {**local, "modified_process": sloppy}) != []
+
+
+# PRM800K (MIT licence) phase-1 training solution prm_train_p1_99, steps 6-13: a value drawn for the conflict that
+# equals the step's own result (30 for 20 in "20+10=30") was recomputed along with it: "40+10=40".
+CHECKED_BY_HAND = Trajectory(id="pete", question="Pete thinks of a number. He doubles it, adds 10, multiplies by 4, "
+                             "and ends up with 120. What was his original number?", steps=[
+                                 "That gives us 8x=80, so x=10.",
+                                 "So Pete started with 10.",
+                                 "We can check our answer by starting with 10 and performing each of the operations.",
+                                 "First he doubled it, which gives us 10*2=20.",
+                                 "Then he added 10, which gives 20+10=30.",
+                                 "Finally, he multiplied by 4 which gives 30*4=120.",
+                                 "So we end up with 120, just like the problem says.",
+                                 "So our answer is correct."])
+
+
+def test_no_conflicting_step_states_a_false_equation():
+    import random
+
+    from semantic_checks._arithmetic import false_equations
+
+    from injector.engines.offline.step_contradiction import step_contradiction_options
+
+    made = [option(random.Random(seed)) for option in step_contradiction_options(CHECKED_BY_HAND)
+            for seed in range(30)]
+    made = [p for p in made if p is not None]
+    assert made
+    for perturbation in made:
+        for edit in perturbation.edits:
+            assert false_equations(edit["text"]) == [], edit["text"]

@@ -65,7 +65,11 @@ def test_every_operator_passes_the_validator_and_changes_only_what_it_declares(t
 
 def assert_error_of_category(category_id: str, c: Candidate) -> None:
     errors = [c.modified_process[k - 1] for k in c.error_steps]
-    if category_id in ("counterfactual", "step_contradiction"):
+    if category_id == "step_contradiction" and len(c.modified_process) not in c.error_steps:
+        # A local contradiction (issue 25): the conflicting step alone, the later steps and the answer as they were.
+        [k] = c.error_steps
+        assert c.modified_steps == [k] and c.modified_process[k:] == c.original_process[k:]
+    elif category_id in ("counterfactual", "step_contradiction"):
         # The error propagates (issue 15): every changed step is an error step, and the error reaches the answer;
         # what makes it an error of its category is checked in tests/semantic_checks/.
         assert c.error_steps == c.modified_steps and len(c.modified_process) in c.error_steps

@@ -122,3 +122,19 @@ def test_the_step_contradiction_check_reads_negative_values():
     given = Trajectory(id="signs", question="The solutions of an equation are $4$ and $-3$. What is their product?",
                        steps=list(original.steps))
     assert check(given, candidate) != []  # -3 is given in the question: no step establishes it
+
+
+def test_the_step_contradiction_check_reads_a_sign_after_times():
+    # PRM800K (MIT licence) prm_train_p1_168, steps 9-11: "$8 \times -\frac{1}{2}$" uses the -1/2 step 9 derived;
+    # the check took the minus after "\times" for a subtraction, read 1/2, which no step derives, and rejected the
+    # offline engine's local contradiction "$y = 8 \times -1 = -8$" (test part of issue 25's bench run).
+    from semantic_checks.step_contradiction import check
+
+    original = Trajectory(id="polar", question="Convert the point $\\left( 8, \\frac{7 \\pi}{6} \\right)$ in polar "
+                          "coordinates to rectangular coordinates.", steps=[
+                              "We know that $\\sin \\frac{7 \\pi}{6} = -\\sin \\frac{\\pi}{6} = -\\frac{1}{2}$.",
+                              "So $y = 8 \\times -\\frac{1}{2} = -4$.",
+                              "Therefore, the rectangular coordinates of the point are $\\boxed{(-4 \\sqrt{3}, -4)}$."])
+    steps = list(original.steps)
+    steps[1] = "So $y = 8 \\times -1 = -8$."
+    assert check(original, {"modified_process": steps, "error_steps": [2], "modified_steps": [2]}) == []

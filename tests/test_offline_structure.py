@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from injector.engines.offline.certainty import ADVERBS, SENTENCES
+from injector.engines.offline.certainty import ADVERBS, AT_VERB
 from injector.engines.offline.confidence import with_certainty
 from injector.engines.offline.equations import computations, holds, inverse_equations, stated_quantity
 from injector.engines.offline.redundancy import other_routes
@@ -67,9 +67,10 @@ def test_certainty_is_said_grammatically_and_leaves_the_answer_alone():
     said = {with_certainty(text, random.Random(seed)) for seed in range(60)}
     for variant in said:
         first = variant.split("\n")[0]
-        # An adverb or clause with its comma, or a second sentence of certainty after the statement.
-        assert ", " in first or any(first.startswith(f"So {a} the") for a in ADVERBS) \
-            or any(first.endswith(" " + s) for s in SENTENCES)
+        # An adverb after the connective or at the verb, or a modal for the copula; nothing after the statement.
+        assert any(first.startswith(f"So {a} the") for a in ADVERBS) or \
+            any(f"is {a} $14.60$" in first for a in AT_VERB) or "must be $14.60$" in first
+        assert first.endswith("$14.60$ dollars.")
         assert variant.endswith("\n\n# Answer\n\n14.60") and "$14.60$" in variant
         assert not variant.startswith(("Clearly, so", "Obviously, so"))  # the old "Clearly, so the total ..."
     assert len(said) >= 5  # varied

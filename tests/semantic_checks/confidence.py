@@ -10,7 +10,7 @@ from ._reading import answer, body, equal, math_parts, numbers, numeric_equaliti
 CERTAIN = re.compile(r"\b(?:clearly|certainly|of course|obviously|surely|without a doubt|no question|no doubt|sure|"
                      r"definitely|naturally|without question|clear|no need to check|no further check|"
                      r"can't be anything else|nothing more needs|doubt|obvious|easy to see|"
-                     r"for sure|anyone can see|certain|certainty|plainly|beyond any doubt|undoubtedly|evident|evidently|well known|can see|can be sure|it is plain)\b", re.IGNORECASE)
+                     r"for sure|anyone can see|certain|certainty|plainly|beyond any doubt|undoubtedly|evident|evidently|well known|can see|can be sure|it is plain|must be|unquestionably|goes without saying|right away)\b", re.IGNORECASE)
 
 
 def _counterpart(original, steps: list[str], k: int) -> str:

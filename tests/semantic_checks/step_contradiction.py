@@ -1,9 +1,11 @@
 """step_contradiction: the first error step uses, in place of a value v, another value, where v is a quantity an
 earlier unchanged step defines (the result of an equation there, `... = v`, first stated in that step, not given in
 the question); later error steps are recomputed (their equations hold); the answer changed where the error
-reached it. The error reaches the final answer unless the first error step is a dead end: the only step changed,
-not the last, followed by an unchanged `# Answer` line or by a step that derives a result of its own, and none of the results the original step derived there (other than v)
-written in any later step, so nothing builds on it."""
+reached it. The error reaches the final answer unless the contradiction is local: the first error step is the only
+step changed and the only one labelled, not the last, its own equations hold (its results follow from the
+conflicting value), followed by an unchanged `# Answer` line, by a step that derives a result of its own or by one
+that restates the step's original result (so it does not state the answer alone), and no value it newly writes is written by any later step, so nothing later builds on
+it: the later steps, unchanged and true, go on from the established values."""
 from __future__ import annotations
 
 import re
@@ -29,7 +31,9 @@ SIGNED = re.compile(r"(?<![\w)}.])-(" + NUMBER.pattern + ")")
 
 def _values(text: str) -> set:
     """The values written in a text, each also with its sign where it has one (`x = -3` holds 3 and -3)."""
-    return {_value(t) for t in NUMBER.findall(text)} | {-_value(t) for t in SIGNED.findall(text.replace(" ", ""))}
+    # After a LaTeX operator ("8 \\times -\\frac{1}{2}") a minus is a sign, not a subtraction.
+    bare = re.sub(r"\\(?:times|cdot|div)(?![A-Za-z])", "*", text.replace(" ", ""))
+    return {_value(t) for t in NUMBER.findall(text)} | {-_value(t) for t in SIGNED.findall(bare)}
 
 
 def defined_in(step: str, v) -> bool:
@@ -61,25 +65,23 @@ def check(original: Trajectory, candidate: dict) -> list[str]:
     if any(candidate["modified_process"][i] != original.steps[i] for i in range(first - 1)):
         problems.append("a step before the contradiction changed")
     later = propagation_problems(list(original.steps), candidate, first)
-    if _dead_end(original, candidate, first, set(established)):
+    if _local(original, candidate, first):
         later = [p for p in later if not p.startswith("the error does not reach")]
     return problems + later
 
 
-def _dead_end(original: Trajectory, candidate: dict, first: int, replaced: set) -> bool:
-    """Is error step `first` a conflicting step nothing later builds on (see the module docstring)?"""
+def _local(original: Trajectory, candidate: dict, first: int) -> bool:
+    """Is error step `first` a local contradiction nothing later builds on (see the module docstring)?"""
     steps = candidate["modified_process"]
     if candidate["error_steps"] != [first] or candidate["modified_steps"] != [first] or first >= len(steps) \
-            or len(steps) != len(original.steps) or steps[-1] != original.steps[-1]:
+            or steps[first:] != list(original.steps[first:]) or len(steps) != len(original.steps):
         return False
+    before = original.steps[first - 1]
+    results = {v for v in _values(body(before)) if defined_in(before, v)}
     if not ANSWER.search(original.steps[-1]) and not any(
-            defined_in(step, v) for step in original.steps[first:] for v in _values(body(step))):
-        return False  # the step may state the answer itself
-    if len(false_equations(steps[first - 1])) > len(false_equations(original.steps[first - 1])):
+            defined_in(step, v) or v in results for step in original.steps[first:] for v in _values(body(step))):
+        return False  # the step may state the answer itself (nothing derived later, its result not restated)
+    if len(false_equations(steps[first - 1])) > len(false_equations(before)):
         return False  # its own results must follow from the conflicting value
-    lost = _values(body(original.steps[first - 1])) - _values(body(steps[first - 1]))
-    # The conflicting values are the step's inputs; a value it derives may also have been derived before (a
-    # re-check arriving at 240 again), and is still one of its results.
-    inputs = {v for v in replaced if not defined_in(original.steps[first - 1], v)}
-    results = {v for v in lost if defined_in(original.steps[first - 1], v)} - inputs
-    return bool(results) and not any(results & _values(step) for step in original.steps[first:])
+    written = _values(body(steps[first - 1])) - _values(body(original.steps[first - 1]))
+    return bool(written) and not any(written & _values(step) for step in original.steps[first:])
