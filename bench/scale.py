@@ -59,21 +59,32 @@ def measure(args: list[str], cwd: Path) -> dict[str, float]:
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
-def stages(work: Path, units: int, categories: int) -> dict[str, dict[str, float]]:
+STAGES = ("run", "resume", "stats", "build", "eval")
+
+
+def stages(work: Path, units: int, categories: int, wanted: tuple[str, ...] = STAGES) -> dict[str, dict[str, float]]:
+    """The `wanted` stages (in STAGES order; each needs the ones before it to have run, now or earlier in `work`)."""
     input_path = make_input(work / f"input-{units}.jsonl", math.ceil(units / categories))
     run_dir, split_dir = work / f"run-{units}", work / f"split-{units}"
     run = ["run", "--category", "all", "--input", str(input_path), "--input-format", "trajectories",
            "--out", str(run_dir), "--workers", "2"]
-    figures = {"run": measure(run, work)}
-    written = sum(sum(1 for _ in (run_dir / name).open("rb")) for name in ("candidates.jsonl", "rejects.jsonl")
-                  if (run_dir / name).exists())
-    print(f"{units:,} units asked, {written:,} written (candidates + rejects)", flush=True)
-    figures.update({"resume": measure(run, work), "stats": measure(["stats", str(run_dir)], work),
-                    "build": measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed",
-                                      "--overwrite"], work)})
-    scores = make_scores(split_dir / "prmbench", work / f"scores-{units}.jsonl")
-    figures["eval"] = measure(["eval", str(split_dir / "prmbench"), "--scores", str(scores), "--out",
-                               str(work / f"report-{units}")], work)
+    figures = {}
+    if "run" in wanted:
+        figures["run"] = measure(run, work)
+        written = sum(sum(1 for _ in (run_dir / name).open("rb")) for name in ("candidates.jsonl", "rejects.jsonl")
+                      if (run_dir / name).exists())
+        print(f"{units:,} units asked, {written:,} written (candidates + rejects)", flush=True)
+    if "resume" in wanted:
+        figures["resume"] = measure(run, work)
+    if "stats" in wanted:
+        figures["stats"] = measure(["stats", str(run_dir)], work)
+    if "build" in wanted:
+        figures["build"] = measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed",
+                                    "--overwrite"], work)
+    if "eval" in wanted:
+        scores = make_scores(split_dir / "prmbench", work / f"scores-{units}.jsonl")
+        figures["eval"] = measure(["eval", str(split_dir / "prmbench"), "--scores", str(scores), "--out",
+                                   str(work / f"report-{units}")], work)
     return figures
 
 
@@ -110,11 +121,13 @@ def main() -> None:
     parser.add_argument("--units", default="10000,30000", help="comma-separated unit counts")
     parser.add_argument("--categories", type=int, default=6, help="categories `--category all` gives on the offline engine")
     parser.add_argument("--keep", type=Path, help="work here and keep the runs (default: a temporary directory)")
+    parser.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages to time (default: all)")
     args = parser.parse_args()
     sizes = [int(size) for size in args.units.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    results = {size: stages(work, size, args.categories) for size in sizes}
+    wanted = tuple(args.stages.split(","))
+    results = {size: stages(work, size, args.categories, wanted) for size in sizes}
     print_table(results, sizes)
     print(f"work directory: {work}")
 
