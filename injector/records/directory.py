@@ -17,9 +17,10 @@ import fcntl
 import json
 import logging
 import os
+from array import array
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,7 +28,7 @@ from injector.records.jsonl import problem_of, read_records, scan_records
 from injector.records.models import (CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunCounts,
                                       RunManifest, RunTotals)
 from injector.records.tally import WrittenUnits, count, settle, written_units
-from injector.records.unit_index import HEADER, IndexEntry, IndexStale, UnitIndex
+from injector.records.unit_index import HEADER, Entries, IndexEntry, IndexStale, UnitIndex
 from injector.util.errors import UserError, WriteFailed
 from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.util.safe_files import MAX_MANIFEST_BYTES, create_temporary, open_fd, open_read, read_text, write_replacing
@@ -185,17 +186,17 @@ class RunDirectory:
         the records' index (caught up or rebuilt first when it does not match the files)."""
         return self._fold(written_units)
 
-    def _fold(self, fold: Callable[[Iterator[IndexEntry], Iterator[IndexEntry]], Folded]) -> Folded:
-        """`fold` over the candidates' and the rejects' index entries; an index found not to be ours halfway is
-        rebuilt and the fold done again."""
+    def _fold(self, fold: Callable[[Iterable[IndexEntry], Iterable[IndexEntry]], Folded]) -> Folded:
+        """`fold` over the candidates' and the rejects' index entries (each iteration reads them afresh); an index
+        found not to be ours halfway is rebuilt and the fold done again."""
         candidates, rejects = self._indexes[self.candidates_path], self._indexes[self.rejects_path]
         try:
-            return fold(candidates.entries(), rejects.entries())
+            return fold(Entries(candidates), Entries(rejects))
         except IndexStale as why:
             log.info("%s: rebuilding the index of its records (%s)", self.path, why)
             candidates.stale()
             rejects.stale()
-            return fold(candidates.entries(), rejects.entries())
+            return fold(Entries(candidates), Entries(rejects))
 
     @contextmanager
     def _held(self, path: Path) -> Iterator[None]:
@@ -296,7 +297,7 @@ class RunDirectory:
             self.close_files()  # also releases the lock on the replaced file
         return settled.counts, settled.totals
 
-    def _rewrite_rejects(self, dropped: set[int]) -> None:
+    def _rewrite_rejects(self, dropped: array) -> None:
         """rejects.jsonl without the lines `dropped`, and its index, each written beside it and renamed into place
         (the index first: a crash between the two leaves an index that does not match, rebuilt when next read)."""
         index = self._indexes[self.rejects_path]
@@ -307,8 +308,12 @@ class RunDirectory:
                     create_temporary(index_temporary) as index_out:
                 index_out.write(HEADER)
                 line = end = 0
+                drops = iter(dropped)  # in increasing order, as the entries
+                drop = next(drops, None)
                 for raw, entry in zip(source, index.entries()):  # the index has an entry per whole line
-                    if entry.line in dropped or not raw.endswith(b"\n"):
+                    while drop is not None and drop < entry.line:
+                        drop = next(drops, None)
+                    if entry.line == drop or not raw.endswith(b"\n"):
                         continue
                     out.write(raw)
                     line, end = line + 1, end + len(raw)

@@ -271,6 +271,16 @@ class UnitIndex:
         self.path.unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class Entries:
+    """An index's entries as an iterable: each iteration reads them afresh (`UnitIndex.entries`)."""
+
+    index: UnitIndex
+
+    def __iter__(self) -> Iterator[IndexEntry]:
+        return self.index.entries()
+
+
 def _last_entry(fd: int) -> IndexEntry | None:
     """The last whole entry of an index (None when it has only its header)."""
     size = os.fstat(fd).st_size
