@@ -246,3 +246,26 @@ def test_resuming_a_finished_run_reads_its_record_files_at_most_once(tmp_path: P
     reads = Counter(log.read_text().split("\n")[:-1])
     assert reads and all(n == 1 for n in reads.values()), reads  # rebuilt: each file read once, by one process
     assert json.loads((out / "manifest.json").read_text())["counts"] == manifest["counts"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_resuming_a_finished_run_reads_each_index_once(tmp_path: Path, workers: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from injector.runner.executors.processes import WorkerProcesses
+
+    out = tmp_path / "run"
+    offline_run(out, WorkerProcesses(workers) if workers > 1 else None)
+    manifest = json.loads((out / "manifest.json").read_text())
+    reads: list[str] = []
+    real = UnitIndex._stored
+
+    def counted(self: UnitIndex) -> Any:
+        reads.append(self.data_path.name)
+        return real(self)
+
+    monkeypatch.setattr(UnitIndex, "_stored", counted)
+    offline_run(out, WorkerProcesses(workers) if workers > 1 else None)
+    # What the run skips and what its end settles come from the same reading (nothing was written in between).
+    assert sorted(reads) == ["candidates.jsonl", "rejects.jsonl"]
+    resumed = json.loads((out / "manifest.json").read_text())
+    assert (resumed["counts"], resumed["totals"]) == (manifest["counts"], manifest["totals"])

@@ -100,7 +100,7 @@ class IndexEntry:
                    None if cost is None else float(cost))
 
 
-_scan_json = json.JSONDecoder().scan_once
+_scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by its __init__, not in the stubs
 """The C scanner `json.loads` ends in, called directly: a resume decodes one index line per record, and the
 wrapper's checks cost more than the parse."""
 
