@@ -39,14 +39,20 @@ def template_records(template: Path) -> dict[str, list[tuple[str, bytes]]]:
     return by_source
 
 
-def finished_run(work: Path, units: int, by_source: dict[str, list[tuple[str, bytes]]]) -> tuple[Path, list[str]]:
-    """A finished run directory of `units` units and the `inject run` arguments that resume it."""
-    trajectories = math.ceil(units / CATEGORIES)
-    input_path = make_input(work / f"input-{units}.jsonl", trajectories)
+def finished_run(work: Path, units: int, by_source: dict[str, list[tuple[str, bytes]]],
+                 reuse: bool = False) -> tuple[Path, list[str]]:
+    """A finished run directory of `units` units and the `inject run` arguments that resume it (`reuse`: the one
+    made in `work` before, its indexes removed)."""
+    input_path = work / f"input-{units}.jsonl"
     run_dir = work / f"run-{units}"
-    shutil.rmtree(run_dir, ignore_errors=True)
     args = ["run", "--category", "all", "--input", str(input_path), "--input-format", "trajectories",
             "--out", str(run_dir), "--workers", "2"]
+    if reuse and (run_dir / "manifest.json").exists():
+        for index in run_dir.glob(".*.idx"):
+            index.unlink()
+        return run_dir, args
+    make_input(input_path, math.ceil(units / CATEGORIES))
+    shutil.rmtree(run_dir, ignore_errors=True)
     measure([*args, "--limit", "1"], work)  # the manifest of this input's configuration
     ids = [json.loads(line)["id"] for line in input_path.read_text().splitlines()]
     outputs = {name: (run_dir / name).open("wb") for name in ("candidates.jsonl", "rejects.jsonl")}
@@ -66,16 +72,19 @@ def main() -> None:
     parser.add_argument("--template", type=Path, required=True, help="a finished bench/scale.py run directory")
     parser.add_argument("--units", default="10000,100000", help="comma-separated unit counts")
     parser.add_argument("--keep", type=Path, help="work here (default: a temporary directory)")
+    parser.add_argument("--reuse", action="store_true", help="resume the run directories made in --keep before")
+    parser.add_argument("--stages", default="resume-1,resume-2,stats", help="comma-separated stages to time")
     args = parser.parse_args()
+    stages = args.stages.split(",")
     sizes = [int(size) for size in args.units.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="resume-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     by_source = template_records(args.template)
     results = {}
     for size in sizes:
-        run_dir, run = finished_run(work, size, by_source)
-        results[size] = {"resume-1": measure(run, work), "resume-2": measure(run, work),
-                         "stats": measure(["stats", str(run_dir)], work)}
+        run_dir, run = finished_run(work, size, by_source, args.reuse)
+        commands = {"resume-1": run, "resume-2": run, "stats": ["stats", str(run_dir)]}
+        results[size] = {stage: measure(commands[stage], work) for stage in stages}
         manifest = json.loads((run_dir / "manifest.json").read_text())
         print(f"{size:,} units: {manifest['counts']['candidates']:,} candidates, {manifest['counts']['rejects']:,} "
               "rejects", flush=True)

@@ -48,18 +48,27 @@ def make_input(path: Path, trajectories: int) -> Path:
     return path
 
 
+MEASURER = """
+import json, os, subprocess, sys, time
+start = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(json.dumps({"wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime,
+                  "rss": usage.ru_maxrss / 1024, "exit": os.waitstatus_to_exitcode(status)}))
+"""
+"""Runs the command and reports its figures. A small process of its own, because Linux counts in a child's peak RSS
+the memory of the process that forked it (it is folded in at exec): started from this script, whose own memory grows
+with the input it made, `inject` would show this script's peak, not its own."""
+
+
 def measure(args: list[str], cwd: Path) -> dict[str, float]:
     """Wall s, CPU s (user + system, the process and its waited-for workers) and peak RSS MB of one command."""
-    start = time.perf_counter()
-    process = subprocess.Popen([str(INJECT), *args], cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    errors = process.stderr.read() if process.stderr else ""
-    if process.returncode not in (0,):
-        print(f"  {' '.join(args[:2])}: exit {process.returncode}: {errors.strip()[-300:]}", file=sys.stderr)
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
+    done = subprocess.run([sys.executable, "-c", MEASURER, str(INJECT), *args], cwd=cwd, env=ENV,
+                          capture_output=True, text=True)
+    figures = json.loads(done.stdout)
+    if (code := figures.pop("exit")) != 0:
+        print(f"  {' '.join(args[:2])}: exit {code}: {done.stderr.strip()[-300:]}", file=sys.stderr)
+    return figures
 
 
 STAGES = ("run", "resume", "stats", "stats-cues", "build", "build-no-cues", "eval")

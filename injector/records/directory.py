@@ -17,17 +17,18 @@ import fcntl
 import json
 import logging
 import os
+from array import array
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from injector.records.jsonl import problem_of, read_records, scan_records
 from injector.records.models import (CANDIDATES_FILE, MANIFEST_FILE, REJECTS_FILE, Candidate, Rejection, RunCounts,
                                       RunManifest, RunTotals)
-from injector.records.tally import WrittenUnits, count, settle, written_units
-from injector.records.unit_index import HEADER, IndexEntry, IndexStale, UnitIndex
+from injector.records.tally import Settled, WrittenUnits, count, settle, survey
+from injector.records.unit_index import HEADER, Entries, IndexEntry, IndexStale, UnitIndex, files_state
 from injector.util.errors import UserError, WriteFailed
 from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.util.safe_files import MAX_MANIFEST_BYTES, create_temporary, open_fd, open_read, read_text, write_replacing
@@ -57,6 +58,8 @@ class RunDirectory:
                                          lambda: self._lock is not None)
                          for path, model in ((self.candidates_path, Candidate), (self.rejects_path, Rejection))}
         """The persisted index of each record file (records/unit_index.py)."""
+        self._surveyed: tuple[tuple[Any, ...], Settled] | None = None
+        """What `settle` would find, as `written` found it with the record files in the state noted beside it."""
 
     def read_manifest(self) -> RunManifest | None:
         """The run's manifest, typed; None when there is none. One that is no JSON or no manifest is a
@@ -182,20 +185,34 @@ class RunDirectory:
 
     def written(self) -> WrittenUnits:
         """Units already written; a unit with a candidate counts as accepted whatever rejects it has. Read from
-        the records' index (caught up or rebuilt first when it does not match the files)."""
-        return self._fold(written_units)
+        the records' index (caught up or rebuilt first when it does not match the files). What `settle` would find
+        is kept too, for a run that then writes nothing (a resume of a finished run reads the index once)."""
+        before = self._files_state()
+        surveyed = self._fold(survey)
+        self._surveyed = (before, surveyed.settled) if self._files_state() == before else None
+        return surveyed.written
 
-    def _fold(self, fold: Callable[[Iterator[IndexEntry], Iterator[IndexEntry]], Folded]) -> Folded:
-        """`fold` over the candidates' and the rejects' index entries; an index found not to be ours halfway is
-        rebuilt and the fold done again."""
+    def _settled(self) -> Settled:
+        """`settle`'s figures: those `written` found when the record files are as they were then, else the index's."""
+        surveyed, self._surveyed = self._surveyed, None
+        if surveyed is not None and surveyed[0] == self._files_state():
+            return surveyed[1]
+        return self._fold(settle)
+
+    def _files_state(self) -> tuple[Any, ...]:
+        return files_state(self.candidates_path, self.rejects_path)
+
+    def _fold(self, fold: Callable[[Iterable[IndexEntry], Iterable[IndexEntry]], Folded]) -> Folded:
+        """`fold` over the candidates' and the rejects' index entries (each iteration reads them afresh); an index
+        found not to be ours halfway is rebuilt and the fold done again."""
         candidates, rejects = self._indexes[self.candidates_path], self._indexes[self.rejects_path]
         try:
-            return fold(candidates.entries(), rejects.entries())
+            return fold(Entries(candidates), Entries(rejects))
         except IndexStale as why:
             log.info("%s: rebuilding the index of its records (%s)", self.path, why)
             candidates.stale()
             rejects.stale()
-            return fold(candidates.entries(), rejects.entries())
+            return fold(Entries(candidates), Entries(rejects))
 
     @contextmanager
     def _held(self, path: Path) -> Iterator[None]:
@@ -281,13 +298,15 @@ class RunDirectory:
 
     def settle(self) -> tuple[RunCounts, RunTotals]:
         """`compact_rejects`, and the counts and totals of what the directory then holds (the manifest's): one
-        pass over the records' index, and one over rejects.jsonl when something is dropped."""
+        pass over the records' index (none when nothing was written since `written`), and one over rejects.jsonl
+        when something is dropped."""
         self.close_files()  # the rewrite replaces the file an open handle would still point at
         if not self.rejects_path.exists():
-            return self._fold(count)
+            settled = self._settled()
+            return settled.counts, settled.totals
         try:
             with self._held(self.rejects_path):
-                settled = self._fold(settle)
+                settled = self._settled()
                 if settled.dropped:
                     self._rewrite_rejects(settled.dropped)
         except OSError as exc:
@@ -296,7 +315,7 @@ class RunDirectory:
             self.close_files()  # also releases the lock on the replaced file
         return settled.counts, settled.totals
 
-    def _rewrite_rejects(self, dropped: set[int]) -> None:
+    def _rewrite_rejects(self, dropped: array) -> None:
         """rejects.jsonl without the lines `dropped`, and its index, each written beside it and renamed into place
         (the index first: a crash between the two leaves an index that does not match, rebuilt when next read)."""
         index = self._indexes[self.rejects_path]
@@ -307,12 +326,16 @@ class RunDirectory:
                     create_temporary(index_temporary) as index_out:
                 index_out.write(HEADER)
                 line = end = 0
+                drops = iter(dropped)  # in increasing order, as the entries
+                drop = next(drops, None)
                 for raw, entry in zip(source, index.entries()):  # the index has an entry per whole line
-                    if entry.line in dropped or not raw.endswith(b"\n"):
+                    while drop is not None and drop < entry.line:
+                        drop = next(drops, None)
+                    if entry.line == drop or not raw.endswith(b"\n"):
                         continue
                     out.write(raw)
                     line, end = line + 1, end + len(raw)
-                    index_out.write(IndexEntry(line, end, *_after_place(entry)).encode())
+                    index_out.write(entry.moved(line, end).encode())
             os.replace(index_temporary, index.path)
             os.replace(temporary, self.rejects_path)
         except OSError:
@@ -334,12 +357,6 @@ class RunDirectory:
         except OSError as exc:
             temporary.unlink(missing_ok=True)  # a leftover would make the directory look like no run directory
             raise WriteFailed(self.manifest_path, exc) from None
-
-
-def _after_place(entry: IndexEntry) -> tuple[Any, ...]:
-    """An index entry's fields after its line number and end (which a rewrite changes)."""
-    return (entry.length, entry.crc, entry.unit, entry.category, entry.codes, entry.prompt_tokens,
-            entry.completion_tokens, entry.cost)
 
 
 def _cut_torn_tail(fd: int, path: Path) -> None:

@@ -14,6 +14,7 @@ renamed into place. Either way a reader gets entries that describe the file as i
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -43,9 +44,10 @@ def index_path(data_path: Path) -> Path:
     return data_path.with_name(f".{data_path.name}.idx")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IndexEntry:
-    """One line of a data file, as its index records it."""
+    """One line of a data file, as its index records it (not frozen: a frozen dataclass costs 7x more to make, and
+    a resume makes one per record; none is changed after it is read)."""
 
     line: int
     end: int
@@ -61,6 +63,10 @@ class IndexEntry:
     completion_tokens: int = 0
     cost: float | None = None
 
+    def moved(self, line: int, end: int) -> IndexEntry:
+        """This entry for the same line become line number `line`, ending at `end` (a rewrite moved it)."""
+        return dataclasses.replace(self, line=line, end=end)
+
     def encode(self) -> bytes:
         fields: list[Any] = [self.line, self.end, self.length, self.crc]
         if self.unit is not None:
@@ -71,28 +77,46 @@ class IndexEntry:
     @classmethod
     def decode(cls, raw: bytes) -> IndexEntry:
         """The entry on one index line; `IndexStale` for anything that is not one."""
-        try:
-            fields = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
-        except (ValueError, RecursionError):
-            fields = None
-        if type(fields) is not list or len(fields) not in (4, 10):
+        fields = _fields(raw)
+        if len(fields) == 4:
+            (line, end, length, crc), unit = fields, None
+        elif len(fields) == 10 and type(fields[4]) is str:
+            line, end, length, crc, unit, category, codes, prompt, completion, cost = fields
+        else:
             raise IndexStale("not an index entry")
-        line, end, length, crc = fields[:4]
         if not (type(line) is int and type(end) is int and type(length) is int and type(crc) is int
                 and line >= 0 and end >= length >= 0):
             raise IndexStale("not an index entry")
-        if len(fields) == 4:
+        if unit is None:
             return cls(line, end, length, crc)
-        unit, category, codes, prompt, completion, cost = fields[4:]
         if codes is not None:
             if type(codes) is not list or not all(type(code) is str for code in codes):
                 raise IndexStale("not an index entry")
             codes = _shared(tuple(codes))
-        if not (type(unit) is str and type(category) is str and type(prompt) is int and type(completion) is int
+        if not (type(category) is str and type(prompt) is int and type(completion) is int
                 and (cost is None or type(cost) in (int, float))):
             raise IndexStale("not an index entry")
         return cls(line, end, length, crc, unit, _shared(category), codes, prompt, completion,
                    None if cost is None else float(cost))
+
+
+_scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by its __init__, not in the stubs
+"""The C scanner `json.loads` ends in, called directly: a resume decodes one index line per record, and the
+wrapper's checks cost more than the parse."""
+
+
+def _fields(raw: bytes) -> list[Any]:
+    """The JSON list on an index line (bounded in size; nesting is bounded by the scanner's recursion check)."""
+    try:
+        if len(raw) > MAX_ENTRY_BYTES:
+            raise ValueError("too long")
+        text = raw.decode("utf-8")
+        fields, end = _scan_json(text, 0)
+    except (ValueError, RecursionError, StopIteration):
+        raise IndexStale("not an index entry") from None
+    if type(fields) is not list or (end != len(text) and not text[end:].isspace()):
+        raise IndexStale("not an index entry")
+    return fields
 
 
 _SHARED: dict[Any, Any] = {}
@@ -269,6 +293,30 @@ class UnitIndex:
         """Forget the index (it proved not to be one of ours): the next `entries` rebuilds it."""
         self.close()
         self.path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Entries:
+    """An index's entries as an iterable: each iteration reads them afresh (`UnitIndex.entries`)."""
+
+    index: UnitIndex
+
+    def __iter__(self) -> Iterator[IndexEntry]:
+        return self.index.entries()
+
+
+def files_state(*paths: Path) -> tuple[Any, ...]:
+    """Which bytes the files hold, as far as an append or a rewrite would change it: device, inode, size and
+    modification time of each (None: no such file)."""
+    state: list[Any] = []
+    for path in paths:
+        try:
+            status = os.stat(path)
+        except FileNotFoundError:
+            state.append(None)
+            continue
+        state.append((status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns))
+    return tuple(state)
 
 
 def _last_entry(fd: int) -> IndexEntry | None:

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Collection, Iterable, Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -106,10 +106,10 @@ class RunSpec(BaseModel):
         """Every unit of `categories` (those of the spec the engine can make), in order, up to `limit`."""
         return iter_units(trajectories, categories, self.samples, self.limit)
 
-    def finished_units(self, run_dir: RunDirectory) -> set[str]:
+    def finished_units(self, run_dir: RunDirectory) -> Collection[str]:
         """Ids of the units `run_dir` already holds that this invocation skips (see `RunDirectory.written`)."""
         if run_dir.read_manifest() is None:
-            return set()
+            return frozenset()
         return run_dir.written().finished(self.retry_rejects)
 
 
