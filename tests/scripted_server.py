@@ -144,6 +144,18 @@ class ScriptedServer(LoopbackServer):
 
         self._serve(Handler)
 
+    def replies_sent(self, count: int, within: float = 30.0) -> list[tuple[int, int]]:
+        """`bodies` once `count` replies are recorded: a reply is recorded after its last write, which can end after
+        the client has hung up and the test has moved on. Waits at most `within` seconds (then returns what is)."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.bodies) >= count:
+                    break
+            time.sleep(0.01)
+        with self._lock:
+            return list(self.bodies)
+
     def reply_in_order(self, replies: list["Reply | str"]) -> None:
         """Serve these replies one per request, in order (then fail with 500)."""
         queue = list(replies)
