@@ -1,6 +1,7 @@
 """The review app at growing sizes (issue 30 item 3): start-up, a page and a decision, half the candidates decided.
 
-Each size gets a run directory of synthetic candidates (two categories) and a store whose first half is decided;
+Each size gets a run directory of synthetic candidates (two categories, each with its step audit as `inject run`
+writes it, compact JSON) and a store whose first half is decided;
 times are the median of repeated calls of the server's own work (`render_page`, and a decision as `_decide` makes
 it: the view's next candidate, then `ReviewSession.decide`), without HTTP. Start-up is measured twice: first with
 the queue index built from candidates.jsonl, then again with the index the store kept. Prints the sizes side by side and the
@@ -37,13 +38,14 @@ def record(n: int) -> dict:
             "modified_steps": [2], "error_steps": [2], "reason": "The subtraction is wrong.", "idx": f"c{n}",
             "question": QUESTION, "classification": category, "id": cid, "category": category,
             "trajectory_id": f"c{n}", "sample": 0, "warnings": [],
-            "provenance": {"engine": "offline", "model": "offline", "operator": "change_result"}}
+            "provenance": {"engine": "offline", "model": "offline", "operator": "change_result"},
+            "step_audit": {"steps": 3, "checked_steps": 2, "findings": [], "false_in_error_steps": int(n % 5 == 0)}}
 
 
 def make_run(directory: Path, size: int) -> Path:
     directory.mkdir(parents=True)
     with (directory / "candidates.jsonl").open("w", encoding="utf-8") as out:
-        out.writelines(json.dumps(record(n)) + "\n" for n in range(size))
+        out.writelines(json.dumps(record(n), separators=(",", ":")) + "\n" for n in range(size))
     manifest = {"config": {"taxonomy_path": str(bundled_taxonomies()["prmbench"])}, "status": "finished"}
     (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     ReviewStore(directory)

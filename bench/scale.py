@@ -3,19 +3,23 @@
 Inputs are made from the 401 real PRMBench/PRM800K source solutions (bench/data/train-p1-originals.jsonl): copy k
 of a solution adds k to every integer of its question and steps (and gets its own id), so no two units are
 alike. Units = trajectories x categories (`--category all`). Stages, each its own `inject` process, on the
-offline engine: run (--workers 2), resume of the finished run, stats, build (--include-unreviewed), and eval of
-the build's PRMBench export against seeded random step scores (with its plots and bootstrap intervals).
-CPU and peak RSS are the stage process's and its workers' (os.wait4).
+offline engine: run (--workers 2), resume of the finished run, stats, stats --cues, build (--include-unreviewed:
+the default, the card's cue probe on its sample) and build --no-cues, and eval of the build's PRMBench export
+against seeded random step scores (with its plots and bootstrap intervals). CPU and peak RSS are the stage
+process's and its workers' (os.wait4). After the table: build's CPU over stats' at each size (issue 30: build no
+slower than 3x stats).
 
     python bench/scale.py                         # 10k and 30k units (this shared 2-core machine)
     python bench/scale.py --units 10000,100000,300000 --keep /tmp/scale
+    python bench/scale.py --keep /tmp/scale --stages stats,stats-cues,build,build-no-cues   # on kept runs
     python bench/scale.py --build-rows 10000,100000 --keep /tmp/scale   # build alone, on runs of that many rows
 
 The offline engine accepts few of these units (266 candidates at 10k units), too few rows to show what `build`
 costs. `--build-rows` times build alone: the candidates of one offline run of 750 units, copied with every integer
 of their texts shifted by the copy number under new ids, trajectory ids and idx (so a `--dedup` keeps most), into
-run directories of that many rows; then `stats`, `build --no-cues`, `build` (the card's cue probe) and
-`build --no-cues --dedup` on each, and each one's growth from the first size to the last.
+run directories of that many rows; then `stats`, `build --no-cues` (build-no-cues), `build --no-cues --dedup`
+(build-no-cues-dedup) and `build` (the card's cue probe) on each, and each one's growth from the first size to the
+last (RSS x: the last size's peak RSS over the first's).
 """
 from __future__ import annotations
 
@@ -66,21 +70,33 @@ def measure(args: list[str], cwd: Path) -> dict[str, float]:
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
-def stages(work: Path, units: int, categories: int) -> dict[str, dict[str, float]]:
-    input_path = make_input(work / f"input-{units}.jsonl", math.ceil(units / categories))
+STAGES = ("run", "resume", "stats", "stats-cues", "build", "build-no-cues", "eval")
+
+
+def stages(work: Path, units: int, categories: int, wanted: tuple[str, ...] = STAGES) -> dict[str, dict[str, float]]:
+    """The `wanted` stages on `units` units (without "run", on the run directory a kept `work` holds)."""
+    input_path = work / f"input-{units}.jsonl"
+    if "run" in wanted or not input_path.exists():
+        make_input(input_path, math.ceil(units / categories))
     run_dir, split_dir = work / f"run-{units}", work / f"split-{units}"
     run = ["run", "--category", "all", "--input", str(input_path), "--input-format", "trajectories",
            "--out", str(run_dir), "--workers", "2"]
-    figures = {"run": measure(run, work)}
-    written = sum(sum(1 for _ in (run_dir / name).open("rb")) for name in ("candidates.jsonl", "rejects.jsonl")
-                  if (run_dir / name).exists())
-    print(f"{units:,} units asked, {written:,} written (candidates + rejects)", flush=True)
-    figures.update({"resume": measure(run, work), "stats": measure(["stats", str(run_dir)], work),
-                    "build": measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed",
-                                      "--overwrite"], work)})
-    scores = make_scores(split_dir / "prmbench", work / f"scores-{units}.jsonl")
-    figures["eval"] = measure(["eval", str(split_dir / "prmbench"), "--scores", str(scores), "--out",
-                               str(work / f"report-{units}")], work)
+    build = ["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite"]
+    commands = {"run": run, "resume": run, "stats": ["stats", str(run_dir)],
+                "stats-cues": ["stats", str(run_dir), "--cues"], "build-no-cues": [*build, "--no-cues"],
+                "build": build}
+    figures = {}
+    for stage in (stage for stage in STAGES if stage in wanted and stage != "eval"):
+        figures[stage] = measure(commands[stage], work)
+        if stage == "run":
+            written = sum(sum(1 for _ in (run_dir / name).open("rb")) for name in ("candidates.jsonl",
+                                                                                     "rejects.jsonl")
+                          if (run_dir / name).exists())
+            print(f"{units:,} units asked, {written:,} written (candidates + rejects)", flush=True)
+    if "eval" in wanted:
+        scores = make_scores(split_dir / "prmbench", work / f"scores-{units}.jsonl")
+        figures["eval"] = measure(["eval", str(split_dir / "prmbench"), "--scores", str(scores), "--out",
+                                   str(work / f"report-{units}")], work)
     return figures
 
 
@@ -119,7 +135,7 @@ def build_stages(work: Path, rows: int) -> dict[str, dict[str, float]]:
     run_dir, split_dir = make_rows(work, rows), work / f"split-rows-{rows}"
     build = ["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite"]
     figures = {"stats": measure(["stats", str(run_dir)], work)}
-    for stage, extra in (("build --no-cues", ["--no-cues"]), ("build --no-cues --dedup", ["--no-cues", "--dedup"]),
+    for stage, extra in (("build-no-cues", ["--no-cues"]), ("build-no-cues-dedup", ["--no-cues", "--dedup"]),
                          ("build", [])):
         figures[stage] = measure([*build, *extra], work)
         shutil.rmtree(split_dir, ignore_errors=True)
@@ -158,21 +174,33 @@ def print_table(results: dict[int, dict[str, dict[str, float]]], sizes: list[int
         print(f"{stage:<{width}} {cells}{growth}")
 
 
+def print_ratios(results: dict[int, dict[str, dict[str, float]]], sizes: list[int]) -> None:
+    """Each build stage's CPU over stats' CPU, side by side per size (issue 30's goal: at most 3)."""
+    for stage in ("build", "build-no-cues", "stats-cues"):
+        if all(stage in results[size] and "stats" in results[size] for size in sizes):
+            print(f"{stage + ' / stats CPU':<28} " + " ".join(
+                f"{results[size][stage]['cpu'] / max(results[size]['stats']['cpu'], 1e-9):>10.2f}" for size in sizes))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", default="10000,30000", help="comma-separated unit counts")
     parser.add_argument("--categories", type=int, default=6, help="categories `--category all` gives on the offline engine")
     parser.add_argument("--build-rows", help="comma-separated row counts: time build alone (see above)")
     parser.add_argument("--keep", type=Path, help="work here and keep the runs (default: a temporary directory)")
+    parser.add_argument("--stages", default=",".join(STAGES),
+                        help=f"comma-separated, of {', '.join(STAGES)}; without run, the kept run directories are used")
     args = parser.parse_args()
     sizes = [int(size) for size in (args.build_rows or args.units).split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
+    wanted = tuple(args.stages.split(","))
     if args.build_rows:
         results = {size: build_stages(work, size) for size in sizes}
     else:
-        results = {size: stages(work, size, args.categories) for size in sizes}
+        results = {size: stages(work, size, args.categories, wanted) for size in sizes}
     print_table(results, sizes)
+    print_ratios(results, sizes)
     print(f"work directory: {work}")
 
 

@@ -166,6 +166,20 @@ def test_the_card_lists_the_right_counts(reviewed, tmp_path):
     assert "| not_applicable |" in card  # run rejects of missing_condition
     assert f"inject build {reviewed} --out {out} --license apache-2.0" in card.split("## Reproduce")[1]
     assert "path: parquet/counterfactual.parquet" in card
+    rows = sum(1 for line in (out / "jsonl" / "counterfactual.jsonl").read_text().splitlines()) + \
+        sum(1 for line in (out / "jsonl" / "redundancy.jsonl").read_text().splitlines())
+    assert f"**{rows} rows were made by the rule-based offline engine: smoke-test negatives" in card
+
+
+def test_the_card_calls_only_offline_rows_smoke_test_negatives():
+    from types import SimpleNamespace
+
+    from injector.curate.card import _models_section
+
+    llm = {("litellm", "openai/gpt-4o", "counterfactual", "abc", "json"): 40}
+    mixed = {**llm, ("offline", "offline", "redundancy", "def", "json"): 7}
+    assert "smoke-test" not in _models_section(SimpleNamespace(models=llm))
+    assert "**7 rows were made by the rule-based offline engine" in _models_section(SimpleNamespace(models=mixed))
 
 
 def test_sources_and_neighbouring_formats(run_dir, tmp_path):

@@ -65,6 +65,7 @@ def test_run_writes_a_run_directory(scripted_server, trajectories_file, tmp_path
     result = invoke(*run_args(scripted_server, trajectories_file, out))
     assert result.exit_code == 0, result.output
     assert f"{out}: 3 candidates, 0 rejects (3 new, 0 already there)" in result.output
+    assert "smoke-test" not in result.output  # a model's candidates: no offline-engine notice
     candidates = read_jsonl(out / "candidates.jsonl")
     # Units finish in any order under concurrency; the set of ids is exact.
     assert sorted(c["id"] for c in candidates) == [f"t{k}::circular_logic::0" for k in range(3)]
@@ -402,3 +403,9 @@ def _refused(tmp_path, monkeypatch, options, *words):
     assert result.exit_code == 2, result.output
     assert all(word in result.output for word in words), result.output
     assert not (tmp_path / "run" / "candidates.jsonl").exists()
+
+
+def test_an_offline_run_says_its_candidates_are_smoke_test_negatives(tmp_path):
+    result = invoke("run", "--category", "circular_logic", "--limit", "4", "--out", str(tmp_path / "run"))
+    assert result.exit_code == 0, result.output
+    assert "the offline engine's candidates are smoke-test negatives, not benchmark-grade" in result.output

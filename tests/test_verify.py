@@ -464,3 +464,24 @@ def test_a_pass_holds_the_candidates_in_flight_not_the_run(scripted_server, tmp_
     result = verify_cli(scripted_server, run, "--concurrency", "1")
     assert result.exit_code == 0, result.output
     assert len(alive) >= 12 and max(alive) - before <= 2, (before, alive)
+
+
+def test_a_pass_reads_the_candidates_through_one_handle(scripted_server, tmp_path, monkeypatch):
+    """Each pending candidate is read back from its offset as its turn comes, through one open handle of
+    candidates.jsonl, not one open per candidate."""
+    import injector.records.jsonl as jsonl
+
+    run = make_run(tmp_path / "run")
+    opens: list[str] = []
+    real_open = jsonl.open_read
+
+    def counting(path, *args, **kwargs):
+        opens.append(Path(path).name)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(jsonl, "open_read", counting)
+    scripted_server.script = judge(judge_table())
+    result = verify_cli(scripted_server, run, "--concurrency", "1")
+    assert result.exit_code == 0, result.output
+    # Two scans (what is pending, the summary) and one handle for the 12 reads; one open per candidate made 14.
+    assert opens.count("candidates.jsonl") == 3, opens

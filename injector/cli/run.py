@@ -173,6 +173,9 @@ def _summary(result: Any, source: Any, ray_executor: Any) -> None:
         f"{result.out_dir}: {counts.candidates} candidates, {counts.rejects} rejects "
         f"({result.progress.done} new, {result.progress.skipped_existing} already there)"
     )
+    if result.manifest.config.get("engine") == "offline" and counts.candidates:
+        click.echo("the offline engine's candidates are smoke-test negatives, not benchmark-grade: see "
+                   "docs/offline-engine-quality.md; for a benchmark pass --model", err=True)
     if result.progress.provider_unreachable():
         from injector.util.errors import ProviderUnreachable
 

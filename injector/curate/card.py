@@ -115,9 +115,16 @@ def _acceptance_section(report: Any, figures: CardFigures) -> str:
 def _models_section(figures: CardFigures) -> str:
     """Rows per (engine, model, category, template, output mode), from each row's provenance."""
     used = figures.models
-    return "## Models and templates\n\n" + _table(
+    table = "## Models and templates\n\n" + _table(
         ["engine", "model", "category", "template hash", "output mode", "rows"],
         [[*key, n] for key, n in sorted(used.items())]) + "\n"
+    offline = sum(n for key, n in used.items() if key[0] == "offline")
+    if offline:  # said where a reader of the split sees it, not only in our docs
+        table += (f"\n**{offline} rows were made by the rule-based offline engine: smoke-test negatives, not "
+                  "benchmark-grade.** Its errors come from a fixed repertoire and carry more surface cue (wording, "
+                  "error position or step length) than PRMBench's GPT-4o records; measured in prm-injector's "
+                  "docs/offline-engine-quality.md. Do not publish them as a benchmark.\n")
+    return table
 
 
 def _positions_section(figures: CardFigures) -> list[str]:

@@ -28,7 +28,7 @@ from injector.util.errors import (BudgetExceeded, InjectorError, NothingMeasured
                                    WriteFailed)
 from injector.util.resources import bundled_prompts_dir
 from injector.evaluate.metrics import EvalItem
-from injector.triage.measured import excerpt
+from injector.triage.measured import excerpt, judge_out_of_format
 from injector.evaluate.scorers import ScorerResult
 from injector.util.answer_limits import capped_text
 from injector.util.json_bounds import loads_bounded
@@ -230,9 +230,8 @@ def nothing_measured(records: list[dict[str, Any]], journal: Path) -> InjectorEr
     returned = f"its last answer: {excerpt(answers[-1])}" if answers else "no answer text"
     problem = next((record["problem"] for record in reversed(records) if record.get("problem")), "no verdicts")
     if answers and not any(_in_format(answer) for answer in answers):
-        return UserError(f"the judge never answered in the format asked for ({problem}; {returned}); use a judge "
-                         "that follows a JSON format, or --no-schema if its server mishandles response_format. Its "
-                         f"answers are in {journal}; remove it (or choose another --out) to judge again")
+        return judge_out_of_format(problem, returned, f"its answers are in {journal}: remove it (or choose another "
+                                   "--out) to judge again")
     return NothingMeasured(f"no answer of the judge was valid, so nothing was measured ({problem}; {returned}); "
                            f"its answers are in {journal}")
 

@@ -162,7 +162,7 @@ class RunDirectory:
             yield number, candidate
 
     def indexed_candidates(self, *, strict: bool = False) -> Iterator[tuple[int, int, Candidate]]:
-        """`numbered_candidates` with each line's byte offset in candidates.jsonl (for `record_at`)."""
+        """`numbered_candidates` with each line's byte offset in candidates.jsonl (for `records_at`)."""
         seen: set[str] = set()
         for number, offset, candidate in scan_records(self.candidates_path, Candidate, strict=strict):
             if candidate.id not in seen:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterable, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -102,7 +102,7 @@ def read_records(path: Path, model: type[Record], *, strict: bool = False) -> It
 
 def scan_records(path: Path, model: type[Record], *, strict: bool = False) -> Iterator[tuple[int, int, Record]]:
     """`read_records` with each record's byte offset, for readers that come back to one record later
-    (`record_at`)."""
+    (`records_at`)."""
     for number, offset, value in _scan(path):
         record = as_record(path, number, value, model, strict)
         if record is not None:
@@ -125,13 +125,15 @@ def as_record(path: Path, number: int, value: Any, model: type[Record], strict: 
         return None
 
 
-def record_at(path: Path, offset: int, model: type[Record]) -> Record:
-    """The record on the line starting at byte `offset` of `path` (as `scan_records` gave it); a `UserError` if
-    it is no longer there (the file was changed since)."""
+def records_at(path: Path, offsets: Iterable[int], model: type[Record]) -> Iterator[Record]:
+    """The records on the lines starting at each byte offset of `path` (as `scan_records` gave them), read through
+    one handle as they are asked for; a `UserError` if one is no longer there (the file was changed since)."""
+    offset = None
     try:
         with open_read(path, None) as handle:  # never through a link, never a FIFO
-            handle.seek(offset)
-            return model.from_stored(loads_bounded(handle.readline()))
+            for offset in offsets:
+                handle.seek(offset)
+                yield model.from_stored(loads_bounded(handle.readline()))
     except (OSError, ValueError) as exc:  # ValidationError, JSONDecodeError and TooDeep are ValueErrors
         raise UserError(f"{path}: the {_noun(model)} at byte {offset} cannot be read any more ({exc}); the file "
                         "changed while it was open: start again") from None

@@ -21,7 +21,8 @@ imported only here, and only when a probe runs.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from bisect import bisect_left
+from typing import Any, Iterable, NamedTuple
 
 from injector.model.problem import record_problem_key
 from injector.util.errors import InputError
@@ -96,9 +97,53 @@ def _fold_of(groups: list[str], folds: int, seed: int) -> Any:
     return np.array([fold_of_group[g] for g in groups])
 
 
+class WordCounts(NamedTuple):
+    """Texts' word 1–2-gram counts: a CSR matrix, a row per text and a column per term (`terms`, sorted)."""
+
+    matrix: Any
+    terms: Any
+
+    def rows(self, numbers: list[int]) -> WordCounts:
+        return WordCounts(self.matrix[numbers], self.terms)
+
+
+def word_counts(texts: list[str]) -> WordCounts | None:
+    """Every text's word 1–2-gram counts (None when no text holds a word): the texts are tokenised once, and each
+    fold keeps the columns its training part holds in two texts or more, which is what the recipe's
+    `TfidfVectorizer(min_df=2)` fitted on that part counts (`_fold_features`)."""
+    import numpy as np
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    vectorizer = CountVectorizer(lowercase=True, token_pattern=TOKEN, ngram_range=(1, 2), dtype=np.int32)
+    try:
+        matrix = vectorizer.fit_transform(texts)
+    except ValueError:  # no word in any text: the first fold's fit says so, as the vectorizer words it
+        return None
+    return WordCounts(matrix, vectorizer.get_feature_names_out())
+
+
+def _fold_features(counts: WordCounts | None, train: Any, test: Any | None) -> tuple[Any, Any, Any]:
+    """The TF-IDF features of the training rows and of the test rows, and the kept terms' column numbers, as the
+    recipe's vectorizer fitted on the training rows gives them (the same numbers, term order and idf)."""
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    if counts is None or counts.matrix[train].nnz == 0:  # the vectorizer's own words for it
+        raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
+    part = counts.matrix[train]
+    kept = np.flatnonzero(np.bincount(part.indices, minlength=part.shape[1]) >= 2)
+    if not len(kept):
+        raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
+    part = part[:, kept]
+    tfidf = TfidfTransformer().fit(part)
+    tested = None if test is None else tfidf.transform(counts.matrix[test][:, kept])
+    return tfidf.transform(part), tested, kept
+
+
 def probe(texts: list[str], labels: list[int], groups: list[str], *, folds: int = FOLDS, seed: int = SEED,
-          top: int = TOP) -> dict[str, Any]:
-    """{auc, n, top} of the word recipe on these samples; auc None with a `reason` when it cannot be measured."""
+          top: int = TOP, counts: WordCounts | None = None) -> dict[str, Any]:
+    """{auc, n, top} of the word recipe on these samples; auc None with a `reason` when it cannot be measured.
+    `counts`: `word_counts(texts)` when the caller has them (the texts are then not tokenised again)."""
     result: dict[str, Any] = {"auc": None, "n": len(texts), "top": []}
     reason = _unmeasurable(labels, groups, folds)
     if reason:
@@ -106,17 +151,14 @@ def probe(texts: list[str], labels: list[int], groups: list[str], *, folds: int 
         return result
 
     import numpy as np
-    from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
-    from sklearn.pipeline import make_pipeline
 
     def model() -> Any:
-        return make_pipeline(
-            TfidfVectorizer(lowercase=True, token_pattern=TOKEN, ngram_range=(1, 2), min_df=2),
-            LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000, random_state=seed))
+        return LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000, random_state=seed)
 
     fold, y = _fold_of(groups, folds, seed), np.array(labels)
+    counts = word_counts(texts) if counts is None else counts
     scores = np.zeros(len(texts))
     try:
         for k in range(folds):
@@ -124,17 +166,18 @@ def probe(texts: list[str], labels: list[int], groups: list[str], *, folds: int 
             if len(set(y[train])) < 2:
                 result["reason"] = f"fold {k + 1}'s training part holds only one class"
                 return result
-            fitted = model().fit([texts[i] for i in np.flatnonzero(train)], y[train])
-            scores[test] = fitted.decision_function([texts[i] for i in np.flatnonzero(test)])
-        full = model().fit(texts, y) if top else None
+            trained, tested, _ = _fold_features(counts, np.flatnonzero(train), np.flatnonzero(test))
+            scores[test] = model().fit(trained, y[train]).decision_function(tested)
+        if top:
+            everything, _, kept = _fold_features(counts, np.arange(len(texts)), None)
+            full = model().fit(everything, y)
     except ValueError as exc:  # e.g. an empty vocabulary: no word occurs in two steps
         result["reason"] = f"cannot fit the model ({exc})"
         return result
     result["auc"] = round(float(roc_auc_score(y, scores)), 4)
-    if full is None:
+    if not top or counts is None:
         return result
-    vocabulary = full[0].get_feature_names_out()
-    weights = full[1].coef_[0]
+    vocabulary, weights = counts.terms[kept], full.coef_[0]
     best = sorted(range(len(weights)), key=lambda i: (-weights[i], vocabulary[i]))[:top]
     result["top"] = [[str(vocabulary[i]), round(float(weights[i]), 4)] for i in best if weights[i] > 0]
     return result
@@ -154,17 +197,16 @@ def binned_probe(bins: list[Any], labels: list[int], groups: list[str], *, folds
     from sklearn.metrics import roc_auc_score
 
     fold, y = _fold_of(groups, folds, seed), np.array(labels)
+    codes: dict[Any, int] = {}
+    binned = np.array([codes.setdefault(b, len(codes)) for b in bins])
     scores = np.zeros(len(bins))
     for k in range(folds):
-        counts: dict[Any, list[int]] = {}
-        for i in np.flatnonzero(fold != k):
-            counts.setdefault(bins[i], [0, 0])
-            counts[bins[i]][0] += int(y[i])
-            counts[bins[i]][1] += 1
-        prior = float(y[fold != k].mean())
-        for i in np.flatnonzero(fold == k):
-            errors, seen = counts.get(bins[i], (0, 0))
-            scores[i] = (errors + prior) / (seen + 1)
+        train, test = fold != k, fold == k
+        # Counts are whole numbers in float64, so each score is the same float the per-sample sums gave.
+        errors = np.bincount(binned[train], weights=y[train].astype(float), minlength=len(codes))
+        seen = np.bincount(binned[train], minlength=len(codes)).astype(float)
+        prior = float(y[train].mean())
+        scores[test] = (errors[binned[test]] + prior) / (seen[binned[test]] + 1)
     result["auc"] = round(float(roc_auc_score(y, scores)), 4)
     return result
 
@@ -180,14 +222,14 @@ def position_bin(place: tuple[float, bool]) -> tuple[int, bool]:
 
 
 def length_bin(text: str) -> int:
-    """A step's length feature: its bin of characters."""
-    return sum(len(text) > edge for edge in LENGTH_EDGES)
+    """A step's length feature: its bin of characters (how many edges its length is above)."""
+    return bisect_left(LENGTH_EDGES, len(text))
 
 
 def _three(rows: list[tuple[str, str, str, int, tuple[float, bool]]], *, folds: int, seed: int,
-           top: int) -> dict[str, Any]:
+           top: int, counts: WordCounts | None = None) -> dict[str, Any]:
     labels, groups = [r[3] for r in rows], [r[1] for r in rows]
-    word = probe([r[2] for r in rows], labels, groups, folds=folds, seed=seed, top=top)
+    word = probe([r[2] for r in rows], labels, groups, folds=folds, seed=seed, top=top, counts=counts)
     word["position"] = binned_probe([position_bin(r[4]) for r in rows], labels, groups, folds=folds, seed=seed)
     word["length"] = binned_probe([length_bin(r[2]) for r in rows], labels, groups, folds=folds, seed=seed)
     return word
@@ -197,12 +239,17 @@ def cue_report(records: Iterable[dict[str, Any]], *, folds: int = FOLDS, seed: i
     """{"overall": {auc, n, position, length[, reason]}, "per_category": {id: {auc, n, top, position, length
     [, reason]}}}: `auc` is the word probe's, `position` and `length` the {auc, n[, reason]} of the probes that
     see no words; `overall` also counts the error step numbers that pointed past the last step and were dropped
-    (`dropped_error_steps`) and the source problems the folds were grouped by (`problems`)."""
+    (`dropped_error_steps`) and the source problems the folds were grouped by (`problems`). Every step is
+    tokenised once, for all the word probes (`word_counts`)."""
     records = list(records)
     rows = _steps(records)
-    per_category = {category: _three([row for row in rows if row[0] == category], folds=folds, seed=seed, top=TOP)
-                    for category in sorted({record["category"] for record in records})}
-    overall = _three(rows, folds=folds, seed=seed, top=0)
+    counts = word_counts([row[2] for row in rows]) if rows else None
+    per_category = {}
+    for category in sorted({record["category"] for record in records}):
+        mine = [n for n, row in enumerate(rows) if row[0] == category]
+        per_category[category] = _three([rows[n] for n in mine], folds=folds, seed=seed, top=TOP,
+                                        counts=None if counts is None else counts.rows(mine))
+    overall = _three(rows, folds=folds, seed=seed, top=0, counts=counts)
     overall.pop("top")
     overall["dropped_error_steps"] = sum(record.get("outside", 0) for record in records)
     overall["problems"] = len({row[1] for row in rows})

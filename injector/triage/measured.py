@@ -30,9 +30,7 @@ def _unmeasured(run_dir: Path) -> InjectorError:
     returned = f"its last answer: {excerpt(raws[-1])}" if raws and raws[-1] else "no answer text"
     where = run_dir / "verify.jsonl"
     if not any(_in_format(raw) for raw in raws):
-        return UserError(f"the judge never answered in the format asked for ({problem}; {returned}); use a judge "
-                         "that follows a JSON format, or --no-schema if its server mishandles response_format "
-                         f"(its critiques are in {where})")
+        return judge_out_of_format(problem, returned, f"its critiques are in {where}")
     return NothingMeasured(f"no critique of the judge could be read, so nothing was verified ({problem}; "
                            f"{returned}); its critiques are in {where}")
 
@@ -42,6 +40,12 @@ def _in_format(raw: str) -> bool:
         return "first_error_step" in parse_json_object(raw)
     except AnswerError:
         return False
+
+
+def judge_out_of_format(problem: str, returned: str, where: str) -> UserError:
+    """The error for a judge none of whose answers was even in the format asked for (exit 2): what to change."""
+    return UserError(f"the judge never answered in the format asked for ({problem}; {returned}); use a judge that "
+                     f"follows a JSON format, or --no-schema if its server mishandles response_format; {where}")
 
 
 def excerpt(text: str, limit: int = 200) -> str:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from injector.engines.base import Engine, ProviderError, TransientProviderError
 from injector.model.provenance import EngineInfo
 from injector.records.directory import RunDirectory
-from injector.records.jsonl import record_at
+from injector.records.jsonl import records_at
 from injector.records.models import Candidate
 from injector.runner.run_log import event
 from injector.taxonomy import Taxonomy, run_taxonomy
@@ -134,8 +134,9 @@ class Pending:
 
 def _work(directory: RunDirectory, pending: list[Pending]) -> Iterator[Work]:
     """Each pending candidate read back from its offset as its turn comes."""
-    for item in pending:
-        yield Work(record_at(directory.candidates_path, item.offset, Candidate), item.kind)
+    candidates = records_at(directory.candidates_path, (item.offset for item in pending), Candidate)
+    for item, candidate in zip(pending, candidates):
+        yield Work(candidate, item.kind)
 
 
 def _kind(taxonomy: Taxonomy, recorded: dict[str, dict[str, str]], candidate: Candidate) -> str:

@@ -19,6 +19,7 @@ import os
 import re
 import sqlite3
 from contextlib import closing
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -40,6 +41,8 @@ SOURCES = (CANDIDATES_FILE, GOLD_FILE)
 """The files a queue row may point into, by number (the row's `source`)."""
 INDEX_VERSION = 1
 TAIL_BYTES = 4096
+TAIL_SEARCH = 512
+"""How far from a line's end `Facts.ends_with` looks."""
 
 
 class Facts:
@@ -64,6 +67,10 @@ class Facts:
     def mentions(self, name: bytes) -> bool:
         """Whether the raw line holds `name` at all (a key may skip decoding a line that cannot hold its field)."""
         return name in self._raw
+
+    def ends_with(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
+        """`pattern` (anchored at the line's end) searched in the line's last bytes only."""
+        return pattern.search(self._raw, max(0, len(self._raw) - TAIL_SEARCH))
 
     def verify_line(self) -> dict[str, Any] | None:
         if self._verify_offset is None:
@@ -284,23 +291,37 @@ def _quick_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | Non
     occurrence, or a line that does not end its object, goes through the decoder instead)."""
     if not raw.rstrip().endswith(b"}"):
         return None
-    values = []
     for name in names:
-        at = raw.find(name)
-        before = at - 1
-        while before >= 0 and raw[before] in b" \t\r\n":
-            before -= 1
-        if at < 0 or raw.find(name, at + 1) >= 0 or raw[before:before + 1] not in (b"{", b","):
+        if raw.count(name) != 1:
             return None
-        found = _STRING_VALUE.match(raw, at + len(name))
-        if found is None:
-            return None
-        token = found.group(1)
-        try:
-            values.append(token[1:-1].decode("utf-8") if b"\\" not in token else json.loads(token))
-        except ValueError:  # UnicodeDecodeError is one
-            return None
-    return tuple(values)
+    together = _adjacent(names).search(raw)  # the keys side by side, as `inject run` writes them: one search
+    if together is not None and _starts_a_key(raw, together.start()):
+        tokens: list[bytes] = list(together.groups())
+    else:
+        tokens = []
+        for name in names:
+            at = raw.find(name)
+            found = _STRING_VALUE.match(raw, at + len(name)) if _starts_a_key(raw, at) else None
+            if found is None:
+                return None
+            tokens.append(found.group(1))
+    try:
+        return tuple(token[1:-1].decode("utf-8") if b"\\" not in token else json.loads(token) for token in tokens)
+    except ValueError:  # UnicodeDecodeError is one
+        return None
+
+
+def _starts_a_key(raw: bytes, at: int) -> bool:
+    """Whether the text at `at` follows `{` or `,` (blanks between allowed)."""
+    before = at - 1
+    while before >= 0 and raw[before] in b" \t\r\n":
+        before -= 1
+    return raw[before:before + 1] in (b"{", b",")
+
+
+@lru_cache(maxsize=8)
+def _adjacent(names: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    return re.compile(rb"\s*,\s*".join(re.escape(name) + _STRING_VALUE.pattern for name in names))
 
 
 def _decoded_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | str:
