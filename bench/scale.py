@@ -12,6 +12,14 @@ slower than 3x stats).
     python bench/scale.py                         # 10k and 30k units (this shared 2-core machine)
     python bench/scale.py --units 10000,100000,300000 --keep /tmp/scale
     python bench/scale.py --keep /tmp/scale --stages stats,stats-cues,build,build-no-cues   # on kept runs
+    python bench/scale.py --build-rows 10000,100000 --keep /tmp/scale   # build alone, on runs of that many rows
+
+The offline engine accepts few of these units (266 candidates at 10k units), too few rows to show what `build`
+costs. `--build-rows` times build alone: the candidates of one offline run of 750 units, copied with every integer
+of their texts shifted by the copy number under new ids, trajectory ids and idx (so a `--dedup` keeps most), into
+run directories of that many rows; then `stats`, `build --no-cues` (build-no-cues), `build --no-cues --dedup`
+(build-no-cues-dedup) and `build` (the card's cue probe) on each, and each one's growth from the first size to the
+last (RSS x: the last size's peak RSS over the first's).
 """
 from __future__ import annotations
 
@@ -101,6 +109,50 @@ def stages(work: Path, units: int, categories: int, wanted: tuple[str, ...] = ST
     return figures
 
 
+def make_rows(work: Path, rows: int) -> Path:
+    """A run directory of `rows` candidates: a 750-unit offline run's, copied with shifted integers (see above)."""
+    base = work / "run-base"
+    if not (base / "candidates.jsonl").exists():
+        run = ["run", "--category", "all", "--input", str(make_input(work / "input-base.jsonl", 150)),
+               "--input-format", "trajectories", "--out", str(base), "--workers", "2"]
+        measure(run, work)
+    originals = [json.loads(line) for line in (base / "candidates.jsonl").open(encoding="utf-8")]
+    run_dir = work / f"rows-{rows}"
+    run_dir.mkdir(exist_ok=True)
+    for name in ("manifest.json", "config.yaml"):
+        (run_dir / name).write_bytes((base / name).read_bytes())
+    with (run_dir / "candidates.jsonl").open("w", encoding="utf-8") as out:
+        for n in range(rows):
+            record, copy = dict(originals[n % len(originals)]), n // len(originals)
+
+            def shift(text: str) -> str:
+                return INTEGER.sub(lambda match: str(int(match.group()) + copy), text)
+            for key in ("original_question", "modified_question", "question"):
+                record[key] = shift(record[key])
+            for key in ("original_process", "modified_process"):
+                record[key] = [shift(step) for step in record[key]]
+            for key in ("id", "trajectory_id", "idx", "problem_key"):
+                record[key] = f"{record[key]}-c{copy}"
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return run_dir
+
+
+def build_stages(work: Path, rows: int) -> dict[str, dict[str, float]]:
+    """stats, then build three ways, on a run directory of `rows` candidates (each split removed once timed)."""
+    import shutil
+
+    run_dir, split_dir = make_rows(work, rows), work / f"split-rows-{rows}"
+    build = ["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite"]
+    figures = {"stats": measure(["stats", str(run_dir)], work)}
+    for stage, extra in (("build-no-cues", ["--no-cues"]), ("build-no-cues-dedup", ["--no-cues", "--dedup"]),
+                         ("build", [])):
+        figures[stage] = measure([*build, *extra], work)
+        shutil.rmtree(split_dir, ignore_errors=True)
+        print(f"{rows:,} rows: {stage}: {'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures[stage])}",
+              flush=True)
+    return figures
+
+
 def make_scores(export: Path, path: Path) -> Path:
     """Seeded random step scores for every solution of the split's PRMBench export (what a PRM would write)."""
     rng = random.Random(0)
@@ -119,14 +171,16 @@ def exponent(small: float, large: float, n_small: int, n_large: int) -> float:
 
 def print_table(results: dict[int, dict[str, dict[str, float]]], sizes: list[int]) -> None:
     """Per stage: wall/CPU/RSS at each size, side by side, and the growth exponents from the first to the last."""
-    print(f"{'stage':<13} " + " ".join(f"{f'{size:,} wall/CPU s/RSS MB':>28}" for size in sizes)
-          + f" {'CPU exp':>8} {'RSS exp':>8}")
+    width = max(9, *(len(stage) for stage in results[sizes[0]]))
+    print(f"{'stage':<{width}} " + " ".join(f"{f'{size:,} wall/CPU s/RSS MB':>28}" for size in sizes)
+          + f" {'CPU exp':>8} {'RSS exp':>8} {'RSS x':>6}")
     for stage in results[sizes[0]]:
         cells = " ".join(f"{'{wall:.1f}/{cpu:.1f}/{rss:.0f}'.format(**results[size][stage]):>28}" for size in sizes)
         first, last = results[sizes[0]][stage], results[sizes[-1]][stage]
         growth = "" if len(sizes) < 2 else (f" {exponent(first['cpu'], last['cpu'], sizes[0], sizes[-1]):>8.2f}"
-                                            f" {exponent(first['rss'], last['rss'], sizes[0], sizes[-1]):>8.2f}")
-        print(f"{stage:<13} {cells}{growth}")
+                                            f" {exponent(first['rss'], last['rss'], sizes[0], sizes[-1]):>8.2f}"
+                                            f" {last['rss'] / first['rss']:>6.2f}")
+        print(f"{stage:<{width}} {cells}{growth}")
 
 
 def print_ratios(results: dict[int, dict[str, dict[str, float]]], sizes: list[int]) -> None:
@@ -141,15 +195,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", default="10000,30000", help="comma-separated unit counts")
     parser.add_argument("--categories", type=int, default=6, help="categories `--category all` gives on the offline engine")
+    parser.add_argument("--build-rows", help="comma-separated row counts: time build alone (see above)")
     parser.add_argument("--keep", type=Path, help="work here and keep the runs (default: a temporary directory)")
     parser.add_argument("--stages", default=",".join(STAGES),
                         help=f"comma-separated, of {', '.join(STAGES)}; without run, the kept run directories are used")
     args = parser.parse_args()
-    sizes = [int(size) for size in args.units.split(",")]
+    sizes = [int(size) for size in (args.build_rows or args.units).split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
     wanted = tuple(args.stages.split(","))
-    results = {size: stages(work, size, args.categories, wanted) for size in sizes}
+    if args.build_rows:
+        results = {size: build_stages(work, size) for size in sizes}
+    else:
+        results = {size: stages(work, size, args.categories, wanted) for size in sizes}
     print_table(results, sizes)
     print_ratios(results, sizes)
     print(f"work directory: {work}")

@@ -83,3 +83,94 @@ def test_a_streamed_build_writes_the_rows_an_in_memory_one_would(large_run, tmp_
         lines = (tmp_path / "split" / "jsonl" / f"{name}.jsonl").read_text().splitlines()
         assert [json.loads(line) for line in lines] == [row.record() for row in split_rows]
     shutil.rmtree(tmp_path / "split")
+
+
+def test_a_build_writes_its_tables_batch_by_batch_and_never_reads_a_row_back(large_run, tmp_path, monkeypatch):
+    """The saved dataset and the Parquet files are fed `WRITER_BATCH` rows a write as the rows come; no Arrow file
+    is opened or memory-mapped to read rows back (before: `save_to_disk` and `to_parquet` memory-mapped every row
+    of the split, ~5 KB of resident memory a row, and rewrote it in batches of 1,000)."""
+    import pyarrow
+    import pyarrow.ipc
+    import pyarrow.parquet
+
+    from injector.curate import exports
+
+    monkeypatch.setattr(exports, "WRITER_BATCH", 25)
+    read_back: list[str] = []
+    for module, name in ((pyarrow, "memory_map"), (pyarrow.ipc, "open_stream"), (pyarrow.ipc, "open_file"),
+                         (pyarrow, "OSFile")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *args, _real=real, _name=name, **kwargs:
+                            read_back.append(_name) or _real(*args, **kwargs))
+    tables: list[int] = []
+    for writer in (pyarrow.RecordBatchStreamWriter, pyarrow.parquet.ParquetWriter):
+        real_write = writer.write_table
+        monkeypatch.setattr(writer, "write_table", lambda self, table, *args, _real=real_write, **kwargs:
+                            tables.append(table.num_rows) or _real(self, table, *args, **kwargs))
+    build_module_request = dict(run_dirs=(large_run,), out=tmp_path / "split", include_unreviewed=True, cues=False)
+    from injector.curate.build import BuildRequest, build
+
+    build(BuildRequest(**build_module_request))
+    rows = sum(1 for _ in (large_run / "candidates.jsonl").open())
+    assert read_back == []
+    assert tables and max(tables) <= 25
+    assert sum(tables) == 2 * rows  # every row once into the saved dataset, once into Parquet
+    monkeypatch.undo()
+    import datasets
+
+    saved = datasets.load_from_disk(str(tmp_path / "split"))
+    lines = (tmp_path / "split" / "jsonl" / "redundancy.jsonl").read_text().splitlines()
+    assert saved["redundancy"].to_list() == [json.loads(line) for line in lines]
+    assert datasets.Dataset.from_parquet(str(tmp_path / "split" / "parquet" / "redundancy.parquet")).to_list() \
+        == saved["redundancy"].to_list()
+
+
+def test_a_saved_split_is_laid_out_as_datasets_saves_one_in_shards(large_run, tmp_path, monkeypatch):
+    """Shards, state.json, dataset_info.json and dataset_dict.json as `DatasetDict.save_to_disk` writes them, so
+    `load_from_disk` reads the rows back in order across shards."""
+    import datasets
+
+    from injector.curate import exports, saved_dataset
+    from injector.curate.build import BuildRequest, build
+    from injector.curate.exports import split_features
+
+    monkeypatch.setattr(exports, "WRITER_BATCH", 20)
+    monkeypatch.setattr(saved_dataset, "MAX_SHARD_BYTES", 20_000)
+    build(BuildRequest(run_dirs=(large_run,), out=tmp_path / "split", include_unreviewed=True, cues=False,
+                       by="train-test", test_size=0.3))
+    split = tmp_path / "split"
+    rows = {name: [json.loads(line) for line in (split / "jsonl" / f"{name}.jsonl").read_text().splitlines()]
+            for name in ("test", "train")}  # in the order the build writes them
+    reference = tmp_path / "reference"
+    datasets.DatasetDict({name: datasets.Dataset.from_list(part, features=split_features())
+                          for name, part in rows.items()}).save_to_disk(str(reference))
+    assert (split / "dataset_dict.json").read_text() == (reference / "dataset_dict.json").read_text()
+    for name in rows:
+        shards = sorted(path.name for path in (split / name).glob("*.arrow"))
+        assert len(shards) > 1 and shards[-1] == f"data-{len(shards) - 1:05d}-of-{len(shards):05d}.arrow"
+        assert (split / name / "dataset_info.json").read_text() == (reference / name / "dataset_info.json").read_text()
+        state, expected = (json.loads((where / name / "state.json").read_text()) for where in (split, reference))
+        assert state["_data_files"] == [{"filename": shard} for shard in shards]
+        assert {key: value for key, value in state.items() if key not in ("_data_files", "_fingerprint")} \
+            == {key: value for key, value in expected.items() if key not in ("_data_files", "_fingerprint")}
+        assert sorted(path.name for path in (split / name).iterdir()) == sorted([*shards, "state.json",
+                                                                                "dataset_info.json"])
+    loaded = datasets.load_from_disk(str(split))
+    assert {name: part.to_list() for name, part in loaded.items()} == rows
+
+
+def test_a_builds_keys_share_their_repeated_strings(large_run, tmp_path):
+    """A key per row is what a build holds: its category and classification are one string object per value, and a
+    trajectory id equal to the source idx is the same object (before: each row's own copies, ~200 B a row)."""
+    from injector.curate.build_report import BuildReport
+    from injector.curate.row_spill import RowSpill
+    from injector.curate.rows import collect_keys
+
+    spill = RowSpill(tmp_path / "rows.jsonl")
+    keys = collect_keys([large_run], spill, include_unreviewed=True, report=BuildReport(out_dir=tmp_path))
+    spill.close()
+    assert len(keys) >= 200
+    assert len({id(key.category) for key in keys}) == len({key.category for key in keys})
+    assert len({id(key.classification) for key in keys}) == len({key.classification for key in keys})
+    same = [key for key in keys if key.trajectory_id == key.source_idx]
+    assert same and all(key.trajectory_id is key.source_idx for key in same)

@@ -172,6 +172,52 @@ def test_planted_near_duplicates_are_all_dropped(sample_run, tmp_path):
         row["id"] for row in planted if "~" in row["id"]}
 
 
+def _split_order(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (r["category"], r["trajectory_id"], r.get("sample", 0), r["id"]))
+
+
+def test_dedup_streams_a_split_and_keeps_signatures_not_rows(sample_run):
+    """`near_duplicates` reads a split's rows one at a time and keeps none of them (before: every row of the split
+    held, grouped by category, so `build --dedup` held a split's records): counted, not timed."""
+    import gc
+
+    from injector.triage.dedup import near_duplicates
+
+    alive = [0]
+
+    class Row(dict):
+        """A row that counts itself while it is alive."""
+
+        def __del__(self) -> None:
+            alive[0] -= 1
+
+    rows = _split_order([{**row, "trajectory_id": f"{row['trajectory_id']}-c{copy}", "id": f"{row['id']}-c{copy}"}
+                         for row in candidates(sample_run) for copy in range(3)])
+    most = 0
+
+    def stream():
+        nonlocal most
+        for row in rows:
+            gc.collect()
+            most = max(most, alive[0])
+            alive[0] += 1
+            yield Row(row)
+
+    assert len(rows) >= 30
+    assert near_duplicates(stream(), 0.9) == near_duplicates(rows, 0.9)
+    assert most <= 1, most  # before: every row seen so far
+
+
+def test_dedup_refuses_rows_not_grouped_by_trajectory(sample_run):
+    """It keeps one trajectory's solutions at a time, so rows out of the split's order are an error, not a miss."""
+    from injector.triage.dedup import near_duplicates
+
+    first, second = _split_order(candidates(sample_run))[:2]
+    assert first["category"] == second["category"] and first["trajectory_id"] != second["trajectory_id"]
+    with pytest.raises(ValueError, match="grouped by category and trajectory"):
+        near_duplicates([first, second, {**first, "id": first["id"] + "~again"}], 0.9)
+
+
 def test_dedup_threshold_is_checked(sample_run, tmp_path):
     result = invoke("build", str(sample_run), "--out", str(tmp_path / "s"), "--dedup", "--dedup-threshold", "1.5")
     assert result.exit_code == 2 and "1.5 is not in the range" in result.output

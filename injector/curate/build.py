@@ -160,7 +160,7 @@ def _read_benchmarks(request: BuildRequest, report: BuildReport) -> Any:
 def _split_rows(request: BuildRequest, report: BuildReport, rows: list[RowKey], benchmark: Any,
                 spill: RowSpill) -> tuple[list[RowKey], dict[str, list[RowKey]]]:
     """The rows left once `decontaminate` and `dedup` have dropped theirs, and those rows per split (their records
-    read back from `spill` one at a time; `dedup` holds one split's at a time)."""
+    read back from `spill` one at a time; `dedup` keeps signatures, not records)."""
     if benchmark is not None:
         from injector.triage.dedup import contaminated
 
@@ -170,7 +170,7 @@ def _split_rows(request: BuildRequest, report: BuildReport, rows: list[RowKey], 
         from injector.triage.dedup import near_duplicates
 
         dropped = [d for split_rows in splits.values()
-                   for d in near_duplicates(list(spill.records(split_rows)), request.dedup_threshold)]
+                   for d in near_duplicates(spill.records(split_rows), request.dedup_threshold)]
         rows = _without(rows, dropped, report)
         splits = {name: kept for name, split_rows in splits.items() if (kept := _without(split_rows, dropped))}
     if not rows:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
@@ -85,48 +84,39 @@ WRITER_BATCH = 500
 """Rows a split's Arrow writer holds before it writes them out."""
 
 
-def _stream_split(out: Path, name: str, records: Iterable[dict[str, Any]], arrow: Path, features: Any) -> int:
-    """One split's rows, as they come, into its JSONL exports and an Arrow file; the number of rows."""
-    from datasets.arrow_writer import ArrowWriter
+def _stream_split(out: Path, name: str, records: Iterable[dict[str, Any]], features: Any) -> int:
+    """One split's rows, as they come, into its JSONL exports, its saved-dataset shards and its Parquet file
+    (`saved_dataset.py`, `WRITER_BATCH` rows a write); the number of rows."""
+    from injector.curate.saved_dataset import SavedSplitWriter
 
     with contextlib.ExitStack() as stack:
         handles = []
         for directory, _ in _SPLIT_EXPORTS:
             (out / directory).mkdir(exist_ok=True)
             handles.append(stack.enter_context(_open_export(out / directory / f"{name}.jsonl")))
-        writer = stack.enter_context(ArrowWriter(features=features, path=str(arrow), writer_batch_size=WRITER_BATCH))
+        tables = stack.enter_context(SavedSplitWriter(out, name, features, WRITER_BATCH))
         count = 0
         for record in records:
             for handle, (_, shape) in zip(handles, _SPLIT_EXPORTS):
                 handle.write(json.dumps(shape(record), ensure_ascii=False) + "\n")
-            writer.write(features.encode_example(record))
+            tables.write(record)
             count += 1
-        writer.finalize()
+        tables.finish()
     return count
 
 
 def write_split(out: Path, splits: dict[str, Callable[[], Iterable[dict[str, Any]]]],
                 prmbench_rows: Iterable[dict[str, Any]], card: Callable[[], str]) -> None:
     """Every file of a split directory, into `out`, streamed: `splits` gives each split's records in order, one at
-    a time (the DatasetDict, Parquet and JSONL forms are written from them), `prmbench_rows` every row in
-    (classification, idx) order, and `card` the card once the rest is written."""
-    import datasets
+    a time (the saved DatasetDict, Parquet and JSONL forms are written from them as they come, nothing read back),
+    `prmbench_rows` every row in (classification, idx) order, and `card` the card once the rest is written."""
+    from injector.curate.saved_dataset import write_dataset_dict
 
     features = split_features()
-    arrows = out / ".arrow"  # each split's rows as one Arrow file, read back memory-mapped; removed at the end
-    arrows.mkdir()
-    written = {}
     for name, records in splits.items():
-        _stream_split(out, name, records(), arrows / f"{name}.arrow", features)
-        written[name] = datasets.Dataset.from_file(str(arrows / f"{name}.arrow"))
-    dataset = datasets.DatasetDict(written)
-    dataset.save_to_disk(str(out))
-    (out / "parquet").mkdir(exist_ok=True)
-    for name, split in dataset.items():
-        split.to_parquet(str(out / "parquet" / f"{name}.parquet"))
-    del dataset, written
+        _stream_split(out, name, records(), features)
+    write_dataset_dict(out, list(splits))
     _write_prmbench(out, prmbench_rows)
-    shutil.rmtree(arrows)
     (out / "README.md").write_text(card(), encoding="utf-8")
 
 

@@ -4,6 +4,7 @@ holds the split; a row's record is read back by its offset when it is written ou
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
@@ -55,8 +56,12 @@ class RowSpill:
         except OSError:
             self.failed = True
             raise
-        key = RowKey(id=row.id, run=row.run, category=row.category, classification=row.classification,
-                     source_idx=row.source_idx, trajectory_id=row.trajectory_id, sample=row.sample,
+        # One string object per category and classification, and a trajectory id equal to the source idx (as
+        # PRMBench's are) shares its object: a key is most of what a build holds per row.
+        trajectory = row.source_idx if row.trajectory_id == row.source_idx else row.trajectory_id
+        key = RowKey(id=row.id, run=row.run, category=sys.intern(row.category),
+                     classification=sys.intern(row.classification), source_idx=row.source_idx,
+                     trajectory_id=trajectory, sample=row.sample,
                      problem_key=row.problem_key, idx=row.idx, reviewed=row.reviewed, _config_hash=row._config_hash,
                      _verdict=row._verdict, _audit_flagged=row._audit_flagged, seq=0, offset=offset)
         return key

@@ -11,6 +11,7 @@ checked for equality only).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -68,40 +69,84 @@ def _minhash(text: str) -> Any:
     return signature
 
 
-def near_duplicates(rows: list[dict[str, Any]], threshold: float) -> list[Dropped]:
-    """The rows of one split to drop as near-duplicates of an earlier row (see the module docstring), in order."""
-    from datasketch import MinHashLSH
+class _CategorySeen:
+    """What one category's dedup keeps of the rows it has kept: the solution signatures of the current trajectory
+    only (solutions are compared within a trajectory), and one question signature per kept (trajectory, question)
+    — a later kept row of the same trajectory and question is never the earliest match — not the rows."""
 
+    def __init__(self, threshold: float) -> None:
+        from datasketch import MinHashLSH
+
+        self.trajectory: str | None = None
+        self.done: set[str] = set()
+        """Trajectories whose rows are all seen: one seen again means the rows were not grouped."""
+        self.solutions: list[tuple[str, Any]] = []  # (id, signature) of the current trajectory's kept rows
+        self.questions = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)  # candidates; each pair is re-checked
+        self.question_of: dict[str, tuple[str, Any, int]] = {}  # kept id -> (trajectory, hash values, kept order)
+        self.asked: set[tuple[str, bytes]] = set()  # (trajectory, question digest) in `questions`
+
+    def start(self, trajectory: str) -> None:
+        if trajectory == self.trajectory:
+            return
+        if trajectory in self.done:
+            raise ValueError(f"near_duplicates: trajectory {trajectory!r} seen again after others; pass the rows "
+                             "grouped by category and trajectory (the order `assign_splits` gives)")
+        if self.trajectory is not None:
+            self.done.add(self.trajectory)
+        self.trajectory, self.solutions = trajectory, []
+
+
+def _similarity(signature: Any, hashvalues: Any) -> float:
+    """MinHash's Jaccard estimate against stored hash values (`MinHash.jaccard`'s formula)."""
+    import numpy
+
+    return float(numpy.count_nonzero(signature.hashvalues == hashvalues)) / float(len(hashvalues))
+
+
+def _duplicate(seen: _CategorySeen, row: dict[str, Any], threshold: float) -> tuple[str, str] | None:
+    """(rule, detail) if `row` duplicates a row kept before it, else None (and it is kept)."""
+    solution = _minhash("\n".join(row["modified_process"]))
+    question = _minhash(row["original_question"])
+    match = next(((kept, similarity) for kept, signature in seen.solutions
+                  if (similarity := solution.jaccard(signature)) >= threshold), None)
+    if match:
+        return "duplicate_solution", f"solution like {match[0]}'s (MinHash Jaccard {match[1]:.2f})"
+    others = [(kept, _similarity(question, seen.question_of[kept][1]), seen.question_of[kept][2])
+              for kept in seen.questions.query(question) if seen.question_of[kept][0] != row["trajectory_id"]]
+    others = [other for other in others if other[1] >= threshold]
+    if others:
+        kept, similarity, _ = min(others, key=lambda other: other[2])  # the earliest kept
+        return "duplicate_question", f"question like {kept}'s, another source (MinHash Jaccard {similarity:.2f})"
+    seen.solutions.append((row["id"], solution))
+    asked = (row["trajectory_id"], hashlib.sha256(row["original_question"].encode()).digest())
+    if row["id"] not in seen.question_of and asked not in seen.asked:
+        seen.asked.add(asked)
+        seen.question_of[row["id"]] = (row["trajectory_id"], question.hashvalues, len(seen.question_of))
+        seen.questions.insert(row["id"], question)
+    return None
+
+
+def near_duplicates(rows: Iterable[dict[str, Any]], threshold: float) -> list[Dropped]:
+    """The rows of one split to drop as near-duplicates of an earlier row (see the module docstring), in order.
+
+    The rows stream, grouped by category and, within one, by trajectory (the order `assign_splits` gives; a
+    ValueError otherwise): what is kept is a category's signatures, never the rows."""
     dropped: list[Dropped] = []
-    by_category: dict[str, list[dict[str, Any]]] = {}
+    done: set[str] = set()
+    category: str | None = None
+    seen: _CategorySeen | None = None
     for row in rows:
-        by_category.setdefault(row["category"], []).append(row)
-    for category, mine in by_category.items():
-        kept_solutions: dict[str, list[tuple[str, Any]]] = {}  # trajectory -> (id, signature) of the rows kept
-        questions = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)  # candidates only; each pair is re-checked
-        question_of: dict[str, tuple[str, Any]] = {}  # kept row id -> (trajectory, question signature)
-        order = {row["id"]: n for n, row in enumerate(mine)}
-        for row in mine:
-            solution = _minhash("\n".join(row["modified_process"]))
-            question = _minhash(row["original_question"])
-            match = next(((kept, similarity) for kept, signature in kept_solutions.get(row["trajectory_id"], [])
-                          if (similarity := solution.jaccard(signature)) >= threshold), None)
-            if match:
-                dropped.append(Dropped(row["id"], category, "duplicate_solution",
-                                       f"solution like {match[0]}'s (MinHash Jaccard {match[1]:.2f})"))
-                continue
-            others = [(kept, question.jaccard(question_of[kept][1])) for kept in questions.query(question)
-                      if question_of[kept][0] != row["trajectory_id"]]
-            others = [(kept, similarity) for kept, similarity in others if similarity >= threshold]
-            if others:
-                kept, similarity = min(others, key=lambda item: order[item[0]])  # the earliest kept
-                dropped.append(Dropped(row["id"], category, "duplicate_question",
-                                       f"question like {kept}'s, another source (MinHash Jaccard {similarity:.2f})"))
-                continue
-            kept_solutions.setdefault(row["trajectory_id"], []).append((row["id"], solution))
-            if row["id"] not in question_of:
-                question_of[row["id"]] = (row["trajectory_id"], question)
-                questions.insert(row["id"], question)
+        if row["category"] != category:
+            if row["category"] in done:
+                raise ValueError(f"near_duplicates: category {row['category']!r} seen again after others; pass "
+                                 "the rows grouped by category and trajectory (the order `assign_splits` gives)")
+            if category is not None:
+                done.add(category)
+            category, seen = row["category"], _CategorySeen(threshold)
+        assert seen is not None
+        seen.start(row["trajectory_id"])
+        if (duplicate := _duplicate(seen, row, threshold)) is not None:
+            dropped.append(Dropped(row["id"], row["category"], *duplicate))
     return dropped
 
 
