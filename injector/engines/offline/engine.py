@@ -22,7 +22,7 @@ from injector.engines.offline.redundancy import redundancy_options
 from injector.engines.offline.step_contradiction import step_contradiction_options
 from injector.engines.offline.text import Option, Perturbation
 
-OPERATORS_VERSION = "6"
+OPERATORS_VERSION = "7"
 
 OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "redundancy": redundancy_options,
