@@ -5,8 +5,9 @@ back from that assumption (substituting it into the equation it should solve, or
 should have produced it, with operands the solution established earlier as quantities) and concludes the value it
 started from. Two shapes: the loop in two steps (the assumption; the derivation and conclusion in one step), four
 times in five, or in three (the assumption; the derivation; the conclusion on its own). The final answer and every
-other step stay as they were. Each loop step is one of a few plain frames, opened the way one of the solution's own steps opens (a
-solution's first step with nothing), so that the loop is found by reading the mathematics, not the words.
+other step stay as they were. Each loop step is one of a few plain frames, opened the way one of the solution's own
+steps opens (a solution's first step with nothing), so that the loop is found by reading the mathematics, not the
+words.
 """
 from __future__ import annotations
 
