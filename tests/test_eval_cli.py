@@ -186,7 +186,7 @@ def test_the_manuals_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypat
                     "--out", "reports/demo")
     assert result.exit_code == 0, result.output
     metrics = json.loads(Path("reports/demo/metrics.json").read_text())
-    assert metrics["n_items"] == 74 and metrics["prmbench"]["overall"]["n_steps"] == 400
+    assert metrics["n_items"] == 76 and metrics["prmbench"]["overall"]["n_steps"] == 414
     overall, processbench = metrics["prmbench"]["overall"], metrics["processbench"]
     assert math.isclose(processbench["acc_correct"], 2 / 20)
     swept = invoke("eval", "splits/demo", "--scores", str(ROOT / "data" / "demo_scores.jsonl"), "--sweep",
