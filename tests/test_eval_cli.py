@@ -247,7 +247,7 @@ def test_without_matplotlib_the_report_has_no_plots_and_says_so(split, tmp_path,
 def test_a_run_directory_is_not_a_split(tmp_path):
     """Issue 29: `inject eval runs/x` says it is a run directory and how to build a split from it."""
     out = tmp_path / "run"
-    assert invoke("run", "--category", "circular_logic", "--limit", "1", "--out", str(out)).exit_code == 0
+    assert invoke("run", "--category", "redundancy", "--limit", "1", "--out", str(out)).exit_code == 0
     for given in (out, out / "candidates.jsonl"):
         result = invoke("eval", str(given), "--scores", str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "r"))
         assert result.exit_code == 2, result.output

@@ -15,6 +15,7 @@ from semantic_checks import checks_for
 from test_offline_semantics import prmbench_originals
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.engines.offline.certainty import ADVERBS, AT_VERB, CONNECTIVE, OPENERS, certainty_forms
 from injector.engines.offline.confidence import _decoys, _false_as_written
 from injector.engines.offline.propagate import why_not
@@ -46,7 +47,7 @@ ROLES = Trajectory(id="prm_train_p1_88", question=(
 
 def candidates(trajectories: list[Trajectory], samples: int = 4) -> list[tuple[Trajectory, Candidate]]:
     taxonomy = Taxonomy.load()
-    category, engine = taxonomy.category("confidence"), OfflineEngine()
+    category, engine = taxonomy.category("confidence"), OfflineEngine(operators=WITHDRAWN_OPERATORS)
     made = []
     for trajectory in trajectories:
         for sample in range(samples):

@@ -13,6 +13,7 @@ import pytest
 from test_offline_semantics import prmbench_originals
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.engines.offline.circular_logic import circular_logic_options
 from injector.engines.offline.equations import inverse_equations
 from injector.engines.offline.positions import position_bin
@@ -39,7 +40,7 @@ def sources() -> list[Trajectory]:
 
 def made(category_id: str, sources: list[Trajectory], samples: int = 3) -> list[tuple[Trajectory, Candidate]]:
     taxonomy = Taxonomy.load()
-    category, engine, pairs = taxonomy.category(category_id), OfflineEngine(), []
+    category, engine, pairs = taxonomy.category(category_id), OfflineEngine(operators=WITHDRAWN_OPERATORS), []
     for trajectory in sources:
         for sample in range(samples):
             record = asyncio.run(inject_one(taxonomy, category, trajectory, engine, seed=0, sample=sample))
