@@ -44,6 +44,7 @@ CREATE TEMP TABLE plan_own AS SELECT id, reviewer, decision, time, seq FROM (
 """
 AFTER_FILL = """
 CREATE UNIQUE INDEX plan_queue_by_id ON plan_queue (reviewer, id);
+CREATE INDEX plan_queue_by_place ON plan_queue (reviewer, place);
 CREATE INDEX plan_queue_by_status ON plan_queue (reviewer, status, place);
 CREATE INDEX plan_queue_by_category ON plan_queue (reviewer, category, place);
 CREATE INDEX plan_queue_by_category_status ON plan_queue (reviewer, category, status, place);
