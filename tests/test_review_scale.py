@@ -189,3 +189,19 @@ def test_a_store_of_version_2_gets_its_standing_table(tmp_path: Path) -> None:
                          "PRAGMA user_version = 2;")
     store = ReviewStore(run)
     assert store.decided() == {d.id: d.decision for d in store.latest().values()} and len(store.decided()) == 5
+
+
+def test_two_runs_plans_queues_are_walked_run_after_run(tmp_path: Path) -> None:
+    """Each run's plan gives the reviewer a queue; the app walks them run after run (the window's neighbours cross
+    from one run's queue to the next), and a run without a plan shows none of its candidates in a queue."""
+    runs = [planned_run(tmp_path / name, 4) for name in ("a", "b")]  # ada decided c0 and c1 of each
+    plainly = big_run(tmp_path / "c", 4)
+    with running([*runs, plainly], reviewer="ada", queue=True) as server:
+        body = http(server, "/?key=1/c0::x::0")[2]
+        assert re.findall(r'class="position">(\d+) of (\d+)', body) == [("5", "8")]
+        assert 'href="/?key=0%2Fc3%3A%3Ax%3A%3A0"' in body and "key=2%2F" not in body
+        body = http(server, "/?key=1/c2::x::0&status=unreviewed")[2]
+        assert re.findall(r'class="position">(\d+) of (\d+)', body) == [("3", "4")]
+        status, answer = decide(server, "c3::x::0", decision="accept")  # run 0's last
+        assert status == 200 and answer["next"].endswith("1%2Fc0%3A%3Ax%3A%3A0"), answer
+        assert "reviewed 5 / 8 (accepted 3, rejected 2)" in http(server, "/?key=1/c2::x::0")[2]

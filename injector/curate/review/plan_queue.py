@@ -11,7 +11,6 @@ from injector.util.errors import UserError
 from injector.curate.review.queue import STATUS_CODES, Entry, RunQueue, entry_columns
 from injector.curate.review.queue_index import UNVERIFIED
 
-_PLACE = ("place", [])
 Part = tuple[str, list[Any]]
 
 

@@ -302,8 +302,8 @@ class ReviewSession:
         own in a plan's queue), except in an adjudication (its candidates' own decisions, read by id)."""
         per = {category: [total, 0, 0] for category, total in self._category_totals().items()}
         for run in self.runs:
-            if run.plan:
-                rows = run.plan.progress()
+            if run.plan or self.planned:  # a run without a plan shows nothing in a reviewer's queue
+                rows = run.plan.progress() if run.plan else []
             elif run.blind:
                 category = {entry.id: entry.category for entry in run.entries}
                 own = run.store.latest_of_for(category, self.reviewer, self.role).values()
