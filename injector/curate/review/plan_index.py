@@ -45,9 +45,6 @@ CREATE TEMP TABLE plan_own AS SELECT id, reviewer, decision, time, seq FROM (
 AFTER_FILL = """
 CREATE UNIQUE INDEX plan_queue_by_id ON plan_queue (reviewer, id);
 CREATE INDEX plan_queue_by_place ON plan_queue (reviewer, place);
-CREATE INDEX plan_queue_by_status ON plan_queue (reviewer, status, place);
-CREATE INDEX plan_queue_by_category ON plan_queue (reviewer, category, place);
-CREATE INDEX plan_queue_by_category_status ON plan_queue (reviewer, category, status, place);
 INSERT INTO plan_tally SELECT reviewer, category, status, count(*) FROM plan_queue GROUP BY reviewer, category, status;
 INSERT INTO plan_categories SELECT reviewer, category, min(place) FROM plan_queue GROUP BY reviewer, category;
 CREATE TRIGGER plan_own_kept AFTER INSERT ON decisions WHEN NEW.role = 'review' BEGIN
@@ -61,7 +58,13 @@ CREATE TRIGGER plan_tally_kept AFTER UPDATE OF status ON plan_queue WHEN OLD.sta
 END;
 """
 """The reviewer's own standing decision is `ReviewStore.latest_of`'s (their latest review by time, then seq): the
-trigger replaces it only by a later one, so an older import never does."""
+trigger replaces it only by a later one, so an older import never does. A filtered view's index (`FILTER_INDEXES`)
+is made on its first use, as the queue's are."""
+
+
+FILTER_INDEXES = {("status",): "plan_queue_by_status", ("category",): "plan_queue_by_category",
+                  ("category", "status"): "plan_queue_by_category_status"}
+"""The filters of a view (in this order) -> the index over (reviewer, the filters, place) that serves it."""
 
 
 def fill(db: sqlite3.Connection, queues: dict[str, list[str]], run: Any) -> None:

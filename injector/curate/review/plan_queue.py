@@ -9,6 +9,7 @@ from typing import Any
 
 from injector.util.errors import UserError
 from injector.curate.review.queue import STATUS_CODES, Entry, RunQueue, entry_columns
+from injector.curate.review.plan_index import FILTER_INDEXES
 from injector.curate.review.queue_index import UNVERIFIED
 
 Part = tuple[str, list[Any]]
@@ -20,6 +21,7 @@ class PlanQueue:
     def __init__(self, queue: RunQueue, reviewer: str):
         self.queue = queue
         self.reviewer = reviewer
+        self._indexed: set[tuple[str, ...]] = set()
         self._columns = ", ".join("p.status" if name == "status" else f"q.{name}" for name in entry_columns())
 
     @classmethod
@@ -33,6 +35,15 @@ class PlanQueue:
             raise UserError(f"{where}: its review plan has no queue for {reviewer!r}; open the app with --reviewer "
                             f"and one of: {', '.join(names)}")
         return cls(queue, reviewer)
+
+    def _index(self, view: Any) -> None:
+        """Make the view's index on its first use (once per store: it is kept, and dropped with the plan's queue)."""
+        filters = tuple(name for name, on in (("category", view.cat), ("status", view.status not in ("", "all")))
+                        if on)
+        if filters and filters not in self._indexed:
+            self.queue.read(f"CREATE INDEX IF NOT EXISTS {FILTER_INDEXES[filters]} ON plan_queue "
+                            f"(reviewer, {', '.join(filters)}, place)")
+            self._indexed.add(filters)
 
     def _entries(self, where: str, args: list[Any], tail: str = "") -> list[Entry]:
         rows = self.queue.read(f"SELECT {self._columns}, p.place FROM plan_queue p JOIN queue q ON q.seq = p.seq "
@@ -54,11 +65,13 @@ class PlanQueue:
 
     def near(self, view: Any, place: int | None, after: bool, limit: int) -> list[Entry]:
         """Up to `limit` entries of the view after (or before) `place` (everything when None), nearest first."""
+        self._index(view)
         where, args = _where(view, ("1", []) if place is None else (f"p.place {'>' if after else '<'} ?", [place]))
         return self._entries(where, args, f"ORDER BY p.place{'' if after else ' DESC'} LIMIT {int(limit)}")
 
     def count(self, view: Any, place: int) -> int:
         """How many entries of the view come before `place`: a COUNT over the view's index."""
+        self._index(view)
         where, args = _where(view, ("p.place < ?", [place]))
         return int(self.queue.read(f"SELECT count(*) FROM plan_queue p WHERE p.reviewer = ? AND {where}",
                                    [self.reviewer, *args])[0][0])
