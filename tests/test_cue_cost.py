@@ -171,3 +171,27 @@ def test_the_cards_probe_holds_one_categorys_counts_at_a_time(monkeypatch):
     assert report["overall"]["sample"] == {"records": 60, "of": 195}
     assert "on a seeded sample of 60 of the 195 sampled rows with an error step" in note
     assert f"over all categories {report['overall']['auc']:.2f}" in note
+
+
+def test_the_cards_probe_fits_only_the_folds_models_and_gives_the_same_aucs(monkeypatch):
+    from types import SimpleNamespace
+
+    from sklearn.linear_model import LogisticRegression
+
+    from injector.curate.card import _cue_figures
+
+    records = _three_categories()
+    whole = cues.cue_report(records, overall_sample=60)
+    fitted = []
+    real = LogisticRegression.fit
+
+    def counting(self, X, y, sample_weight=None):
+        fitted.append(X.shape[0])
+        return real(self, X, y, sample_weight)
+
+    monkeypatch.setattr(LogisticRegression, "fit", counting)
+    report, _ = _cue_figures(SimpleNamespace(cue_sample=60, cue_rows=lambda: records))
+    assert len(fitted) == 4 * cues.FOLDS  # before: a sixth model per category, on all its steps, for its top words
+    for category, figures in whole["per_category"].items():
+        assert {**report["per_category"][category], "top": figures["top"]} == figures
+    assert report["overall"] == whole["overall"]

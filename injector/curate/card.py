@@ -163,7 +163,8 @@ def _cue_figures(figures: CardFigures) -> tuple[dict[str, Any] | None, str]:
         return None, " Cue AUC: not computed (`--no-cues`)."
     from injector.triage.cues import cue_report
 
-    cues = cue_report(figures.cue_rows(), overall_sample=sample)
+    # The card shows AUCs, not the telling n-grams: top=0 spares each category the fit those need.
+    cues = cue_report(figures.cue_rows(), overall_sample=sample, top=0)
     overall, note = cues["overall"], ""
     if overall["auc"] is not None:
         drawn = overall["sample"]
