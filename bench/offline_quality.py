@@ -43,7 +43,10 @@ from injector import OfflineEngine, Taxonomy, inject_one, load_trajectories  # n
 from injector.answer.final import answers_equivalent, final_answer_of_steps  # noqa: E402
 from injector.triage.cues import cue_records, cue_report, matched_comparison  # noqa: E402
 from injector.triage.holdout import in_part, source_part  # noqa: E402
-from injector.engines.offline import OPERATORS  # noqa: E402
+from injector.engines.offline import OPERATORS, WITHDRAWN_OPERATORS  # noqa: E402
+
+# The withdrawn operators are measured too: their figures are why they are withdrawn.
+MEASURED = {**OPERATORS, **WITHDRAWN_OPERATORS}
 from injector.records.models import Candidate  # noqa: E402
 
 DATA = {"bundled": None, "prmbench": ROOT / "bench" / "data" / "train-p1-originals.jsonl"}
@@ -69,7 +72,7 @@ def four_grams(text: str) -> set[tuple[str, ...]]:
 
 def measure(category_id: str, trajectories: list, samples: int, seed: int) -> dict[str, Any]:
     taxonomy = Taxonomy.load(TAXONOMY_OF.get(category_id))
-    category, engine = taxonomy.category(category_id), OfflineEngine()
+    category, engine = taxonomy.category(category_id), OfflineEngine(operators=WITHDRAWN_OPERATORS)
     pairs, not_applicable, other_rejects, covered = [], 0, 0, set()
     start = time.perf_counter()
     for trajectory in trajectories:
@@ -153,8 +156,8 @@ def main() -> None:
     parser.add_argument("--reference", help="a directory of PRMBench-format category files to compare with")
     parser.add_argument("--json", help="also write the rows as JSON to this file")
     args = parser.parse_args()
-    categories = list(OPERATORS) if args.category == "all" else args.category.split(",")
-    unknown = [c for c in categories if c not in OPERATORS]
+    categories = list(MEASURED) if args.category == "all" else args.category.split(",")
+    unknown = [c for c in categories if c not in MEASURED]
     if unknown:
         parser.error(f"the offline engine has no operator for {', '.join(unknown)}")
     results = {}

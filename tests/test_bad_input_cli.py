@@ -166,6 +166,29 @@ def test_a_bom_at_the_start_of_an_audit_input_is_read_as_without_it(tmp_path, st
     assert results[1].output == results[0].output.replace(str(plain), str(with_bom))
 
 
+def test_a_chat_answer_litellm_cannot_read_is_a_reject_not_a_transient_failure(tmp_path, monkeypatch):
+    """litellm reports its own failure to read a 200 answer (content a list of parts) as a 500; it was retried as
+    transient and the run ended with exit 5 ("provider unreachable"). Now the unit is a provider_error reject, as
+    with the openai SDK client."""
+    from scripted_server import Reply, ScriptedServer
+    from test_bounded_parsing import STEPS
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    server = ScriptedServer().start()
+    server.script = lambda request: Reply(content=[{"type": "text", "text": '{"first_error_step": 1}'}])
+    trajectory = tmp_path / "input.jsonl"
+    trajectory.write_text(json.dumps({"id": "t1", "question": "How many seconds in 7 minutes?", "steps": STEPS}) + "\n")
+    try:
+        run = invoke("run", "--category", "counterfactual", "--input", str(trajectory), "--model", "openai/x",
+                     "--api-base", server.api_base, "--out", str(tmp_path / "out"), "--max-attempts", "1",
+                     "--client", "litellm")
+    finally:
+        server.stop()
+    assert run.exit_code == 0, run.output
+    [reject] = read_jsonl(tmp_path / "out" / "rejects.jsonl")
+    assert reject["codes"] == ["provider_error"] and "litellm can read" in json.dumps(reject)
+
+
 @pytest.mark.parametrize("content", [[{"type": "text", "text": '{"first_error_step": 1}'}], {"a": 1}])
 def test_a_chat_answer_whose_content_is_no_text_is_a_reject_not_a_cache_error(tmp_path, monkeypatch, content):
     """The openai SDK client (litellm refuses such an answer itself): the unit is a provider_error reject, and a

@@ -119,15 +119,18 @@ def test_reasks_with_validation_feedback_go_into_the_next_round(stub, tmp_path):
     assert {c["provenance"]["batch"] for c in reasked} == {server.order[1]}
 
 
-def test_a_kill_between_create_and_record_submits_nothing_twice(stub, tmp_path, monkeypatch):
+@pytest.mark.parametrize("resume_max_requests", [12, 10], ids=["same-chunks", "other-chunks"])
+def test_a_kill_between_create_and_record_submits_nothing_twice(stub, tmp_path, monkeypatch, resume_max_requests):
+    """The write-ahead intent: the batch a kill left unrecorded is found by its input file and adopted, also when
+    the resume would cut the waiting requests otherwise (--batch-max-requests changed)."""
     server = stub()
     input_file = write_input(tmp_path, 30)
     out = tmp_path / "run"
     taxonomy = Taxonomy.load()
     spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]), out=out, concurrency=100)
 
-    def engine() -> BatchEngine:
-        return BatchEngine("openai/scripted", api_base=server.api_base, run_dir=out, max_requests=12,
+    def engine(max_requests: int) -> BatchEngine:
+        return BatchEngine("openai/scripted", api_base=server.api_base, run_dir=out, max_requests=max_requests,
                            poll_seconds=0, backoff_seconds=0, price_in=0, price_out=0)
 
     real_record = BatchEngine._record
@@ -139,15 +142,16 @@ def test_a_kill_between_create_and_record_submits_nothing_twice(stub, tmp_path, 
 
     monkeypatch.setattr(BatchEngine, "_record", killed_after_the_second_create)
     with pytest.raises(KeyboardInterrupt):
-        run(load_trajectories(input_file), spec, engine())
+        run(load_trajectories(input_file), spec, engine(12))
     assert server.creates == 2 and len(read_batch_log(out).submitted) == 1
     monkeypatch.setattr(BatchEngine, "_record", real_record)
-    result = run(load_trajectories(input_file), spec, engine())
+    result = run(load_trajectories(input_file), spec, engine(resume_max_requests))
     assert result.progress.accepted == 30
     assert server.creates == 3  # 12 + 12 + 6: the second was adopted, not created again
     times = Counter(custom_id for _, custom_id in server.submitted)
-    assert len(times) == 30 and max(times.values()) == 1  # 0 duplicate submissions
+    assert len(times) == 30 and max(times.values()) == 1  # before the intent, other chunks sent 12 twice
     log = read_batch_log(out)
+    assert set(server.batches) == set(log.submitted)
     assert [record["adopted"] for record in log.submitted.values()] == [False, True, False]
 
 

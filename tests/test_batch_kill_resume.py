@@ -16,10 +16,8 @@ from typing import Callable
 import pytest
 from batch_server import BatchServer
 from forked_cli import ForkedCli
-from test_batch import GOOD, UNFLAGGED, always_good, read_jsonl, write_input
+from test_batch import GOOD, UNFLAGGED, read_jsonl, write_input
 
-from injector import RunSpec, Taxonomy, load_trajectories, run
-from injector.engines import BatchEngine
 from injector.engines.batch import read_batch_log
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGKILL")
@@ -92,39 +90,3 @@ def test_ten_sigkills_at_random_moments_lose_nothing_duplicate_nothing_and_pay_n
     in_batches = Counter(custom_id for _, custom_id in server.submitted)
     assert max(in_batches.values()) == 1, [key for key, n in in_batches.items() if n > 1]
     assert json.loads((out / "manifest.json").read_text())["status"] == "finished"
-
-
-def test_a_batch_made_but_not_recorded_is_collected_though_the_resume_chunks_the_requests_otherwise(tmp_path,
-                                                                                                     monkeypatch):
-    """The write-ahead intent: the batch a kill left unrecorded is found by its input file, not by the chunk the
-    resume would make of the requests waiting then (here cut otherwise: --batch-max-requests changed)."""
-    server = BatchServer(always_good).start()
-    input_file, out = write_input(tmp_path, 30), tmp_path / "run"
-    taxonomy = Taxonomy.load()
-    spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]), out=out, concurrency=100)
-
-    def engine(max_requests: int) -> BatchEngine:
-        return BatchEngine("openai/scripted", api_base=server.api_base, run_dir=out, max_requests=max_requests,
-                           poll_seconds=0, backoff_seconds=0, price_in=0, price_out=0)
-
-    real_record = BatchEngine._record
-
-    def killed_after_the_second_create(self, record):
-        if record.get("event") == "submitted" and len(self._log_now().submitted) == 1:
-            raise KeyboardInterrupt  # what a kill leaves: the provider has the batch, the run directory does not
-        real_record(self, record)
-
-    try:
-        monkeypatch.setattr(BatchEngine, "_record", killed_after_the_second_create)
-        with pytest.raises(KeyboardInterrupt):
-            run(load_trajectories(input_file), spec, engine(12))
-        assert server.creates == 2 and len(read_batch_log(out).submitted) == 1
-        monkeypatch.setattr(BatchEngine, "_record", real_record)
-        result = run(load_trajectories(input_file), spec, engine(10))
-    finally:
-        server.stop()
-    assert result.progress.accepted == 30
-    in_batches = Counter(custom_id for _, custom_id in server.submitted)
-    assert len(in_batches) == 30 and max(in_batches.values()) == 1  # before: 12 requests in two batches
-    assert server.creates == 3 and set(server.batches) == set(read_batch_log(out).submitted)
-    assert [record["adopted"] for record in read_batch_log(out).submitted.values()] == [False, True, False]

@@ -186,14 +186,14 @@ def test_the_manuals_demo_scores_match_a_fresh_run_and_build(tmp_path, monkeypat
                     "--out", "reports/demo")
     assert result.exit_code == 0, result.output
     metrics = json.loads(Path("reports/demo/metrics.json").read_text())
-    assert metrics["n_items"] == 76 and metrics["prmbench"]["overall"]["n_steps"] == 418
+    assert metrics["n_items"] == 56 and metrics["prmbench"]["overall"]["n_steps"] == 285
     overall, processbench = metrics["prmbench"]["overall"], metrics["processbench"]
     assert math.isclose(processbench["acc_correct"], 2 / 20)
     swept = invoke("eval", "splits/demo", "--scores", str(ROOT / "data" / "demo_scores.jsonl"), "--sweep",
                    "--out", "reports/demo-sweep")
     assert swept.exit_code == 0, swept.output
     sweep = json.loads(Path("reports/demo-sweep/metrics.json").read_text())
-    assert (sweep["threshold"], sweep["sweep"]["dev"]["n_items"], sweep["sweep"]["held_out"]["n_items"]) == (0.45, 14, 62)
+    assert (sweep["threshold"], sweep["sweep"]["dev"]["n_items"], sweep["sweep"]["held_out"]["n_items"]) == (0.45, 11, 45)
     # The table of the demo's figures in docs/evaluate.md.
     page = " ".join((ROOT / "docs" / "evaluate.md").read_text().split())
     figures = [overall["prmscore"], overall["f1"], overall["f1_neg"], sweep["prmbench"]["overall"]["prmscore"],
@@ -247,7 +247,7 @@ def test_without_matplotlib_the_report_has_no_plots_and_says_so(split, tmp_path,
 def test_a_run_directory_is_not_a_split(tmp_path):
     """Issue 29: `inject eval runs/x` says it is a run directory and how to build a split from it."""
     out = tmp_path / "run"
-    assert invoke("run", "--category", "circular_logic", "--limit", "1", "--out", str(out)).exit_code == 0
+    assert invoke("run", "--category", "redundancy", "--limit", "1", "--out", str(out)).exit_code == 0
     for given in (out, out / "candidates.jsonl"):
         result = invoke("eval", str(given), "--scores", str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "r"))
         assert result.exit_code == 2, result.output

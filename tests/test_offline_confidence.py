@@ -6,14 +6,18 @@ first role and 6 for the second", and the bundled sample."""
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 from collections import Counter
 
 import pytest
 from semantic_checks import checks_for
+from test_offline_semantics import prmbench_originals
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
-from injector.engines.offline.certainty import ADVERBS, AT_VERB, OPENERS
+from injector.engines.offline import WITHDRAWN_OPERATORS
+from injector.engines.offline.certainty import ADVERBS, AT_VERB, CONNECTIVE, OPENERS, certainty_forms
+from injector.engines.offline.confidence import _decoys, _false_as_written
 from injector.engines.offline.propagate import why_not
 from injector.records.models import Candidate
 
@@ -43,7 +47,7 @@ ROLES = Trajectory(id="prm_train_p1_88", question=(
 
 def candidates(trajectories: list[Trajectory], samples: int = 4) -> list[tuple[Trajectory, Candidate]]:
     taxonomy = Taxonomy.load()
-    category, engine = taxonomy.category("confidence"), OfflineEngine()
+    category, engine = taxonomy.category("confidence"), OfflineEngine(operators=WITHDRAWN_OPERATORS)
     made = []
     for trajectory in trajectories:
         for sample in range(samples):
@@ -127,3 +131,45 @@ def test_no_confidence_item_ends_a_step_with_a_bolted_on_certainty_tag():
         for k in candidate.modified_steps:
             body = candidate.modified_process[k - 1].split("# Answer")[0].strip()
             assert not TAG_AT_THE_END.search(body), body
+
+
+def test_correct_steps_carry_certainty_several_times_as_often_as_the_error_step():
+    # One to three decoys left each certainty phrase on the error step in one case of two or three (dev part: 53
+    # of 144 certainty-bearing steps were error steps), so the phrases themselves pointed at the error (word AUC
+    # 0.78 on the dev part, four seeds pooled; 0.65 with the decoys below, 0.72 with the phrases struck out).
+    # PRMBench's fixture solutions are longer than the bundled sample's (whose short solutions leave one or two
+    # correct steps to say anything with certainty): 19 decoys on 11 items before, 30 now.
+    made = candidates(prmbench_originals(), samples=3)
+    assert len(made) >= 10
+    declared = [len([k for k in c.modified_steps if k not in c.error_steps]) for _, c in made]
+    assert max(declared) <= 5  # a solution is not all certainty
+    assert sum(declared) >= 2.5 * len(made), declared  # about a third of the steps, two at least, where they allow
+
+
+def test_decoys_say_certainty_in_the_error_steps_kind_of_form():
+    # The error step is a stated result ("So the total is ..."), so it took the connective's adverbs or an adverb
+    # at its copula; decoys on whatever steps were at hand took openers ("Without question, ...") and other forms.
+    steps = list(ROLES.steps)
+    for seed in range(20):
+        for declared in _decoys(steps, [], 16, "connective", random.Random(seed)):
+            original = steps[declared["step"] - 1]
+            connective = CONNECTIVE.match(original)
+            if connective:
+                adverb = declared["text"][connective.end(1):].split(" " + original[connective.end():][:8])[0]
+                assert adverb.strip() in ADVERBS, declared["text"]
+        chosen = {d["step"] - 1 for d in _decoys(steps, [], 16, "connective", random.Random(seed))}
+        able = {k for k in range(16) if "connective" in certainty_forms(steps[k], random.Random(0))}
+        assert chosen <= able or able <= chosen, (chosen, able)  # the error step's kind first
+
+
+def test_no_certainty_on_a_step_that_is_false_as_written():
+    # prm_train_p1_125's step 14 (PRM800K phase 1, via PRMBench): "\\sqrt{2^2 + 9^2} = \\sqrt{97}" is false, and a
+    # decoy made it "certainly" so; the category check rejected the item.
+    step = ("The intersection of $\\ell_A$ and $\\ell_C$ is at $(9,9)$. The distance is then "
+            "$\\sqrt{(9-11)^2 + (9-0)^2} = \\sqrt{2^2 + 9^2} = \\sqrt{97}$.")
+    assert _false_as_written(step, 13)
+    assert not _false_as_written("So $\\sqrt{4} = 2$ and $x = 3$.", 1)
+    steps = ["We have $a = 2$.", "So the sum is $2 + 2 = 4$.", step, "Then the product is $2 \\cdot 3 = 6$.",
+             "So the total is $6 + 4 = 10$."]
+    for seed in range(20):
+        assert 3 not in {d["step"] for d in _decoys(steps, [], 4, "copula", random.Random(seed))}

@@ -9,6 +9,7 @@ import asyncio
 from semantic_checks import checks_for
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.records.models import Candidate
 
 # PRM800K (MIT licence) phase-1 training solution prm_train_p1_118: steps 11-14 check the answer; step 12's sum is
@@ -31,7 +32,7 @@ CHECKED = Trajectory(id="checked", question="The sum of two numbers is $30$. If 
 
 def _candidates(trajectory: Trajectory, category_id: str) -> list[Candidate]:
     taxonomy = Taxonomy.load()
-    category, engine, found = taxonomy.category(category_id), OfflineEngine(), []
+    category, engine, found = taxonomy.category(category_id), OfflineEngine(operators=WITHDRAWN_OPERATORS), []
     for sample in range(12):
         record = asyncio.run(inject_one(taxonomy, category, trajectory, engine, seed=0, sample=sample))
         if isinstance(record, Candidate):

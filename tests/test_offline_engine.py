@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from injector import OfflineEngine, Taxonomy, inject_one, load_trajectories
 from injector.cli.commands import main
 from injector.engines.base import NotApplicable
-from injector.engines.offline import NUMBER, OPERATORS, split_answer
+from injector.engines.offline import NUMBER, OPERATORS, WITHDRAWN_OPERATORS, split_answer
 from injector.records.models import Candidate, Rejection
 
 ENGINE = OfflineEngine()
@@ -178,5 +178,20 @@ def test_model_categories_exit_2_alone_and_are_skipped_with_all(tmp_path, monkey
     assert "skipping domain_inconsistency:" in result.output
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert set(manifest["skipped_categories"]) == {"deception", "multi_solution", "domain_inconsistency",
-                                                   "missing_condition"}
+                                                   "missing_condition", "step_contradiction", "confidence"}
     assert "deception" not in manifest["config"]["categories"]
+
+
+@pytest.mark.parametrize("category", ["step_contradiction", "confidence"])
+def test_a_withdrawn_category_is_refused_with_its_reason_and_stays_for_custom_use(tmp_path, monkeypatch, category):
+    """Issue 25: a category whose items carry a cue above PRMBench's GPT-4o data's is withdrawn, not shipped."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--category", category, "--model", "offline"])
+    assert result.exit_code == 2
+    assert "withdrawn from the offline engine" in result.output and "docs/offline-engine-quality.md" in result.output
+    assert not (tmp_path / "runs").exists()
+    taxonomy = Taxonomy.load()
+    engine = OfflineEngine(operators=WITHDRAWN_OPERATORS)
+    records = [asyncio.run(inject_one(taxonomy, taxonomy.category(category), trajectory, engine))
+               for trajectory in list(load_trajectories())[:10]]
+    assert any(isinstance(record, Candidate) and record.category == category for record in records)

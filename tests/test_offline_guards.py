@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from injector import Taxonomy, inject_one, load_trajectories
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.answer.final import final_answer_of_steps
 from injector.engines.offline import OfflineEngine
 from injector.engines.offline.plausible import cleanly_delimited, implausible, letter_answer, refusal
@@ -40,7 +41,7 @@ def test_letters_and_implausible_results_are_found():
 
 
 def _candidates(trajectories, category_id: str, samples: int) -> list[tuple]:
-    taxonomy, engine = Taxonomy.load(), OfflineEngine()
+    taxonomy, engine = Taxonomy.load(), OfflineEngine(operators=WITHDRAWN_OPERATORS)
     category = taxonomy.category(category_id)
     found = []
     for trajectory in trajectories:

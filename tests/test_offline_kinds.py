@@ -13,12 +13,15 @@ import pytest
 from test_offline_semantics import prmbench_originals
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.engines.offline.circular_logic import circular_logic_options
 from injector.engines.offline.equations import inverse_equations
 from injector.engines.offline.positions import position_bin
 from injector.engines.offline.redundancy import _thinned
 from injector.engines.offline.text import NUMBER, Perturbation
+from injector.engines.offline.wording import opener_like, unopened
 from injector.records.models import Candidate
+from injector.triage.cues import cue_report
 
 # Bare arithmetic, as the review counted it (118 of 211 inserted steps): an opener, then only `$...$` holding
 # numbers and operators ("We have $\\frac{50}{5} = 10$."); "$y = 31^2 + 1 = 962$" names what it restates.
@@ -37,7 +40,7 @@ def sources() -> list[Trajectory]:
 
 def made(category_id: str, sources: list[Trajectory], samples: int = 3) -> list[tuple[Trajectory, Candidate]]:
     taxonomy = Taxonomy.load()
-    category, engine, pairs = taxonomy.category(category_id), OfflineEngine(), []
+    category, engine, pairs = taxonomy.category(category_id), OfflineEngine(operators=WITHDRAWN_OPERATORS), []
     for trajectory in sources:
         for sample in range(samples):
             record = asyncio.run(inject_one(taxonomy, category, trajectory, engine, seed=0, sample=sample))
@@ -73,7 +76,9 @@ def test_an_operand_only_in_an_exponent_is_not_established():
 def test_circular_loops_have_two_shapes_and_lean_only_on_established_quantities(sources):
     pairs = made("circular_logic", sources)
     shapes = Counter(len(c.error_steps) for _, c in pairs)
-    assert set(shapes) == {2, 3} and min(shapes.values()) >= 0.25 * len(pairs), shapes
+    # Both shapes come up; the two-step one most often (`TWO_STEP`: the three-step loop's short steps gave it away
+    # by length).
+    assert set(shapes) == {2, 3} and shapes[3] >= 0.1 * len(pairs) and shapes[2] > shapes[3], shapes
     for trajectory, c in pairs:
         first = c.error_steps[0]
         # Written before the loop as a number, a coefficient ("2x") included; an exponent or subscript is not.
@@ -132,3 +137,21 @@ def test_thinning_keeps_an_option_by_the_tenth_its_step_lands_in():
     kept = lambda after: sum(_thinned(option(after), 20)(random.Random(seed)) is not None for seed in range(400))
     assert kept(9) == 400  # step 10 of 20: the fifth tenth, always kept
     assert 0.2 * 400 < kept(19) < 0.4 * 400  # step 20 of 20, the last tenth: KEEP[9] = 0.3
+
+
+def test_an_opener_is_borrowed_only_with_the_space_or_comma_after_it():
+    # "Right." is a whole step: borrowed as an opener it gave "Right$x = -8$." (dev part, prm_train_p1 loops).
+    assert opener_like(random.Random(0), ["Right.", "Ok."]) == ""
+    assert opener_like(random.Random(0), ["Right, so $x = 2$."]) == "Right, "
+
+
+def test_loop_steps_are_not_shorter_than_the_solutions_own(sources):
+    # Most loops were three steps, two of them short ("$r = 2$." assumed, "That means $r = 2$." concluded), so
+    # the loop's steps ran shorter than the solution's own (dev part: median 37 characters against 55) and a
+    # probe that sees only a step's length found them (test part AUC 0.69, GPT-4o's 0.61). On these sources: 0.67
+    # with half the loops in three steps, 0.59 with a fifth.
+    pairs = made("circular_logic", sources)
+    records = [{"category": "circular_logic", "group": c.idx, "steps": c.modified_process,
+                "error_steps": c.error_steps, "outside": 0} for _, c in pairs]
+    length = cue_report(records)["per_category"]["circular_logic"]["length"]["auc"]
+    assert length <= 0.62, length

@@ -38,3 +38,35 @@ def test_fitted_takes_the_way_nearer_the_solutions_step_length():
     short, long = "So $x = 4$.", "We know that the total number of marbles in the bag is $x = 4$, so we have that."
     picks = {fitted(random.Random(seed), [short, long], [len(long)] * 5) for seed in range(20)}
     assert picks == {long}
+
+
+def _made(rng: random.Random) -> str:
+    return "made"
+
+
+def test_thinning_keeps_a_tenth_as_often_as_keep_says_and_is_deterministic():
+    # step_contradiction's first errors fell in the last tenth three times as often as PRMBench's (dev part):
+    # an option there is kept with KEEP's chance, an option in the fifth tenth always.
+    from injector.engines.offline.positions import KEEP, thinned
+    last, middle = thinned(Placed(_made, 10, 10), "step_contradiction"), thinned(Placed(_made, 5, 10),
+                                                                                   "step_contradiction")
+    assert (last.first, last.length) == (10, 10)
+    kept = [last(random.Random(seed)) for seed in range(400)]
+    assert abs(sum(k == "made" for k in kept) / 400 - KEEP["step_contradiction"][9]) < 0.07
+    assert all(middle(random.Random(seed)) == "made" for seed in range(50))
+    assert [last(random.Random(seed)) for seed in range(400)] == kept  # the same seed, the same choice
+    assert thinned(Placed(_made, 10, 10), "confidence")(random.Random(0)) == "made"  # no table: untouched
+
+
+def test_step_contradiction_options_late_in_the_solution_are_thinned():
+    # prm_train_p1_118 (PRM800K, MIT licence; tests/test_offline_dead_end.py): step 9 of 11, in the ninth tenth,
+    # conflicts with steps 5 and 6 and is a dead end; it is offered with KEEP's chance, not always.
+    from injector.engines.offline.positions import KEEP
+    from injector.engines.offline.step_contradiction import step_contradiction_options
+    from test_offline_dead_end import CHECKED
+
+    late = [o for o in step_contradiction_options(CHECKED) if o.first == 9]
+    assert late and position_bin(9, 11) == 8 and KEEP["step_contradiction"][8] < 1
+    made = [late[0](random.Random(seed)) is not None for seed in range(100)]
+    assert 0.4 * 100 < sum(made) < 0.9 * 100
+    assert made == [late[0](random.Random(seed)) is not None for seed in range(100)]  # seeded: the same again

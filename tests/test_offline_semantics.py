@@ -11,6 +11,7 @@ import pytest
 from semantic_checks import checks_for
 
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one, load_trajectories
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.engines.offline import OPERATORS
 from injector.records.models import Candidate
 
@@ -44,7 +45,7 @@ def sources() -> list[Trajectory]:
 def candidates(category_id: str, sources: list[Trajectory]) -> list[tuple[Trajectory, dict]]:
     """(original, candidate record) for every accepted candidate of this category."""
     taxonomy = Taxonomy.load("projudge" if category_id == "numerical_calculation" else None)
-    category, engine, pairs = taxonomy.category(category_id), OfflineEngine(), []
+    category, engine, pairs = taxonomy.category(category_id), OfflineEngine(operators=WITHDRAWN_OPERATORS), []
     for trajectory in sources:
         for sample in range(SAMPLES):
             result = asyncio.run(inject_one(taxonomy, category, trajectory, engine, seed=0, sample=sample))

@@ -13,14 +13,14 @@ def invoke(*args: str):
 
 def test_a_refused_configuration_names_each_differing_setting(tmp_path):
     out = str(tmp_path / "run")
-    assert invoke("run", "--category", "circular_logic", "--limit", "1", "--out", out).exit_code == 0
-    result = invoke("run", "--category", "circular_logic", "--limit", "1", "--out", out, "--seed", "3",
+    assert invoke("run", "--category", "redundancy", "--limit", "1", "--out", out).exit_code == 0
+    result = invoke("run", "--category", "redundancy", "--limit", "1", "--out", out, "--seed", "3",
                     "--samples", "2")
     assert result.exit_code == 2
     assert "holds a run with a different configuration:\n  samples: 1 -> 2\n  seed: 0 -> 3\n" in result.output
     assert "choose another --out" in result.output and "--concurrency" in result.output
     # What may change between invocations does not make a different configuration.
-    assert invoke("run", "--category", "circular_logic", "--limit", "2", "--out", out, "--concurrency",
+    assert invoke("run", "--category", "redundancy", "--limit", "2", "--out", out, "--concurrency",
                   "2").exit_code == 0
 
 

@@ -40,9 +40,9 @@ def test_make_demo_scores_help_prints_usage_not_a_traceback(tmp_path):
 
 
 def test_the_dry_run_warns_when_the_rate_limits_take_over_an_hour():
-    result = CliRunner().invoke(main, ["run", "--category", "circular_logic", "--dry-run", "--tpm", "1000"])
+    result = CliRunner().invoke(main, ["run", "--category", "redundancy", "--dry-run", "--tpm", "1000"])
     assert result.exit_code == 0, result.output
     assert "time at the limits at least 1:" in result.output
     assert "warning: at --tpm 1000 this run takes over an hour" in result.output
-    fast = CliRunner().invoke(main, ["run", "--category", "circular_logic", "--dry-run", "--tpm", "1000000"])
+    fast = CliRunner().invoke(main, ["run", "--category", "redundancy", "--dry-run", "--tpm", "1000000"])
     assert "time at the limits" in fast.output and "warning: at" not in fast.output

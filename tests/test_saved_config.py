@@ -113,9 +113,9 @@ def test_every_run_option_from_a_file_gives_the_manifest_of_the_flags(scripted_s
 
 def test_strict_from_a_file_as_from_the_flag(tmp_path):
     config = tmp_path / "run.yaml"
-    config.write_text("category: circular_logic\nstrict: true\ninput-format: prm800k\nlimit: 2\n")
+    config.write_text("category: redundancy\nstrict: true\ninput-format: prm800k\nlimit: 2\n")
     assert invoke("run", "--config", config, "--out", tmp_path / "file").exit_code == 0
-    assert invoke("run", "--category", "circular_logic", "--strict", "--input-format", "prm800k", "--limit", "2",
+    assert invoke("run", "--category", "redundancy", "--strict", "--input-format", "prm800k", "--limit", "2",
                   "--out", tmp_path / "flags").exit_code == 0
     same_run(tmp_path / "file", tmp_path / "flags")
     assert yaml.safe_load((tmp_path / "flags" / "config.yaml").read_text())["strict"] is True
@@ -143,7 +143,7 @@ def test_from_continues_a_run_and_flags_override_it(scripted_server, tmp_path):
 
 def test_a_bad_saved_config_is_one_line_naming_file_and_line(tmp_path):
     out = tmp_path / "run"
-    assert invoke("run", "--category", "circular_logic", "--limit", "1", "--out", out).exit_code == 0
+    assert invoke("run", "--category", "redundancy", "--limit", "1", "--out", out).exit_code == 0
     saved = out / "config.yaml"
     lines = saved.read_text().splitlines()
     limit_line = next(number for number, line in enumerate(lines, 1) if line.startswith("limit:"))
@@ -160,7 +160,7 @@ def test_a_bad_saved_config_is_one_line_naming_file_and_line(tmp_path):
     assert result.exit_code == 2 and "holds no config.yaml" in result.output
     saved.unlink()
     os.symlink(tmp_path / "elsewhere.yaml", saved)
-    (tmp_path / "elsewhere.yaml").write_text("category: circular_logic\n")
+    (tmp_path / "elsewhere.yaml").write_text("category: redundancy\n")
     result = CliRunner().invoke(main, ["run", "--from", str(out)])
     assert result.exit_code == 2 and "symbolic link" in result.output
 
@@ -184,7 +184,7 @@ def test_log_prompts_keeps_each_request_and_raw_answer_without_the_key(scripted_
     assert lines[0]["answer"] == "not json, and it quotes the key [redacted]"
     assert lines[1]["answer"] == json.dumps(GOOD) and lines[1]["unit"] == "t0::counterfactual::0"
     quiet = tmp_path / "quiet"
-    assert invoke("run", "--input", trajectories(tmp_path), "--category", "circular_logic", "--limit", "1",
+    assert invoke("run", "--input", trajectories(tmp_path), "--category", "redundancy", "--limit", "1",
                   "--out", quiet).exit_code == 0
     assert not (quiet / "prompts.jsonl").exists()
 
@@ -220,7 +220,7 @@ def test_verify_saves_its_options_logs_each_candidate_and_runs_again_from_them(s
 
 def test_build_and_eval_save_their_options_and_logs_and_run_again_from_them(tmp_path):
     run = tmp_path / "run"
-    assert invoke("run", "--category", "circular_logic", "--limit", "3", "--out", run).exit_code == 0
+    assert invoke("run", "--category", "redundancy", "--limit", "3", "--out", run).exit_code == 0
     split = tmp_path / "split"
     assert invoke("build", run, "--out", split, "--include-unreviewed", "--include-sources", "--no-cues",
                   "--verbose").exit_code == 0
@@ -250,13 +250,13 @@ def test_build_and_eval_save_their_options_and_logs_and_run_again_from_them(tmp_
 
 def test_verbose_on_a_command_without_a_log(tmp_path):
     run = tmp_path / "run"
-    assert invoke("run", "--category", "circular_logic", "--limit", "1", "--out", run).exit_code == 0
+    assert invoke("run", "--category", "redundancy", "--limit", "1", "--out", run).exit_code == 0
     assert invoke("stats", run, "--verbose").exit_code == 0
 
 
 def test_a_refused_build_leaves_the_split_there_untouched(tmp_path):
     run = tmp_path / "run"
-    assert invoke("run", "--category", "circular_logic", "--limit", "2", "--out", run).exit_code == 0
+    assert invoke("run", "--category", "redundancy", "--limit", "2", "--out", run).exit_code == 0
     split = tmp_path / "split"
     assert invoke("build", run, "--out", split, "--include-unreviewed", "--no-cues").exit_code == 0
     before = {path.name: path.read_bytes() for path in split.iterdir() if path.is_file()}
@@ -269,7 +269,7 @@ def test_a_saved_config_runs_nothing_it_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run = tmp_path / "run"
     run.mkdir()
-    (run / "config.yaml").write_text("category: circular_logic\nlimit: !!python/object/apply:os.system "
+    (run / "config.yaml").write_text("category: redundancy\nlimit: !!python/object/apply:os.system "
                                      "['touch pwned']\n")
     result = CliRunner().invoke(main, ["run", "--from", str(run)])
     assert result.exit_code == 2 and f"{run / 'config.yaml'}:2: not YAML" in result.output, result.output
@@ -278,7 +278,7 @@ def test_a_saved_config_runs_nothing_it_names(tmp_path, monkeypatch):
 
 def test_log_prompts_with_worker_processes_keeps_one_whole_line_per_request(tmp_path):
     out = tmp_path / "run"
-    assert invoke("run", "--category", "circular_logic", "--category", "redundancy", "--limit", "3", "--workers", "2",
+    assert invoke("run", "--category", "redundancy", "--category", "counterfactual", "--limit", "3", "--workers", "2",
                   "--concurrency", "4", "--log-prompts", "--out", out).exit_code == 0
     lines = [json.loads(line) for line in (out / "prompts.jsonl").read_text().splitlines()]
     written = [json.loads(line)["id"] for name in ("candidates.jsonl", "rejects.jsonl") if (out / name).exists()

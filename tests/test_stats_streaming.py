@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.curate import stats
 
 
@@ -16,7 +17,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     taxonomy = Taxonomy.load()
     out = tmp_path_factory.mktemp("stats") / "run"
     run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(
-        ["step_contradiction", "missing_condition", "confidence"]), out=out, limit=30), OfflineEngine())
+        ["step_contradiction", "missing_condition", "confidence"]), out=out, limit=30), OfflineEngine(operators=WITHDRAWN_OPERATORS))
     return out
 
 

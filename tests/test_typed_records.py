@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.cli.commands import main
 from injector.records.directory import RunDirectory
 from injector.records.models import Candidate, Rejection
@@ -32,7 +33,7 @@ STEPS = ["The notebooks cost $4 \\cdot 2.75 = 11$ dollars.", "Her change is $20 
 def offline_run(out: Path, categories: list[str], limit: int = 4, source: Any = None) -> Path:
     taxonomy = Taxonomy.load()
     run(source if source is not None else load_trajectories(),
-        RunSpec(taxonomy=taxonomy, categories=taxonomy.select(categories), out=out, limit=limit), OfflineEngine())
+        RunSpec(taxonomy=taxonomy, categories=taxonomy.select(categories), out=out, limit=limit), OfflineEngine(operators=WITHDRAWN_OPERATORS))
     return out
 
 
@@ -416,7 +417,7 @@ def test_split_ids_are_unique_when_runs_over_one_input_are_combined(tmp_path: Pa
     for seed in (0, 1):
         out = tmp_path / f"seed{seed}"
         run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["step_contradiction"]), out=out,
-                                         limit=3, seed=seed), OfflineEngine())
+                                         limit=3, seed=seed), OfflineEngine(operators=WITHDRAWN_OPERATORS))
         runs.append(out)
     hashes = [json.loads((out / "manifest.json").read_text())["config_hash"] for out in runs]
     assert hashes[0] != hashes[1]

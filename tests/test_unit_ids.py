@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.records import unit_ids
 from injector.records.directory import RunDirectory
 from injector.records.unit_ids import UnitIds
@@ -109,7 +110,7 @@ def test_a_resume_with_colliding_hashes_does_every_unit_once(tmp_path: Path, wor
     def offline_run(limit: int) -> None:
         spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["step_contradiction", "missing_condition"]),
                        out=out, limit=limit, concurrency=2)
-        run(load_trajectories(), spec, OfflineEngine(), executor=WorkerProcesses(workers) if workers > 1 else None)
+        run(load_trajectories(), spec, OfflineEngine(operators=WITHDRAWN_OPERATORS), executor=WorkerProcesses(workers) if workers > 1 else None)
 
     offline_run(5)
     offline_run(14)  # the 9 units not written yet collide with written ones: every one of them is done

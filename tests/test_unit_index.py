@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector.model.provenance import Provenance, Usage
 from injector.records import jsonl, unit_index
 from injector.records.directory import RunDirectory
@@ -212,7 +213,7 @@ def offline_run(out: Path, executor: Any = None) -> RunDirectory:
     taxonomy = Taxonomy.load()
     spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["step_contradiction", "missing_condition"]),
                    out=out, limit=12, concurrency=2)
-    run(load_trajectories(), spec, OfflineEngine(), executor=executor)
+    run(load_trajectories(), spec, OfflineEngine(operators=WITHDRAWN_OPERATORS), executor=executor)
     return RunDirectory(out)
 
 

@@ -83,13 +83,14 @@ def test_offline_engine_same_records_as_one_process(tmp_path):
 
 def test_python_api_one_progress_for_the_whole_run(tmp_path):
     from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
+    from injector.engines.offline import WITHDRAWN_OPERATORS
     from injector.runner.executors.processes import WorkerProcesses
 
     taxonomy = Taxonomy.load()
     spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy", "circular_logic"]), limit=5,
                    out=tmp_path / "run")
     seen = []
-    result = run(load_trajectories(), spec, OfflineEngine(), executor=WorkerProcesses(2),
+    result = run(load_trajectories(), spec, OfflineEngine(operators=WITHDRAWN_OPERATORS), executor=WorkerProcesses(2),
                  on_progress=lambda progress: seen.append((progress.done, progress.planned)))
     assert result.progress.done == 10 and seen[-1] == (10, 10)
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)  # the sum of both workers' counts

@@ -341,6 +341,10 @@ def _text_tokens_estimate(messages: list[dict[str, Any]]) -> int:
     return chars // 4
 
 
+# What litellm says when a 200 answer is no chat completion it can read (e.g. content a list of parts).
+LITELLM_UNREADABLE_ANSWER = "Invalid response object"
+
+
 def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
     """Map a litellm exception to: stop the run, reject the unit, or retry.
 
@@ -361,6 +365,9 @@ def classify_provider_error(litellm: Any, exc: Exception) -> Exception:
         return ProviderError(message)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return TransientProviderError(message, retry_after=retry_after(exc), status=429)
+    if LITELLM_UNREADABLE_ANSWER in message:  # litellm's own parse failure, reported as a 500: waiting cannot fix it
+        return ProviderError(f"the provider answered with no text chat completion litellm can read "
+                             f"({message.splitlines()[0]})")
     if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError, litellm.ServiceUnavailableError,
                         litellm.InternalServerError)) or status in (500, 502, 503, 504):
         return TransientProviderError(message, retry_after=None, status=status)

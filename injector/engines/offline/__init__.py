@@ -7,10 +7,11 @@ offline smoke runs; subtle, deceptive or novel errors need an LLM (`deception` a
 """
 from __future__ import annotations
 
-from injector.engines.offline.engine import NEEDS_A_MODEL, OPERATORS, OPERATORS_VERSION, OfflineEngine
+from injector.engines.offline.engine import (NEEDS_A_MODEL, OPERATORS, OPERATORS_VERSION, WITHDRAWN_OPERATORS,
+                                             OfflineEngine)
 from injector.engines.offline.text import (NUMBER, RESULT, Option, Perturbation, flag, insert, lower_first,
                    replace, replace_span, split_answer)
 
 __all__ = ["NEEDS_A_MODEL", "NUMBER", "OPERATORS", "OPERATORS_VERSION", "RESULT", "OfflineEngine",
            "Option", "Perturbation", "flag", "insert", "lower_first", "replace", "replace_span",
-           "split_answer"]
+           "split_answer", "WITHDRAWN_OPERATORS"]

@@ -54,9 +54,10 @@ def _prose(text: str) -> list[tuple[int, int]]:
     return parts + [(start, len(text))]
 
 
-def _at_verb(stripped: str, rng: random.Random) -> list[str]:
+def _at_verb(stripped: str, rng: random.Random) -> list[tuple[str, str]]:
     """The statement with an adverb at its last verb (the one that states the result: "since there are 60 seconds
-    in a minute, then there are clearly ..."), or a modal for that copula; in prose, never in math."""
+    in a minute, then there are clearly ..."), or a modal for that copula; in prose, never in math. A (kind, text)
+    pair: "copula" or "verb"."""
     found = [(start + m.start(), start + m.end(), kind) for start, end in _prose(stripped)
              for kind, pattern in (("copula", COPULA), ("verb", VERB))
              for m in pattern.finditer(stripped[start:end])]
@@ -64,31 +65,36 @@ def _at_verb(stripped: str, rng: random.Random) -> list[str]:
         return []
     at, end, kind = max(found)
     if kind == "verb":
-        return [f"{stripped[:at]}{rng.choice(BEFORE_VERB)} {stripped[at:]}"]
+        return [("verb", f"{stripped[:at]}{rng.choice(BEFORE_VERB)} {stripped[at:]}")]
     # "must be" is one phrase among the adverbs, no commoner than one of them.
     if MODAL.match(stripped, at) and rng.randrange(len(AT_VERB) + 1) == 0:
-        return [f"{stripped[:at]}must be{stripped[end:]}"]
-    return [f"{stripped[:end]} {rng.choice(AT_VERB)}{stripped[end:]}"]
+        return [("copula", f"{stripped[:at]}must be{stripped[end:]}")]
+    return [("copula", f"{stripped[:end]} {rng.choice(AT_VERB)}{stripped[end:]}")]
 
 
-def _forms(stripped: str, rng: random.Random) -> list[str]:
-    """Every way this repertoire can say the statement `stripped` with certainty (one phrase drawn per form)."""
+def _forms(stripped: str, rng: random.Random) -> list[tuple[str, str]]:
+    """Every way this repertoire can say the statement `stripped` with certainty (one phrase drawn per form), each
+    with its kind: "connective" (an adverb after it), "opener", "copula" or "verb" (at the verb)."""
     forms = []
     connective = CONNECTIVE.match(stripped)
     if connective:
-        forms.append(f"{connective.group(1)} {rng.choice(ADVERBS)} {stripped[connective.end():]}")
+        forms.append(("connective", f"{connective.group(1)} {rng.choice(ADVERBS)} {stripped[connective.end():]}"))
     elif STATES.match(re.split(r"\$", stripped)[0].strip() or "$") and stripped[:1].isupper():
-        forms.append(rng.choice(OPENERS).format(clause=lower_first(stripped)))
+        forms.append(("opener", rng.choice(OPENERS).format(clause=lower_first(stripped))))
     return forms + _at_verb(stripped, rng)
 
 
-def with_certainty(text: str, rng: random.Random) -> str | None:
-    """`text` said with certainty, grammatically, its `# Answer` tail untouched; None when no form fits."""
+def certainty_forms(text: str, rng: random.Random) -> dict[str, str]:
+    """`text` said with certainty, grammatically, its `# Answer` tail untouched, in each kind of form that fits
+    ({kind: text}; empty when none does)."""
     body, tail = split_answer(text)
     stripped = body.rstrip()
     if not stripped or not STATEMENT.search(stripped) or NOT_A_STATEMENT.match(stripped):
-        return None  # certainty fits a claim, not a plan ("Let's start at the beginning") or a question
-    forms = _forms(stripped, rng)
-    if not forms:
-        return None
-    return rng.choice(forms) + body[len(stripped):] + tail
+        return {}  # certainty fits a claim, not a plan ("Let's start at the beginning") or a question
+    return {kind: said + body[len(stripped):] + tail for kind, said in _forms(stripped, rng)}
+
+
+def with_certainty(text: str, rng: random.Random) -> str | None:
+    """`text` said with certainty in one of the forms that fit (drawn), or None when none does."""
+    forms = certainty_forms(text, rng)
+    return forms[rng.choice(sorted(forms))] if forms else None

@@ -3,10 +3,11 @@
 The step that derives a result is replaced by a step that takes the result as given; what follows "derives" it
 back from that assumption (substituting it into the equation it should solve, or undoing the computation that
 should have produced it, with operands the solution established earlier as quantities) and concludes the value it
-started from. Two shapes: the loop in two steps (the assumption; the derivation and conclusion in one step) or in
-three (the assumption; the derivation; the conclusion on its own). The final answer and every other step stay as
-they were. Each loop step is one of a few plain frames, opened the way one of the solution's own steps opens (a
-solution's first step with nothing), so that the loop is found by reading the mathematics, not the words.
+started from. Two shapes: the loop in two steps (the assumption; the derivation and conclusion in one step), four
+times in five, or in three (the assumption; the derivation; the conclusion on its own). The final answer and every
+other step stay as they were. Each loop step is one of a few plain frames, opened the way one of the solution's own
+steps opens (a solution's first step with nothing), so that the loop is found by reading the mathematics, not the
+words.
 """
 from __future__ import annotations
 
@@ -44,6 +45,11 @@ DERIVE_CLAUSE = ("${inverse}$, so {clause}.", "Since ${inverse}$, {clause}.", "{
                  "If {clause}, then ${inverse}$, so {clause}.")
 LEAN_CLAUSE = ("${inverse}$.", "If {clause}, then ${inverse}$.", "{Clause}, so ${inverse}$.", "We have ${inverse}$.")
 CONCLUDE_CLAUSE = ("{Clause}.", "{Clause}.", "{Clause}.", "So {clause}.", "That means {clause}.")
+# The share of loops in two steps. The three-step loop puts two short steps in a row ("$r^3 = 8$." then "That
+# means $r = 2$."), so with half the loops in three steps the loop's steps ran shorter than the solution's own (dev
+# part: 53 % at 40 characters or fewer against 31 %) and a probe that sees only a step's length found them (dev,
+# four seeds pooled: AUC 0.55 at a half, 0.50 at 0.8; the word probe unchanged, 0.81 and 0.82).
+TWO_STEP = 0.8
 
 
 def circular_logic_options(trajectory: Trajectory) -> list[Option]:
@@ -77,7 +83,7 @@ def _loop_on_value(index: int, solved: Solved, steps: list[str]) -> Option:
         var, value, filled = solved.var, solved.value, substituted(solved)
         fields = {"var": var, "value": value, "filled": filled, "equation": f"{solved.left} = {solved.right}"}
         assumed = rng.choice(forms).format(var=var, value=value)
-        if rng.random() < 0.5:
+        if rng.random() < TWO_STEP:
             loop = [[f.format(**fields) for f in DERIVE_VALUE]]
         else:
             loop = [[f.format(**fields) for f in LEAN_VALUE], [f.format(**fields) for f in CONCLUDE_VALUE]]
@@ -135,7 +141,7 @@ def _loop_on_computation(body: str, computation: Computation, earlier: str, step
 
         def ways(frames: tuple[str, ...]) -> list[str]:
             return [f.replace("${inverse}$", "{inverse}").format(**fields) for f in frames]
-        loop = [ways(DERIVE_CLAUSE)] if rng.random() < 0.5 else [ways(LEAN_CLAUSE), ways(CONCLUDE_CLAUSE)]
+        loop = [ways(DERIVE_CLAUSE)] if rng.random() < TWO_STEP else [ways(LEAN_CLAUSE), ways(CONCLUDE_CLAUSE)]
         return Perturbation("assume_the_result", _edits(rng, steps, step - 1, assumed, loop),
                             f"Step {step} no longer computes {stated.math(computation.lhs)}: it takes {clause} as given, "
                             f"and what follows works back from that value ({inverse}) to conclude the same value. "

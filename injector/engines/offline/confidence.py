@@ -4,8 +4,9 @@ is carried through every later use to the final answer, or the option is not app
 On a step that computes a quantity, the computation is dropped and a wrong value is asserted with certainty ("So
 clearly the total cost is $15.60$ dollars."). Later steps are recomputed from the wrong value (`propagate`, which
 also refuses a value carried half-way: "8 choices for the first role and 6 for the second", the 6 derived in words
-from the old 7). The same repertoire of certainty phrases (`certainty.py`) goes on one to three correct steps of
-the same solution (declared edits that are not errors), so that certainty alone does not give the error step away.
+from the old 7). The same repertoire of certainty phrases (`certainty.py`), in the error step's kind of form, goes
+on about a third of the correct steps of the same solution (declared edits that are not errors), so that certainty
+alone does not give the error step away.
 
 A confident "correction" of a correct result (the step kept, a new step asserting another value) was offered
 before: its "No, ..., not 7" templates marked the error step by their words alone, and the kept step and its
@@ -18,7 +19,7 @@ import re
 from fractions import Fraction
 
 from injector.model.trajectory import Trajectory
-from injector.engines.offline.certainty import with_certainty
+from injector.engines.offline.certainty import certainty_forms, with_certainty
 from injector.engines.offline.equations import Computation, computations, evaluate, holds, introduced, \
     solved_values, stated_quantity, top_level_split
 from injector.engines.offline.latex_values import render
@@ -28,6 +29,11 @@ from injector.engines.offline.propagate import carried_on, final_answer_changed,
 from injector.engines.offline.text import Option, Perturbation, replace_span, split_answer
 
 __all__ = ["confidence_options", "with_certainty"]
+
+# How many correct steps get certainty besides the error step: about this share of the solution's steps, two at
+# least and MOST at most, where the steps allow. With one to three, each certainty phrase sat on an error step in one
+# case of two or three, and the phrases pointed at the error (dev part, eight seeds pooled: word AUC 0.78 -> 0.65).
+DECOYS, MOST = 0.3, 5
 
 
 def confidence_options(trajectory: Trajectory) -> list[Option]:
@@ -82,21 +88,38 @@ def _false_value(old: str, written: str, rng: random.Random) -> str | None:
     return None
 
 
-def _decoys(steps: list[str], edits: list[dict], index: int, rng: random.Random) -> list[dict]:
-    """Certainty on one to three correct steps the edits leave alone (declared edits that are not errors)."""
+def _decoys(steps: list[str], edits: list[dict], index: int, kind: str, rng: random.Random) -> list[dict]:
+    """Certainty on about a third of the correct steps the edits leave alone (`DECOYS`; declared edits that are not
+    errors), said in the error step's kind of form (`kind`: an adverb after "So", an opener, an adverb at the verb)
+    where the step allows it, else in one it allows: each kind has its own phrases, and decoys on whatever steps
+    were at hand said certainty in other kinds than the error step, so that a phrase could point at the error."""
     touched = {e.get("step") for e in edits if e["op"] == "replace"}
-    candidates = [k for k in range(len(steps)) if k + 1 not in touched and k != index]
+    forms = {k: certainty_forms(steps[k], rng) for k in range(len(steps)) if k + 1 not in touched and k != index}
+    candidates = [k for k in forms if forms[k]]
     rng.shuffle(candidates)
-    declared, wanted = [], rng.choice((1, 2, 2, 3))
+    candidates.sort(key=lambda k: kind not in forms[k])  # the error step's kind first (a stable sort)
+    declared, wanted = [], min(MOST, max(2, round(DECOYS * len(steps)) + rng.choice((-1, 0, 0, 1))))
     for k in candidates:
-        if any(not holds(c.lhs, c.value) for c in computations(split_answer(steps[k])[0], k)):
-            continue  # "546/3 * 7 * 13 = 2" (meaning 546/(3*7*13)) is false as written: no certainty on it
-        certain = with_certainty(steps[k], rng)
-        if certain is not None:
-            declared.append({"op": "replace", "step": k + 1, "text": certain, "error": False})
+        if _false_as_written(split_answer(steps[k])[0], k):
+            continue  # no certainty on a false step: "546/3 * 7 * 13 = 2" (meaning 546/(3*7*13))
+        certain = forms[k].get(kind) or forms[k][rng.choice(sorted(forms[k]))]
+        declared.append({"op": "replace", "step": k + 1, "text": certain, "error": False})
         if len(declared) == wanted:
             break
     return declared
+
+
+def _false_as_written(body: str, step: int) -> bool:
+    """Does the step write an equality of two numbers that is false: a computation ("546/3 * 7 * 13 = 2") or
+    two numeric sides of one `$...$` ("$\\sqrt{2^2 + 9^2} = \\sqrt{97}$", which `computations` does not read)?"""
+    if any(not holds(c.lhs, c.value) for c in computations(body, step)):
+        return True
+    for math in re.findall(r"(?<!\\)\$([^$]+)(?<!\\)\$", body):
+        sides = math.split("=")
+        if any(evaluate(a) is not None and evaluate(b) is not None and not holds(a, b)
+               for a, b in zip(sides, sides[1:])):
+            return True
+    return False
 
 
 def _option(trajectory: Trajectory, index: int, computation: Computation, bare: tuple[int, int, str],
@@ -116,13 +139,14 @@ def _option(trajectory: Trajectory, index: int, computation: Computation, bare: 
             return None
         start, end, kept = bare
         if solved:  # "So $4x = 150$ and $x = 37.5$." -> "So clearly $x = 38$."
-            asserted = with_certainty(rng.choice(("So ", "Then ", "This gives ")) + kept + new + "$." + new_tail, rng)
+            forms = certainty_forms(rng.choice(("So ", "Then ", "This gives ")) + kept + new + "$." + new_tail, rng)
         else:
-            asserted = with_certainty(body[:start] + kept + new + body[end:] + new_tail, rng)
-        if asserted is None:
+            forms = certainty_forms(body[:start] + kept + new + body[end:] + new_tail, rng)
+        if not forms:
             return None
-        edits[0]["text"] = asserted
-        declared = _decoys(steps, edits, index, rng)
+        kind = rng.choice(sorted(forms))
+        edits[0]["text"] = forms[kind]
+        declared = _decoys(steps, edits, index, kind, rng)
         if not declared:
             return None  # certainty on the error step alone would give it away
         what = (f"Step {index + 1} no longer computes the value: it asserts {new} with certainty, and the value is "

@@ -22,15 +22,24 @@ from injector.engines.offline.redundancy import redundancy_options
 from injector.engines.offline.step_contradiction import step_contradiction_options
 from injector.engines.offline.text import Option, Perturbation
 
-OPERATORS_VERSION = "6"
+OPERATORS_VERSION = "7"
 
 OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "redundancy": redundancy_options,
     "circular_logic": circular_logic_options,
     "counterfactual": counterfactual_options,
+    "numerical_calculation": numerical_calculation_options,  # ProJudge's arithmetic slip
+}
+# Rule-based operators whose items are right by their category checks but carry a cue a probe finds better than in
+# PRMBench's GPT-4o data, on the test part of the sources (docs/offline-engine-quality.md): withdrawn rather than
+# shipped as a benchmark's negatives. They stay for custom use: `OfflineEngine(operators=WITHDRAWN_OPERATORS)`.
+WITHDRAWN_OPERATORS: dict[str, Callable[[Trajectory], list[Option]]] = {
     "step_contradiction": step_contradiction_options,
     "confidence": confidence_options,
-    "numerical_calculation": numerical_calculation_options,  # ProJudge's arithmetic slip
+}
+WITHDRAWN = {
+    "step_contradiction": "its error steps' position finds the error better than in PRMBench's GPT-4o data",
+    "confidence": "its error steps' wording finds the error better than in PRMBench's GPT-4o data",
 }
 NEEDS_A_MODEL = {
     "deception": "a subtle, plausible-looking error needs a model's judgement",
@@ -43,6 +52,8 @@ NEEDS_A_MODEL = {
     # the missing condition makes false, nor bind the condition to the variable a step reasons about: withdrawn
     # rather than shipped wrong (`missing_condition_options` stays for custom use through `operators=`).
     "missing_condition": "removing a premise and telling which later steps it makes false needs a model",
+    **{category: f"withdrawn from the offline engine ({why}; docs/offline-engine-quality.md): it needs a model"
+       for category, why in WITHDRAWN.items()},
 }
 # Categories whose error changes the final answer: each perturbation of theirs passes `plausible.refusal`.
 ANSWER_CHANGING = {"counterfactual", "step_contradiction", "confidence", "missing_condition",

@@ -19,7 +19,7 @@ from injector.engines.offline.numerical_calculation import slip_decimal, slipped
 from injector.engines.offline.latex_values import DECORATION, LITERAL, Token, chains, equal, evaluate, math_spans, \
     render, tokens, values
 from injector.engines.offline.propagate import carried_on, final_answer_changed, propagate
-from injector.engines.offline.positions import Placed
+from injector.engines.offline.positions import Placed, thinned
 from injector.engines.offline.text import Option, Perturbation, split_answer
 
 # How often an option falls back to the carried kind where the local one does not apply (the conflicting step is
@@ -109,7 +109,8 @@ def step_contradiction_options(trajectory: Trajectory) -> list[Option]:
                                 for a, b in chain.exprs[:-1] if chain.relations)]
                 if uses:
                     # Every later use: where one cannot be carried through, another may.
-                    options.append(Placed(_option(trajectory, i, j, value, source), j + 1, len(steps)))
+                    options.append(thinned(Placed(_option(trajectory, i, j, value, source), j + 1, len(steps)),
+                                           "step_contradiction"))
     return options
 
 

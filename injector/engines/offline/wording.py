@@ -95,7 +95,8 @@ def styled(options: list, steps: list[str], *, openers: bool = True) -> list:
 
 # The plain connectives a solution's steps open with that can open any step ("First", "Finally" or "Similarly"
 # say where the step stands, which a borrowed step does not).
-PLAIN_OPENER = re.compile(r"^(?:(?:So|And|Then|Now|Right|Ok|OK|Okay|Yes|Alright)\b,?\s*)+(?=\S)")
+# An opener is followed by a space or a comma: "Right." alone is a whole step, not "Right" opening "$x = 4$".
+PLAIN_OPENER = re.compile(r"^(?:(?:So|And|Then|Now|Right|Ok|OK|Okay|Yes|Alright)\b(?:,\s*|\s+))+(?=\S)")
 
 
 def opener_like(rng: random.Random, steps: list[str]) -> str:
