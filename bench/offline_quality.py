@@ -199,9 +199,7 @@ def print_rows(rows: list[dict[str, Any]], part: str, reference: str | None) -> 
             sys.stdout.flush()  # the probe's workers must not inherit (and print again) buffered output
             m = matched_comparison(r["records"], mine)
             print(f"- {r['category']} (n = {m['size']} solutions each): " + "; ".join(
-                f"{w} {_auc(m['ours'][w]['auc'])}±{m['ours'][w]['sd'] or 0:.3f} vs "
-                f"{_auc(m['reference'][w]['auc'])}±{m['reference'][w]['sd'] or 0:.3f}"
-                for w in ("word", "position", "length")))
+                f"{w} {_spread(m['ours'][w])} vs {_spread(m['reference'][w])}" for w in ("word", "position", "length")))
             r["matched"] = m
     for r in rows:
         notes = [f"top new 4-gram: \"{r['top_4gram']}\"" if r["top_4gram"] else None,
@@ -215,6 +213,11 @@ def print_rows(rows: list[dict[str, Any]], part: str, reference: str | None) -> 
 
 def _auc(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _spread(figure: dict) -> str:
+    """An AUC with its spread over subsets, or "not measured" (too few problems for the folds)."""
+    return "not measured" if figure["auc"] is None else f"{figure['auc']:.2f}±{figure['sd'] or 0:.3f}"
 
 
 if __name__ == "__main__":

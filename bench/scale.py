@@ -137,15 +137,21 @@ def make_rows(work: Path, rows: int) -> Path:
     return run_dir
 
 
-def build_stages(work: Path, rows: int) -> dict[str, dict[str, float]]:
-    """stats, then build three ways, on a run directory of `rows` candidates (each split removed once timed)."""
+BUILD_STAGES = ("stats", "build-no-cues", "build-no-cues-dedup", "build")
+
+
+def build_stages(work: Path, rows: int, wanted: tuple[str, ...] = BUILD_STAGES) -> dict[str, dict[str, float]]:
+    """stats, then build three ways (those of them `wanted`), on a run directory of `rows` candidates (each split
+    removed once timed)."""
     import shutil
 
     run_dir, split_dir = make_rows(work, rows), work / f"split-rows-{rows}"
     build = ["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite"]
-    figures = {"stats": measure(["stats", str(run_dir)], work)}
+    figures = {"stats": measure(["stats", str(run_dir)], work)} if "stats" in wanted else {}
     for stage, extra in (("build-no-cues", ["--no-cues"]), ("build-no-cues-dedup", ["--no-cues", "--dedup"]),
                          ("build", [])):
+        if stage not in wanted:
+            continue
         figures[stage] = measure([*build, *extra], work)
         shutil.rmtree(split_dir, ignore_errors=True)
         print(f"{rows:,} rows: {stage}: {'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures[stage])}",
@@ -198,14 +204,16 @@ def main() -> None:
     parser.add_argument("--build-rows", help="comma-separated row counts: time build alone (see above)")
     parser.add_argument("--keep", type=Path, help="work here and keep the runs (default: a temporary directory)")
     parser.add_argument("--stages", default=",".join(STAGES),
-                        help=f"comma-separated, of {', '.join(STAGES)}; without run, the kept run directories are used")
+                        help=f"comma-separated, of {', '.join(STAGES)} (with --build-rows: of {', '.join(BUILD_STAGES)}); "
+                        "without run, the kept run directories are used")
     args = parser.parse_args()
     sizes = [int(size) for size in (args.build_rows or args.units).split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
     wanted = tuple(args.stages.split(","))
     if args.build_rows:
-        results = {size: build_stages(work, size) for size in sizes}
+        results = {size: build_stages(work, size, wanted if args.stages != ",".join(STAGES) else BUILD_STAGES)
+                   for size in sizes}
     else:
         results = {size: stages(work, size, args.categories, wanted) for size in sizes}
     print_table(results, sizes)

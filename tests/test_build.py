@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector import OfflineEngine, RunSpec, Taxonomy, load_trajectories, run
 from injector.engines.base import NotApplicable
 from injector.cli.commands import main
@@ -27,7 +28,7 @@ def run_dir(tmp_path_factory) -> Path:
     taxonomy = Taxonomy.load()
     # Bundled trajectories where the offline counterfactual operator applies (it needs a formula or constant from
     # its table).
-    engine = OfflineEngine()
+    engine = OfflineEngine(operators=WITHDRAWN_OPERATORS)
     counterfactual, redundancy = taxonomy.category("counterfactual"), taxonomy.category("redundancy")
 
     def applies(trajectory, category) -> bool:
@@ -43,7 +44,8 @@ def run_dir(tmp_path_factory) -> Path:
     # missing_condition is withdrawn from the offline engine: an operator with no options stands in, so the
     # category's units are all not_applicable rejects.
     run(trajectories, RunSpec(taxonomy=taxonomy, categories=categories, out=out),
-        OfflineEngine(operators={"missing_condition": lambda trajectory: []}))
+        OfflineEngine(operators={"counterfactual": WITHDRAWN_OPERATORS["counterfactual"],
+                                 "missing_condition": lambda trajectory: []}))
     return out
 
 
@@ -113,7 +115,7 @@ def test_several_candidates_of_one_source_get_suffixed_idx(run_dir, tmp_path):
     taxonomy = Taxonomy.load()
     out = tmp_path / "samples"
     run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy"]), out=out,
-                                     limit=1, samples=3), OfflineEngine())
+                                     limit=1, samples=3), OfflineEngine(operators=WITHDRAWN_OPERATORS))
     build(str(out), "--out", str(tmp_path / "split"), "--include-unreviewed")
     records = [json.loads(line) for line in (tmp_path / "split" / "prmbench" / "redundency.jsonl")
                .read_text().splitlines()]

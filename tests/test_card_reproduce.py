@@ -27,7 +27,7 @@ def invoke(*args: str):
 def cli_run(tmp_path: Path) -> Path:
     """An `inject run` through the CLI (offline engine, bundled sample) whose manifest says it spent $1.50."""
     out = tmp_path / "run"
-    result = invoke("run", "--category", "counterfactual", "--category", "redundancy", "--limit", "6",
+    result = invoke("run", "--category", "circular_logic", "--category", "redundancy", "--limit", "6",
                     "--out", str(out))
     assert result.exit_code == 0, result.output
     _edit_manifest(out, lambda manifest: manifest.update(spending={"total": 1.5, "largest_unit": 0.1}))
@@ -60,7 +60,7 @@ def test_the_card_lists_the_run_and_build_commands_figures_and_cost(cli_run, tmp
     assert code[0].startswith(f"# run 1: {cli_run} (prm-injector {__version__}, finished, "
                               f"{run_manifest['counts']['candidates']} candidates, ")
     assert code[0].endswith("spent $1.5000)")
-    assert code[1] == shlex.join(["inject", "run", "--category", "counterfactual", "--category", "redundancy",
+    assert code[1] == shlex.join(["inject", "run", "--category", "circular_logic", "--category", "redundancy",
                                   "--limit", "6", "--out", str(cli_run)])
     assert code[3] == "# made from Python: this command is rebuilt from the settings its manifest recorded"
     rebuilt = shlex.split(code[4])
@@ -73,7 +73,7 @@ def test_the_card_lists_the_run_and_build_commands_figures_and_cost(cli_run, tmp
     units = run_manifest["counts"]["candidates"] + run_manifest["counts"]["rejects"]
     python_manifest = json.loads((python_run / "manifest.json").read_text())
     units += python_manifest["counts"]["candidates"] + python_manifest["counts"]["rejects"]
-    assert f"- rows: {rows} (counterfactual " in section
+    assert f"- rows: {rows} (circular_logic " in section
     assert f"- funnel: units {units} → valid {rows} → verified 0 → reviewed 0 → accepted 0" in section
     assert "- cue AUC: " in section and "over all categories" in section
     assert (f"- cost: $2.0000 spent by the 2 runs (their manifests' recorded spend, every invocation); "

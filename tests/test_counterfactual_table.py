@@ -9,6 +9,7 @@ import pytest
 from semantic_checks import checks_for
 from semantic_checks.counterfactual import false_forms
 
+from injector.engines.offline import WITHDRAWN_OPERATORS
 from injector import OfflineEngine, Taxonomy, Trajectory, inject_one
 from injector.engines.offline.counterfactual import TABLE
 from injector.records.models import Candidate
@@ -47,7 +48,7 @@ def test_each_row_fires_propagates_and_is_recognised(row_id):
     records = []  # a step can use knowledge of several rows (both binomial rows fire on a \binom): the samples
     for sample in range(3):
         candidate = asyncio.run(inject_one(taxonomy, taxonomy.category("counterfactual"), trajectory,
-                                           OfflineEngine(), seed=0, sample=sample))
+                                           OfflineEngine(operators=WITHDRAWN_OPERATORS), seed=0, sample=sample))
         if isinstance(candidate, Candidate):
             records.append(candidate.model_dump(mode="json"))
     mine = [r for r in records if r["provenance"]["operator"] == f"false_knowledge:{row_id}"]

@@ -116,3 +116,82 @@ def test_a_split_without_any_word_says_why():
     assert report["per_category"]["c"]["auc"] is None
     assert report["per_category"]["c"]["reason"] == ("cannot fit the model (empty vocabulary; perhaps the documents "
                                                      "only contain stop words)")
+
+
+def _three_categories() -> list[dict[str, Any]]:
+    return (_mixed(90, seed=5, category="counterfactual") + _mixed(60, seed=6, category="redundancy")
+            + _mixed(45, seed=7, category="domain_inconsistency"))
+
+
+def test_a_sampled_overall_leaves_every_category_figure_as_it_was():
+    records = _three_categories()
+    whole = cues.cue_report(records)
+    sampled = cues.cue_report(records, overall_sample=80)
+    assert sampled["per_category"] == whole["per_category"]
+    assert sampled["overall"]["sample"] == {"records": 80, "of": len(records)}
+    drawn = cues.overall_records(records, 80)
+    assert drawn == cues.overall_records(records, 80) and len({id(r) for r in drawn}) == 80  # seeded, no repeats
+    on_the_sample = cues.cue_report(drawn)["overall"]  # the recipe on the drawn records, nothing else
+    assert {key: sampled["overall"][key] for key in ("auc", "n", "position", "length", "problems")} == \
+        {key: on_the_sample[key] for key in ("auc", "n", "position", "length", "problems")}
+    everything = cues.cue_report(records, overall_sample=len(records))["overall"]
+    assert everything.pop("sample") == {"records": len(records), "of": len(records)} and everything == whole["overall"]
+
+
+def _held_rows(monkeypatch) -> list[int]:
+    """After each `word_counts`, the rows of every count matrix still alive (the probe's memory, counted)."""
+    import weakref
+
+    alive: list[weakref.ref] = []
+    held: list[int] = []
+    real = cues.word_counts
+
+    def counting(texts):
+        counts = real(texts)
+        if counts is not None:
+            alive.append(weakref.ref(counts.matrix))
+            held.append(sum(matrix.shape[0] for matrix in (ref() for ref in alive) if matrix is not None))
+        return counts
+
+    monkeypatch.setattr(cues, "word_counts", counting)
+    return held
+
+
+def test_the_cards_probe_holds_one_categorys_counts_at_a_time(monkeypatch):
+    from types import SimpleNamespace
+
+    from injector.curate.card import _cue_figures
+
+    records = _three_categories()
+    held = _held_rows(monkeypatch)
+    report, note = _cue_figures(SimpleNamespace(cue_sample=60, cue_rows=lambda: records))
+    largest = max(len(cues._steps([r for r in records if r["category"] == c])) for c in
+                  ("counterfactual", "redundancy", "domain_inconsistency"))
+    assert len(held) == 4 and max(held) <= largest  # before: one matrix of all 195 solutions' steps
+    assert report["overall"]["sample"] == {"records": 60, "of": 195}
+    assert "on a seeded sample of 60 of the 195 sampled rows with an error step" in note
+    assert f"over all categories {report['overall']['auc']:.2f}" in note
+
+
+def test_the_cards_probe_fits_only_the_folds_models_and_gives_the_same_aucs(monkeypatch):
+    from types import SimpleNamespace
+
+    from sklearn.linear_model import LogisticRegression
+
+    from injector.curate.card import _cue_figures
+
+    records = _three_categories()
+    whole = cues.cue_report(records, overall_sample=60)
+    fitted = []
+    real = LogisticRegression.fit
+
+    def counting(self, X, y, sample_weight=None):
+        fitted.append(X.shape[0])
+        return real(self, X, y, sample_weight)
+
+    monkeypatch.setattr(LogisticRegression, "fit", counting)
+    report, _ = _cue_figures(SimpleNamespace(cue_sample=60, cue_rows=lambda: records))
+    assert len(fitted) == 4 * cues.FOLDS  # before: a sixth model per category, on all its steps, for its top words
+    for category, figures in whole["per_category"].items():
+        assert {**report["per_category"][category], "top": figures["top"]} == figures
+    assert report["overall"] == whole["overall"]

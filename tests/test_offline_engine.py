@@ -126,8 +126,8 @@ def test_same_seed_same_records_other_seed_differs(taxonomy, trajectories):
         first = strip_time(records_for(taxonomy, category_id, trajectories, seed=3))
         again = strip_time(records_for(taxonomy, category_id, trajectories, seed=3))
         assert first == again
-    a = [getattr(r, "modified_process", None) for r in records_for(taxonomy, "counterfactual", trajectories, seed=0)]
-    b = [getattr(r, "modified_process", None) for r in records_for(taxonomy, "counterfactual", trajectories, seed=1)]
+    a = [getattr(r, "modified_process", None) for r in records_for(taxonomy, "redundancy", trajectories, seed=0)]
+    b = [getattr(r, "modified_process", None) for r in records_for(taxonomy, "redundancy", trajectories, seed=1)]
     assert a != b
 
 
@@ -178,11 +178,12 @@ def test_model_categories_exit_2_alone_and_are_skipped_with_all(tmp_path, monkey
     assert "skipping domain_inconsistency:" in result.output
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert set(manifest["skipped_categories"]) == {"deception", "multi_solution", "domain_inconsistency",
-                                                   "missing_condition", "step_contradiction", "confidence"}
+                                                   "missing_condition", "step_contradiction", "confidence",
+                                                   "counterfactual"}
     assert "deception" not in manifest["config"]["categories"]
 
 
-@pytest.mark.parametrize("category", ["step_contradiction", "confidence"])
+@pytest.mark.parametrize("category", ["step_contradiction", "confidence", "counterfactual"])
 def test_a_withdrawn_category_is_refused_with_its_reason_and_stays_for_custom_use(tmp_path, monkeypatch, category):
     """Issue 25: a category whose items carry a cue above PRMBench's GPT-4o data's is withdrawn, not shipped."""
     monkeypatch.chdir(tmp_path)

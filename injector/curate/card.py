@@ -155,17 +155,25 @@ def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, 
 
 def _cue_figures(figures: CardFigures) -> tuple[dict[str, Any] | None, str]:
     """The cue probe's report on the sample of the rows the figures kept (None when their `cue_sample` is None:
-    `--no-cues`), and what the card says of it."""
+    `--no-cues`), and what the card says of it. "Over all categories" is probed on a seeded sample of at most
+    `cue_sample` of the sampled rows (`cues.overall_records`), so the probe never holds more than one category's
+    worth of counts, however many categories the split has."""
     sample = figures.cue_sample
     if sample is None:
         return None, " Cue AUC: not computed (`--no-cues`)."
     from injector.triage.cues import cue_report
 
-    cues = cue_report(figures.cue_rows())
-    overall = "" if cues["overall"]["auc"] is None else f"; over all categories {cues['overall']['auc']:.2f}"
+    # The card shows AUCs, not the telling n-grams: top=0 spares each category the fit those need.
+    cues = cue_report(figures.cue_rows(), overall_sample=sample, top=0)
+    overall, note = cues["overall"], ""
+    if overall["auc"] is not None:
+        drawn = overall["sample"]
+        note = (f"; over all categories {overall['auc']:.2f}, on " + (
+            f"a seeded sample of {drawn['records']} of the {drawn['of']}" if drawn["records"] < drawn["of"]
+            else f"all {drawn['of']}") + " sampled rows with an error step")
     note = (" Cue AUC: ROC AUC of a bag-of-words model that finds the error steps from wording alone (grouped "
             "5-fold cross-validation; 0.5 = no surface cue, 1 = the wording gives every error away; recipe in the "
-            f"toolkit's README), on at most {sample} rows per category (a seeded sample){overall}.")
+            f"toolkit's README), on at most {sample} rows per category (a seeded sample){note}.")
     return cues, note
 
 

@@ -235,24 +235,68 @@ def _three(rows: list[tuple[str, str, str, int, tuple[float, bool]]], *, folds: 
     return word
 
 
-def cue_report(records: Iterable[dict[str, Any]], *, folds: int = FOLDS, seed: int = SEED) -> dict[str, Any]:
+def cue_report(records: Iterable[dict[str, Any]], *, folds: int = FOLDS, seed: int = SEED,
+               overall_sample: int | None = None, top: int = TOP) -> dict[str, Any]:
     """{"overall": {auc, n, position, length[, reason]}, "per_category": {id: {auc, n, top, position, length
     [, reason]}}}: `auc` is the word probe's, `position` and `length` the {auc, n[, reason]} of the probes that
     see no words; `overall` also counts the error step numbers that pointed past the last step and were dropped
     (`dropped_error_steps`) and the source problems the folds were grouped by (`problems`). Every step is
-    tokenised once, for all the word probes (`word_counts`)."""
+    tokenised once, for all the word probes (`word_counts`).
+
+    `overall_sample`: "overall" probes a seeded sample of at most that many of the records with an error step
+    (`overall_records`; `overall["sample"]` = {"records", "of"}), and each category's steps are counted on their
+    own and released after its probe, so no count matrix holds more than one category's or the sample's steps.
+    The per-category figures are the same either way (a category's columns are its own terms, in the same order).
+    `top`: how many n-grams each category lists; 0 lists none and skips the model fitted on all of a category's
+    steps for them (the AUCs come from the folds' models alone, so they do not change)."""
     records = list(records)
+    if overall_sample is not None:
+        return _sampled_report(records, overall_sample, folds=folds, seed=seed, top=top)
     rows = _steps(records)
     counts = word_counts([row[2] for row in rows]) if rows else None
     per_category = {}
     for category in sorted({record["category"] for record in records}):
         mine = [n for n, row in enumerate(rows) if row[0] == category]
-        per_category[category] = _three([rows[n] for n in mine], folds=folds, seed=seed, top=TOP,
+        per_category[category] = _three([rows[n] for n in mine], folds=folds, seed=seed, top=top,
                                         counts=None if counts is None else counts.rows(mine))
+    overall = _overall(rows, records, folds=folds, seed=seed, counts=counts)
+    return {"overall": overall, "per_category": per_category}
+
+
+def _overall(rows: list[tuple[str, str, str, int, tuple[float, bool]]], records: list[dict[str, Any]], *,
+             folds: int, seed: int, counts: WordCounts | None) -> dict[str, Any]:
     overall = _three(rows, folds=folds, seed=seed, top=0, counts=counts)
     overall.pop("top")
     overall["dropped_error_steps"] = sum(record.get("outside", 0) for record in records)
     overall["problems"] = len({row[1] for row in rows})
+    return overall
+
+
+def overall_records(records: list[dict[str, Any]], size: int, *, seed: int = SEED) -> list[dict[str, Any]]:
+    """At most `size` of the records with an error step (the only ones with steps to probe), drawn uniformly
+    without replacement with `seed`, in their order; all of them when there are no more."""
+    import numpy as np
+
+    probed = [record for record in records if record["error_steps"]]
+    if len(probed) <= size:
+        return probed
+    return [probed[i] for i in sorted(np.random.default_rng(seed).choice(len(probed), size, replace=False))]
+
+
+def _sampled_report(records: list[dict[str, Any]], overall_sample: int, *, folds: int, seed: int,
+                    top: int) -> dict[str, Any]:
+    """`cue_report` with "overall" on a sample: each category tokenised, probed and released in turn."""
+    per_category = {}
+    for category in sorted({record["category"] for record in records}):
+        rows = _steps(record for record in records if record["category"] == category)
+        counts = word_counts([row[2] for row in rows]) if rows else None
+        per_category[category] = _three(rows, folds=folds, seed=seed, top=top, counts=counts)
+        del rows, counts  # this category's matrix goes before the next one's is made
+    sampled = overall_records(records, overall_sample, seed=seed)
+    rows = _steps(sampled)
+    overall = _overall(rows, records, folds=folds, seed=seed,
+                       counts=word_counts([row[2] for row in rows]) if rows else None)
+    overall["sample"] = {"records": len(sampled), "of": sum(1 for record in records if record["error_steps"])}
     return {"overall": overall, "per_category": per_category}
 
 
