@@ -161,7 +161,9 @@ class ReviewSession:
         self._verdicts: dict[tuple[int, int], VerifyRecord | None] = {}
 
     def narrow(self) -> None:
-        """Serve views from the runs' `entries` lists (set by an adjudication)."""
+        """Serve views from the runs' `entries` lists (set by an adjudication), not from a plan's queues."""
+        for run in self.runs:
+            run.plan = None
         self.listed, self.planned, self._keys, self._listings, self._totals = True, False, None, {}, {}
 
     def listed_keys(self) -> dict[str, Entry]:
