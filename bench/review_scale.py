@@ -7,6 +7,9 @@ it: the view's next candidate, then `ReviewSession.decide`), without HTTP. Start
 the queue index built from candidates.jsonl, then again with the index the store kept. Prints the sizes side by side and the
 ratio large / small (1.0 = flat; 10 = linear in the run).
 
+Then the same under a review plan (`plan:` rows): two reviewers with overlap 2 (each queue holds every candidate),
+ada, who decided the first half, opening her queue (`inject review RUN --reviewer ada`).
+
     python bench/review_scale.py                  # 10k and 100k candidates
     python bench/review_scale.py --sizes 10000,300000
 """
@@ -21,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from injector.curate.review.assign import make_plan, write_plan
 from injector.curate.review.render import render_page
 from injector.curate.review.session import ReviewSession, View
 from injector.curate.review.store import STORE_FILE, ReviewStore
@@ -69,11 +73,13 @@ def median_ms(work, repeats: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-def measure(directory: Path, size: int, repeats: int) -> dict[str, float]:
+def measure(directory: Path, size: int, repeats: int, reviewer: str = "bob", queue: bool = False,
+            first: int = 100) -> dict[str, float]:
+    """The figures of `reviewer` (their plan's queue with `queue`), deciding from candidate half + `first` on."""
     figures: dict[str, float] = {}
     for name in ("start-up + first page", "again, index kept"):  # the second reuses the index the store kept
         start, cpu = time.perf_counter(), time.process_time()
-        session = ReviewSession([directory], reviewer="bob")
+        session = ReviewSession([directory], reviewer=reviewer, queue=queue)
         render_page(session, key=None, view=View(), token="t", nonce="n")
         figures[f"{name} (ms)"] = (time.perf_counter() - start) * 1000
         figures[f"{name}, CPU (ms)"] = (time.process_time() - cpu) * 1000
@@ -86,7 +92,7 @@ def measure(directory: Path, size: int, repeats: int) -> dict[str, float]:
             session, key=f"0/c{middle + 1 + 2 * n}::x::0", view=view, token="t", nonce="n"), repeats)
 
     def decide(n: int) -> None:
-        key = f"0/c{middle + 100 + n}::x::0"
+        key = f"0/c{middle + first + n}::x::0"
         _ = session.window(View(), key, 0, 1).at(1)  # the next candidate, as the server finds it
         session.decide(key, {"decision": "accept"})
     figures["decision (ms)"], figures["decision, CPU (ms)"] = median_ms(decide, repeats)
@@ -103,12 +109,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for size in sizes:
             print(f"building {size} candidates...", file=sys.stderr)
-            results[size] = measure(make_run(Path(scratch) / str(size), size), size, args.repeats)
+            run = make_run(Path(scratch) / str(size), size)
+            results[size] = measure(run, size, args.repeats)
+            write_plan(run, make_plan([f"c{n}::x::0" for n in range(size)], ["ada", "bob"], overlap=2))
+            planned = measure(run, size, args.repeats, reviewer="ada", queue=True, first=100 + args.repeats)
+            results[size].update((f"plan: {name}", value) for name, value in planned.items())
     names = list(results[sizes[0]])
-    print(f"{'':36}" + "".join(f"{size:>12,}" for size in sizes) + f"{'ratio':>8}")
+    print(f"{'':42}" + "".join(f"{size:>12,}" for size in sizes) + f"{'ratio':>8}")
     for name in names:
         row = [results[size][name] for size in sizes]
-        print(f"{name:36}" + "".join(f"{value:12.1f}" for value in row) + f"{row[-1] / row[0]:8.2f}")
+        print(f"{name:42}" + "".join(f"{value:12.1f}" for value in row) + f"{row[-1] / row[0]:8.2f}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from injector.curate.review.assign import make_plan, write_plan
 from injector.curate.review.store import STORE_FILE, Decision, ReviewStore
 from test_review import candidate, decide, http, make_run, running
 
@@ -63,11 +64,12 @@ def counter(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter]:
     yield counting
 
 
-def touched(run: Path, counter: Counter, size: int) -> dict[str, Any]:
-    """Rows and statements of: a page amid decided candidates, one amid undecided ones, and a decision there."""
+def touched(run: Path, counter: Counter, size: int, **options: Any) -> dict[str, Any]:
+    """Rows and statements of: a page amid decided candidates, one amid undecided ones, and a decision there
+    (`options`: the server's, bob's plain review by default)."""
     found: dict[str, Any] = {}
     undecided = size - 500
-    with running([run], reviewer="bob") as server:
+    with running([run], **(options or {"reviewer": "bob"})) as server:
         for name, path in (("page decided", "/?key=0/c500::x::0"), ("page undecided", f"/?key=0/c{undecided}::x::0"),
                            ("page filtered", "/?key=0/c501::x::0&cat=redundancy"),
                            ("page unreviewed", f"/?key=0/c{undecided + 2}::x::0&status=unreviewed"),
@@ -108,6 +110,47 @@ def test_at_100k_candidates_a_page_and_a_decision_touch_the_rows_of_a_page(tmp_p
     assert max(rows for rows, _ in large.values()) < 1_000
 
 
+def planned_run(directory: Path, size: int) -> Path:
+    """`big_run` with a review plan of two reviewers, overlap 2 (each queue holds every candidate): ada, who
+    decided the first half, and bob."""
+    run = big_run(directory, size)
+    write_plan(run, make_plan([f"c{n}::x::0" for n in range(size)], ["ada", "bob"], overlap=2))
+    return run
+
+
+def test_in_a_plans_queue_a_page_and_a_decision_touch_as_many_rows_at_fifty_times_the_size(
+        tmp_path: Path, counter: Counter) -> None:
+    """Issue 30 item 3 under a review plan: ada's queue (every candidate, the first half decided by her) is read
+    from the index, and her own decisions and counts are kept by triggers, so a page (filtered by category or by
+    her own status too) and a decision hand back as many rows on 100k candidates as on 2,000."""
+    small = touched(planned_run(tmp_path / "small", 2_000), counter, 2_000, reviewer="ada", queue=True)
+    large = touched(planned_run(tmp_path / "large", 100_000), counter, 100_000, reviewer="ada", queue=True)
+    assert large.pop("positions") == [("168", "16667")]  # c501: the 168th she rejected
+    assert small.pop("positions") == [("168", "334")]
+    assert small == large
+    assert max(rows for rows, _ in large.values()) < 1_000
+
+
+def test_a_reviewers_own_status_and_counts_follow_their_decisions_only(tmp_path: Path) -> None:
+    """The trigger-kept status of a plan's queue is the reviewer's own latest review: another reviewer's decision,
+    an adjudication or an older import leaves it, a later decision of theirs replaces it, and the counts follow."""
+    run = planned_run(tmp_path / "run", 6)  # ada decided c0 (reject), c1 and c2 (accept)
+    with sqlite3.connect(run / STORE_FILE) as db:
+        db.executemany("INSERT INTO decisions (id, decision, reason, reviewer, time, role) VALUES (?, ?, ?, ?, ?, ?)", [
+            ("c3::x::0", "reject", "no", "bob", TIME, "review"),  # someone else's: not hers
+            ("c4::x::0", "reject", "no", "ada", TIME, "adjudication"),  # not a review
+            ("c1::x::0", "reject", "old", "ada", "2025-01-01T00:00:00.000+00:00", "review"),  # older: not hers
+        ])
+    ReviewStore(run).record(Decision("c2::x::0", "reject", "changed my mind", reviewer="ada"))
+    with running([run], reviewer="ada", queue=True) as server:
+        body = http(server, "/?status=rejected")[2]
+        assert "reviewed 3 / 6 (accepted 1, rejected 2)" in body
+        assert re.findall(r'class="position">(\d+) of (\d+)', body) == [("1", "2")]
+        assert http(server, "/?status=unreviewed")[2].count('class="position">1 of 3') == 1
+    with running([run], reviewer="bob", queue=True) as server:
+        assert "reviewed 1 / 6 (accepted 0, rejected 1)" in http(server, "/")[2]
+
+
 def test_progress_counts_the_standing_decisions(tmp_path: Path) -> None:
     run = big_run(tmp_path / "run", 60)
     with running([run], reviewer="bob") as server:
@@ -146,3 +189,19 @@ def test_a_store_of_version_2_gets_its_standing_table(tmp_path: Path) -> None:
                          "PRAGMA user_version = 2;")
     store = ReviewStore(run)
     assert store.decided() == {d.id: d.decision for d in store.latest().values()} and len(store.decided()) == 5
+
+
+def test_two_runs_plans_queues_are_walked_run_after_run(tmp_path: Path) -> None:
+    """Each run's plan gives the reviewer a queue; the app walks them run after run (the window's neighbours cross
+    from one run's queue to the next), and a run without a plan shows none of its candidates in a queue."""
+    runs = [planned_run(tmp_path / name, 4) for name in ("a", "b")]  # ada decided c0 and c1 of each
+    plainly = big_run(tmp_path / "c", 4)
+    with running([*runs, plainly], reviewer="ada", queue=True) as server:
+        body = http(server, "/?key=1/c0::x::0")[2]
+        assert re.findall(r'class="position">(\d+) of (\d+)', body) == [("5", "8")]
+        assert 'href="/?key=0%2Fc3%3A%3Ax%3A%3A0"' in body and "key=2%2F" not in body
+        body = http(server, "/?key=1/c2::x::0&status=unreviewed")[2]
+        assert re.findall(r'class="position">(\d+) of (\d+)', body) == [("3", "4")]
+        status, answer = decide(server, "c3::x::0", decision="accept")  # run 0's last
+        assert status == 200 and answer["next"].endswith("1%2Fc0%3A%3Ax%3A%3A0"), answer
+        assert "reviewed 5 / 8 (accepted 3, rejected 2)" in http(server, "/?key=1/c2::x::0")[2]

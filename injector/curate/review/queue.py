@@ -48,6 +48,8 @@ class Entry:
     groups: dict[str, int] = field(default_factory=dict)
     """Order name -> the entry's group in that order (`ORDER_KEYS`)."""
     verify_offset: int | None = None
+    place: int = -1
+    """Its place in the reviewer's queue of a review plan (`plan_queue.py`); -1 outside one."""
 
 
 class NotACandidate(UserError):
@@ -85,10 +87,14 @@ def load_verdict(run_path: Path, offset: int) -> VerifyRecord | None:
         return None
 
 
-def _columns() -> str:
+def entry_columns() -> tuple[str, ...]:
     """The columns an entry is read from (the orders' groups as `ORDER_KEYS` has them now: it may be extended)."""
-    return ", ".join(("seq", "id", "category", "verdict", "status", "line", "offset", "source", "verify_offset",
-                      *map(order_column, ORDER_KEYS)))
+    return ("seq", "id", "category", "verdict", "status", "line", "offset", "source", "verify_offset",
+            *map(order_column, ORDER_KEYS))
+
+
+def _columns() -> str:
+    return ", ".join(entry_columns())
 
 
 class RunQueue:
@@ -105,13 +111,13 @@ class RunQueue:
             self._held = sqlite3.connect(f"file:{quote(str(store.path))}?mode=ro", uri=True, check_same_thread=False)
             self._held.execute("SELECT count(*) FROM sqlite_master").fetchall()
 
-    def _entry(self, row: Sequence[Any]) -> Entry:
+    def row_entry(self, row: Sequence[Any]) -> Entry:
         seq, id_, category, verdict, status, line, offset, source, verify_offset, *groups = row
         file = SOURCES[source] if isinstance(source, int) and 0 <= source < len(SOURCES) else SOURCES[0]
         return Entry(f"{self.run}/{id_}", self.run, id_, category, offset, file, line, seq, verdict, status,
                      dict(zip(ORDER_KEYS, groups)), verify_offset)
 
-    def _read(self, sql: str, args: Sequence[Any] = (), index: tuple[str, ...] = ()) -> list[Any]:
+    def read(self, sql: str, args: Sequence[Any] = (), index: tuple[str, ...] = ()) -> list[Any]:
         try:
             with closing(self.store.connect()) as db:
                 if index and index not in self._indexed:  # made once, on a view's first use, and kept
@@ -122,12 +128,12 @@ class RunQueue:
             raise store_error(self.store.path, exc, "read the queue of") from None
 
     def entry(self, candidate_id: str) -> Entry | None:
-        found = self._read(f"SELECT {_columns()} FROM queue WHERE id = ?", (candidate_id,))
-        return self._entry(found[0]) if found else None
+        found = self.read(f"SELECT {_columns()} FROM queue WHERE id = ?", (candidate_id,))
+        return self.row_entry(found[0]) if found else None
 
     def all(self) -> list[Entry]:
         """Every entry in file order: O(run), for the queues a plan or an adjudication narrows, not for a page."""
-        return [self._entry(row) for row in self._read(f"SELECT {_columns()} FROM queue ORDER BY seq")]
+        return [self.row_entry(row) for row in self.read(f"SELECT {_columns()} FROM queue ORDER BY seq")]
 
     def near(self, view: Any, order: str, after: bool, parts: list[Bound], limit: int) -> list[Entry]:
         """Up to `limit` entries of the view on one side of a place (`parts`: conditions on the order's group and
@@ -140,7 +146,7 @@ class RunQueue:
             where, args, index = _where(view, order, part)
             sql = (f"SELECT {_columns()} FROM queue WHERE {where} "
                    f"ORDER BY {column}{direction}, seq{direction} LIMIT ?")
-            found += [self._entry(row) for row in self._read(sql, [*args, limit - len(found)], index)]
+            found += [self.row_entry(row) for row in self.read(sql, [*args, limit - len(found)], index)]
         return found
 
     def count(self, view: Any, order: str, parts: list[Bound]) -> int:
@@ -148,22 +154,22 @@ class RunQueue:
         total = 0
         for part in parts:
             where, args, index = _where(view, order, part)
-            total += int(self._read(f"SELECT count(*) FROM queue WHERE {where}", args, index)[0][0])
+            total += int(self.read(f"SELECT count(*) FROM queue WHERE {where}", args, index)[0][0])
         return total
 
     def total(self, view: Any) -> int:
         """The view's size, from the counts the triggers keep."""
         where, args, _ = _where(view, "file", ("1", []))
-        return int(self._read(f"SELECT coalesce(sum(n), 0) FROM queue_tally WHERE {where}", args)[0][0])
+        return int(self.read(f"SELECT coalesce(sum(n), 0) FROM queue_tally WHERE {where}", args)[0][0])
 
     def categories(self) -> list[tuple[str, int]]:
         """(category, how many) in order of first appearance."""
-        return [(category, int(n)) for category, n in self._read(
+        return [(category, int(n)) for category, n in self.read(
             "SELECT c.category, coalesce(sum(t.n), 0) FROM queue_categories c JOIN queue_tally t USING (category) "
             "GROUP BY c.category ORDER BY min(c.first)")]
 
     def verdicts(self) -> set[str]:
-        return {verdict for (verdict,) in self._read(
+        return {verdict for (verdict,) in self.read(
             "SELECT verdict FROM queue_tally GROUP BY verdict HAVING sum(n) > 0")}
 
 

@@ -29,6 +29,7 @@ from injector.util.errors import UserError
 from injector.util.json_bounds import JsonRefused, loads_bounded
 from injector.util.safe_files import MAX_SIDE_FILE_BYTES, open_read
 from injector.curate.review.assign import PLAN_FILE
+from injector.curate.review import plan_index
 from injector.curate.review.gold import GOLD_FILE
 from injector.curate.review.routing_order import routing_group
 from injector.curate.review.store import ReviewStore, store_error
@@ -39,7 +40,7 @@ UNVERIFIED = "unverified"
 """The verdict of a candidate `inject verify` has not judged (the verdict filter's name for them)."""
 SOURCES = (CANDIDATES_FILE, GOLD_FILE)
 """The files a queue row may point into, by number (the row's `source`)."""
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 TAIL_BYTES = 4096
 TAIL_SEARCH = 512
 """How far from a line's end `Facts.ends_with` looks."""
@@ -200,13 +201,18 @@ def _indexed(db: sqlite3.Connection) -> str | None:
 
 def _build(db: sqlite3.Connection, run_path: Path) -> None:
     """The index, dropped and filled again (derived data: a stale or received index is never patched)."""
-    for script in (_DROP, _schema()):
+    from injector.curate.review.assign import read_plan
+
+    plan = read_plan(run_path)
+    for script in (_DROP, plan_index.DROP, _schema(), plan_index.SCHEMA):
         _execute_script(db, script)
     columns = ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
                *map(order_column, ORDER_KEYS)]
     db.executemany(f"INSERT INTO queue ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                   _rows(run_path))
+                   _rows(run_path, set(plan.gold) if plan is not None else set()))
     _execute_script(db, _AFTER_FILL)
+    plan_index.fill(db, plan.queues if plan is not None else {}, _execute_script)  # a reviewer's queue
+    _execute_script(db, plan_index.AFTER_FILL)
     for order in ORDER_KEYS:  # the unfiltered views' indexes; a filtered view's is made on its first use
         column = order_column(order)
         db.execute(f"CREATE INDEX queue_by_{column}_seq ON queue ({column}, seq)")
@@ -235,16 +241,9 @@ def _verdicts(run_path: Path) -> dict[str, tuple[int, str]]:
     return found
 
 
-def _gold_ids(run_path: Path) -> set[str]:
-    from injector.curate.review.assign import read_plan
-
-    plan = read_plan(run_path)
-    return set(plan.gold) if plan is not None else set()
-
-
-def _rows(run_path: Path) -> Iterator[tuple[Any, ...]]:
+def _rows(run_path: Path, gold: set[str]) -> Iterator[tuple[Any, ...]]:
     """The queue's rows: the candidates (the first line of an id), then the gold items the review plan names."""
-    verdicts, gold, seen = _verdicts(run_path), _gold_ids(run_path), set()
+    verdicts, seen = _verdicts(run_path), set()
     keys, seq = tuple(ORDER_KEYS.values()), 0
     for source, name in enumerate(SOURCES):
         if source and not gold:

@@ -179,7 +179,7 @@ def _filters(session: ReviewSession, view: View) -> str:
     if session.verified:  # the verdict filter only means something once `inject verify` ran
         verdicts = _options(["", *session.verdicts()], view.verdict, {"": "all"})
         triage = f' <label>verdict <select name="verdict" id="f-verdict">{verdicts}</select></label>'
-    if not session.listed:  # a reviewer's queue keeps its plan's order
+    if not session.listed and not session.planned:  # a reviewer's queue keeps its plan's order
         orders = _options(ORDERS, session.order(view), {"routing": "disagreements first", "verdict": "by verdict",
                                                         "file": "as written"})
         triage += f' <label>order <select name="order" id="f-order">{orders}</select></label>'

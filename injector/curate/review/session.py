@@ -14,6 +14,7 @@ from injector.taxonomy import Category, Taxonomy, run_taxonomy
 from injector.triage.verdicts import VERDICTS, VerifyRecord
 from injector.curate.review.rules import Conflict, Refused, check_record
 from injector.curate.review.views import Window, view_window
+from injector.curate.review.plan_queue import PlanQueue, planned_window
 from injector.curate.review.queue import Entry, NotACandidate, RunQueue, load_candidate, load_verdict
 from injector.curate.review.queue_index import ORDER_KEYS, UNVERIFIED, refresh
 from injector.curate.review.store import Decision, ReviewStore
@@ -58,7 +59,9 @@ class Run:
     taxonomy_note: str = ""
     """Why the bundled taxonomy stands in for the run's own, or that the run's hooks are off, when so."""
     entries: list[Entry] = field(default_factory=list)
-    """The run's entries when a plan's queue or an adjudication narrows it (else the index serves them)."""
+    """The run's entries when an adjudication narrows it (else the index serves them)."""
+    plan: PlanQueue | None = None
+    """The reviewer's queue of the run's review plan, when the app serves one (read from the index)."""
     image_base: Path | None = None
     """The only directory the app serves this run's local images from (manifest `image_base`)."""
     verified: bool = False
@@ -82,20 +85,10 @@ def _run_image_base(path: Path) -> Path | None:
 
 
 def _to_queue(run: Run, reviewer: str) -> None:
-    """Narrow a run to the reviewer's queue of its review plan, in the plan's order, when it has one."""
-    from injector.curate.review.assign import read_plan
-
-    plan = read_plan(run.path)
-    if plan is None:
-        return
-    if reviewer not in plan.queues:
-        raise UserError(f"{run.path}: its review plan has no queue for {reviewer!r}; open the app with --reviewer "
-                        f"and one of: {', '.join(plan.reviewers)}")
-    order = {candidate_id: n for n, candidate_id in enumerate(plan.queues[reviewer])}
-    entries = [entry for entry in run.queue.all() if entry.id in order]
-    run.entries = sorted(entries, key=lambda entry: order[entry.id])
-    run.verified = False
-    run.blind = True
+    """Narrow a run to the reviewer's queue of its review plan (kept in the index, in the plan's order)."""
+    run.plan = PlanQueue.open(run.queue, reviewer, run.path)
+    if run.plan is not None:
+        run.verified, run.blind = False, True
 
 
 class _Keys:
@@ -110,6 +103,9 @@ class _Keys:
             return default
         if self.session.listed:
             return self.session.listed_keys().get(key, default)
+        if self.session.planned:
+            plan = self.session.runs[int(run)].plan
+            return (plan.entry(candidate_id) if plan else None) or default
         return self.session.runs[int(run)].queue.entry(candidate_id) or default
 
     def __getitem__(self, key: str) -> Entry:
@@ -151,9 +147,10 @@ class ReviewSession:
             if queue:
                 _to_queue(run, reviewer)
             self.runs.append(run)
-        self.listed = any(run.blind for run in self.runs)
-        """Whether the runs are narrowed to lists (a plan's queue, an adjudication): then views are built from
-        them; else every view is read from the runs' indexes."""
+        self.planned = any(run.plan for run in self.runs)
+        """Whether the runs are narrowed to a reviewer's queues of their plans (read from the index)."""
+        self.listed = False
+        """Whether the runs are narrowed to lists (an adjudication): then views are built from them."""
         self.by_key = _Keys(self)
         self._bundled: Taxonomy | None = None
         self._keys: dict[str, Entry] | None = None
@@ -164,8 +161,10 @@ class ReviewSession:
         self._verdicts: dict[tuple[int, int], VerifyRecord | None] = {}
 
     def narrow(self) -> None:
-        """Serve views from the runs' `entries` lists (set by a plan's queue or an adjudication)."""
-        self.listed, self._keys, self._listings, self._totals = True, None, {}, {}
+        """Serve views from the runs' `entries` lists (set by an adjudication), not from a plan's queues."""
+        for run in self.runs:
+            run.plan = None
+        self.listed, self.planned, self._keys, self._listings, self._totals = True, False, None, {}, {}
 
     def listed_keys(self) -> dict[str, Entry]:
         if self._keys is None:
@@ -175,6 +174,8 @@ class ReviewSession:
     @property
     def entries(self) -> list[Entry]:
         """Every entry, in file order: O(run) (the page never needs it; a walk over everything may)."""
+        if self.planned:
+            return [entry for run in self.runs if run.plan for entry in run.plan.all()]
         return [entry for run in self.runs for entry in (run.entries if self.listed else run.queue.all())]
 
     def find(self, candidate_id: str) -> list[Entry]:
@@ -246,7 +247,8 @@ class ReviewSession:
     def verdicts(self) -> list[str]:
         """The verdicts present, in reviewer order, then `unverified` when some candidate has none (found once)."""
         if self._present is None:
-            present = ({self.verdict_name(entry) for entry in self.entries} if self.listed else
+            present = ({UNVERIFIED} if self.planned else
+                       {self.verdict_name(entry) for entry in self.entries} if self.listed else
                        {v for run in self.runs for v in (run.queue.verdicts() if run.verified else {UNVERIFIED})})
             self._present = [v for v in (*VERDICTS, UNVERIFIED) if v in present]
         return self._present
@@ -254,7 +256,7 @@ class ReviewSession:
     def window(self, view: View, key: str | None, before: int, after: int) -> Window:
         """The view's entries around `key` (`before` ahead of it, `after` behind it), or around its first entry
         when `key` is not in the view: a few index reads per run, whatever the run's size."""
-        return view_window(self, view, key, before, after)
+        return (planned_window if self.planned else view_window)(self, view, key, before, after)
 
     def listing(self, view: View) -> tuple[list[Entry], dict[str, int]]:
         """The entries of a narrowed session's view in its order (by verdict a stable sort: file order within a
@@ -298,11 +300,13 @@ class ReviewSession:
         return found
 
     def progress(self) -> dict[str, list[int]]:
-        """Category -> [candidates, accepted, rejected] over every run: COUNT queries, except in a queue (its own
-        candidates' decisions, read by id)."""
+        """Category -> [candidates, accepted, rejected] over every run: counts the triggers keep (the reviewer's
+        own in a plan's queue), except in an adjudication (its candidates' own decisions, read by id)."""
         per = {category: [total, 0, 0] for category, total in self._category_totals().items()}
         for run in self.runs:
-            if run.blind:
+            if run.plan or self.planned:  # a run without a plan shows nothing in a reviewer's queue
+                rows = run.plan.progress() if run.plan else []
+            elif run.blind:
                 category = {entry.id: entry.category for entry in run.entries}
                 own = run.store.latest_of_for(category, self.reviewer, self.role).values()
                 rows = [(category[d.id], d.decision, 1) for d in own]
@@ -315,7 +319,7 @@ class ReviewSession:
 
     def order(self, view: View) -> str:
         """The view's order, its default resolved."""
-        return view.order if view.order in ORDER_KEYS else ("file" if self.listed else "routing")
+        return view.order if view.order in ORDER_KEYS else ("file" if self.listed or self.planned else "routing")
 
     def categories(self) -> list[str]:
         return list(self._category_totals())
@@ -324,8 +328,9 @@ class ReviewSession:
         """Candidates per category, in order of first appearance; counted once."""
         if not self._totals:
             for run in self.runs:
-                for category, n in (Counter(e.category for e in run.entries).items() if self.listed
-                                    else run.queue.categories()):
+                counts = (Counter(e.category for e in run.entries).items() if self.listed else
+                          (run.plan.categories() if run.plan else []) if self.planned else run.queue.categories())
+                for category, n in counts:
                     self._totals[category] = self._totals.get(category, 0) + n
         return self._totals
 

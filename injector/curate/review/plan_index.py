@@ -1,0 +1,84 @@
+"""A review plan's queues in the queue index (`queue_index.py`): one row per (reviewer, place in their queue) with
+the candidate's category and the reviewer's own standing decision, and that reviewer's counts per (category,
+status), so a reviewer's page, its status filter, its progress and a decision read a page's rows, not the queue.
+
+Built with the queue index (from `review-plan.json`, which its signature covers) and derived like it. From then on
+triggers keep a reviewer's own standing decision (their latest review by time, then by insertion) and the counts as
+decisions arrive, whichever process (and version of the app) writes them."""
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+DROP = """
+DROP TABLE IF EXISTS plan_queue;
+DROP TABLE IF EXISTS plan_tally;
+DROP TABLE IF EXISTS plan_categories;
+DROP TABLE IF EXISTS plan_reviewers;
+DROP TRIGGER IF EXISTS plan_own_kept;
+DROP TRIGGER IF EXISTS plan_tally_kept;
+"""
+SCHEMA = """
+CREATE TABLE plan_queue (
+    reviewer TEXT NOT NULL, place INTEGER NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, category TEXT NOT NULL,
+    status TEXT NOT NULL, own_time TEXT NOT NULL, own_seq INTEGER NOT NULL, PRIMARY KEY (reviewer, place)
+) WITHOUT ROWID;
+CREATE TABLE plan_tally (reviewer TEXT NOT NULL, category TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (reviewer, category, status)) WITHOUT ROWID;
+CREATE TABLE plan_categories (reviewer TEXT NOT NULL, category TEXT NOT NULL, first INTEGER NOT NULL,
+    PRIMARY KEY (reviewer, category)) WITHOUT ROWID;
+CREATE TABLE plan_reviewers (reviewer TEXT PRIMARY KEY, number INTEGER NOT NULL) WITHOUT ROWID;
+"""
+_FILL = """
+INSERT OR IGNORE INTO plan_queue
+SELECT t.reviewer, t.place, q.seq, q.id, q.category, coalesce(d.decision, ''), coalesce(d.time, ''),
+    coalesce(d.seq, -1)
+FROM temp.plan_input t JOIN queue q ON q.id = t.id LEFT JOIN temp.plan_own d ON d.id = t.id AND d.reviewer = t.reviewer
+ORDER BY t.reviewer, t.place;
+"""
+_OWN = """
+CREATE TEMP TABLE plan_own AS SELECT id, reviewer, decision, time, seq FROM (
+    SELECT id, reviewer, decision, time, seq,
+        row_number() OVER (PARTITION BY id, reviewer ORDER BY time DESC, seq DESC) AS latest
+    FROM decisions WHERE role = 'review') WHERE latest = 1;
+"""
+AFTER_FILL = """
+CREATE UNIQUE INDEX plan_queue_by_id ON plan_queue (reviewer, id);
+CREATE INDEX plan_queue_by_place ON plan_queue (reviewer, place);
+INSERT INTO plan_tally SELECT reviewer, category, status, count(*) FROM plan_queue GROUP BY reviewer, category, status;
+INSERT INTO plan_categories SELECT reviewer, category, min(place) FROM plan_queue GROUP BY reviewer, category;
+CREATE TRIGGER plan_own_kept AFTER INSERT ON decisions WHEN NEW.role = 'review' BEGIN
+    UPDATE plan_queue SET status = NEW.decision, own_time = NEW.time, own_seq = NEW.seq
+    WHERE reviewer = NEW.reviewer AND id = NEW.id AND (NEW.time, NEW.seq) > (own_time, own_seq);
+END;
+CREATE TRIGGER plan_tally_kept AFTER UPDATE OF status ON plan_queue WHEN OLD.status != NEW.status BEGIN
+    UPDATE plan_tally SET n = n - 1
+    WHERE reviewer = OLD.reviewer AND category = OLD.category AND status = OLD.status;
+    INSERT INTO plan_tally VALUES (NEW.reviewer, NEW.category, NEW.status, 1) ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+"""
+"""The reviewer's own standing decision is `ReviewStore.latest_of`'s (their latest review by time, then seq): the
+trigger replaces it only by a later one, so an older import never does. A filtered view's index (`FILTER_INDEXES`)
+is made on its first use, as the queue's are."""
+
+
+FILTER_INDEXES = {("status",): "plan_queue_by_status", ("category",): "plan_queue_by_category",
+                  ("category", "status"): "plan_queue_by_category_status"}
+"""The filters of a view (in this order) -> the index over (reviewer, the filters, place) that serves it."""
+
+
+def fill(db: sqlite3.Connection, queues: dict[str, list[str]], run: Any) -> None:
+    """The plan's queues (reviewer -> candidate ids in order) into the tables `SCHEMA` made, after the queue is
+    filled: an id the queue lacks is left out, an id listed twice in one queue keeps its first place. `run(db,
+    script)` runs a script inside the caller's transaction."""
+    db.executemany("INSERT INTO plan_reviewers VALUES (?, ?)", [(name, n) for n, name in enumerate(queues)])
+    db.execute("DROP TABLE IF EXISTS temp.plan_input")
+    db.execute("DROP TABLE IF EXISTS temp.plan_own")
+    db.execute("CREATE TEMP TABLE plan_input (reviewer TEXT NOT NULL, place INTEGER NOT NULL, id TEXT NOT NULL)")
+    db.executemany("INSERT INTO temp.plan_input VALUES (?, ?, ?)",
+                   ((name, place, cid) for name, ids in queues.items() for place, cid in enumerate(ids)))
+    run(db, _OWN)
+    db.execute("CREATE INDEX temp.plan_own_by_id ON plan_own (id, reviewer)")
+    run(db, _FILL)
+    db.execute("DROP TABLE temp.plan_input")
+    db.execute("DROP TABLE temp.plan_own")
