@@ -20,10 +20,10 @@ per batch the build writes."""
 @functools.cache
 def _row_grouped_writer() -> Any:
     """datasets' `ParquetWriter`, holding the Arrow tables it is given until they make a row group."""
-    import pyarrow
+    import pyarrow  # type: ignore[import-untyped]
     from datasets.arrow_writer import ParquetWriter
 
-    class RowGroupedParquetWriter(ParquetWriter):  # type: ignore[misc]
+    class RowGroupedParquetWriter(ParquetWriter):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._held: list[Any] = []
