@@ -19,12 +19,9 @@ per batch the build writes."""
 
 @functools.cache
 def _row_grouped_writer() -> Any:
-    """datasets' `ParquetWriter`, holding the batches it is given (as Arrow, cast to the split's schema) until they
-    make a row group, then writing them as one without copying them together: the build holds ~`ROW_GROUP_BYTES`
-    of a split's rows at most, whatever its size."""
+    """datasets' `ParquetWriter`, holding the Arrow tables it is given until they make a row group."""
     import pyarrow  # type: ignore[import-untyped]
     from datasets.arrow_writer import ParquetWriter
-    from datasets.table import table_cast
 
     class RowGroupedParquetWriter(ParquetWriter):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -33,20 +30,16 @@ def _row_grouped_writer() -> Any:
             self._held_bytes = 0
 
         def write_table(self, pa_table: Any, writer_batch_size: int | None = None) -> None:
-            if self.pa_writer is None:
-                self._build_writer(inferred_schema=pa_table.schema)
-            self._held.append(table_cast(pa_table.combine_chunks(), self._schema))
+            self._held.append(pa_table)
             self._held_bytes += pa_table.nbytes
             if self._held_bytes >= ROW_GROUP_BYTES:
                 self.write_row_group()
 
         def write_row_group(self) -> None:
             if self._held:
-                table = pyarrow.concat_tables(self._held)  # the batches as chunks: nothing copied
+                table = pyarrow.concat_tables(self._held)
                 self._held, self._held_bytes = [], 0
-                self._num_bytes += table.nbytes
-                self._num_examples += table.num_rows
-                self.pa_writer.write_table(table, table.num_rows)
+                super().write_table(table, table.num_rows)
 
         def finalize(self, close_stream: bool = True) -> Any:
             self.write_examples_on_file()  # the rows not yet a batch, then every batch held
