@@ -86,41 +86,35 @@ def test_a_streamed_build_writes_the_rows_an_in_memory_one_would(large_run, tmp_
 
 
 def test_a_build_writes_its_tables_batch_by_batch_and_never_reads_a_row_back(large_run, tmp_path, monkeypatch):
-    """The saved dataset is fed `WRITER_BATCH` rows a write as the rows come, the Parquet file a row group of at
-    most ~`ROW_GROUP_BYTES` a write; no Arrow file is opened or memory-mapped to read rows back (before:
-    `save_to_disk` and `to_parquet` memory-mapped every row of the split, ~5 KB of resident memory a row, and
-    rewrote it in batches of 1,000)."""
+    """The saved dataset and the Parquet files are fed `WRITER_BATCH` rows a write as the rows come; no Arrow file
+    is opened or memory-mapped to read rows back (before: `save_to_disk` and `to_parquet` memory-mapped every row
+    of the split, ~5 KB of resident memory a row, and rewrote it in batches of 1,000)."""
     import pyarrow
     import pyarrow.ipc
     import pyarrow.parquet
 
-    from injector.curate import exports, saved_dataset
+    from injector.curate import exports
 
     monkeypatch.setattr(exports, "WRITER_BATCH", 25)
-    monkeypatch.setattr(saved_dataset, "ROW_GROUP_BYTES", 100_000)
     read_back: list[str] = []
     for module, name in ((pyarrow, "memory_map"), (pyarrow.ipc, "open_stream"), (pyarrow.ipc, "open_file"),
                          (pyarrow, "OSFile")):
         real = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *args, _real=real, _name=name, **kwargs:
                             read_back.append(_name) or _real(*args, **kwargs))
-    tables: dict[str, list[tuple[int, int]]] = {"arrow": [], "parquet": []}
-    for writer, kind in ((pyarrow.RecordBatchStreamWriter, "arrow"), (pyarrow.parquet.ParquetWriter, "parquet")):
+    tables: list[int] = []
+    for writer in (pyarrow.RecordBatchStreamWriter, pyarrow.parquet.ParquetWriter):
         real_write = writer.write_table
-        monkeypatch.setattr(writer, "write_table", lambda self, table, *args, _real=real_write, _kind=kind, **kwargs:
-                            tables[_kind].append((table.num_rows, table.nbytes)) or _real(self, table, *args,
-                                                                                          **kwargs))
+        monkeypatch.setattr(writer, "write_table", lambda self, table, *args, _real=real_write, **kwargs:
+                            tables.append(table.num_rows) or _real(self, table, *args, **kwargs))
     build_module_request = dict(run_dirs=(large_run,), out=tmp_path / "split", include_unreviewed=True, cues=False)
     from injector.curate.build import BuildRequest, build
 
     build(BuildRequest(**build_module_request))
     rows = sum(1 for _ in (large_run / "candidates.jsonl").open())
     assert read_back == []
-    assert tables["arrow"] and max(n for n, _ in tables["arrow"]) <= 25
-    assert sum(n for n, _ in tables["arrow"]) == sum(n for n, _ in tables["parquet"]) == rows
-    # a row group: the batches that reach 100,000 bytes (less than a batch's bytes over), not one per batch
-    assert len(tables["parquet"]) > 1 and all(size < 100_000 + 25 * 5_000 for _, size in tables["parquet"])
-    assert all(n > 25 for n, _ in tables["parquet"][:-1])
+    assert tables and max(tables) <= 25
+    assert sum(tables) == 2 * rows  # every row once into the saved dataset, once into Parquet
     monkeypatch.undo()
     import datasets
 
@@ -163,22 +157,3 @@ def test_a_saved_split_is_laid_out_as_datasets_saves_one_in_shards(large_run, tm
                                                                                 "dataset_info.json"])
     loaded = datasets.load_from_disk(str(split))
     assert {name: part.to_list() for name, part in loaded.items()} == rows
-
-
-def test_a_splits_parquet_file_has_the_row_groups_to_parquet_writes(large_run, tmp_path, monkeypatch):
-    """Row groups of ~100 MB as `Dataset.to_parquet` cuts them (one, for a split this small), however few rows the
-    build writes at a time (before: one row group per `WRITER_BATCH` rows)."""
-    import datasets
-    import pyarrow.parquet
-
-    from injector.curate import exports
-    from injector.curate.build import BuildRequest, build
-
-    monkeypatch.setattr(exports, "WRITER_BATCH", 25)
-    build(BuildRequest(run_dirs=(large_run,), out=tmp_path / "split", include_unreviewed=True, cues=False))
-    written = tmp_path / "split" / "parquet" / "redundancy.parquet"
-    reference = tmp_path / "reference.parquet"
-    datasets.Dataset.from_parquet(str(written)).to_parquet(str(reference))
-    assert pyarrow.parquet.ParquetFile(written).metadata.num_row_groups \
-        == pyarrow.parquet.ParquetFile(reference).metadata.num_row_groups == 1
-    assert pyarrow.parquet.read_table(written).equals(pyarrow.parquet.read_table(reference))

@@ -4,61 +4,25 @@ and `dataset_info.json`; `datasets.load_from_disk` reads it) and one Parquet fil
 so a build's memory does not grow with its splits (saving a `Dataset` memory-maps every row it writes)."""
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any
 
 MAX_SHARD_BYTES = 500 * 10**6
 """A shard of the saved dataset holds about this many bytes of rows (datasets' `config.MAX_SHARD_SIZE`)."""
-ROW_GROUP_BYTES = 100 * 10**6
-"""A row group of a split's Parquet file holds about this many bytes of rows (Arrow, uncompressed), the size
-`Dataset.to_parquet` aims at (datasets' `config.MAX_ROW_GROUP_SIZE`): readers get row groups of that size, not one
-per batch the build writes."""
-
-
-@functools.cache
-def _row_grouped_writer() -> Any:
-    """datasets' `ParquetWriter`, holding the Arrow tables it is given until they make a row group."""
-    import pyarrow  # type: ignore[import-untyped]
-    from datasets.arrow_writer import ParquetWriter
-
-    class RowGroupedParquetWriter(ParquetWriter):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._held: list[Any] = []
-            self._held_bytes = 0
-
-        def write_table(self, pa_table: Any, writer_batch_size: int | None = None) -> None:
-            self._held.append(pa_table)
-            self._held_bytes += pa_table.nbytes
-            if self._held_bytes >= ROW_GROUP_BYTES:
-                self.write_row_group()
-
-        def write_row_group(self) -> None:
-            if self._held:
-                table = pyarrow.concat_tables(self._held)
-                self._held, self._held_bytes = [], 0
-                super().write_table(table, table.num_rows)
-
-        def finalize(self, close_stream: bool = True) -> Any:
-            self.write_examples_on_file()  # the rows not yet a batch, then every batch held
-            self.write_row_group()
-            return super().finalize(close_stream)
-
-    return RowGroupedParquetWriter
 
 
 class SavedSplitWriter:
     """One split: its rows into `out/<name>/` (the saved dataset's shards) and `out/parquet/<name>.parquet`,
-    `batch` rows a write (the Parquet file's row groups of `ROW_GROUP_BYTES`). A context manager: leaving it
-    unfinished closes both files (the build removes them)."""
+    `batch` rows a write. A context manager: leaving it unfinished closes both files (the build removes them)."""
 
     def __init__(self, out: Path, name: str, features: Any, batch: int) -> None:
+        from datasets.arrow_writer import ParquetWriter
+
         self._dir, self._features, self._batch = out / name, features, batch
         self._dir.mkdir()
         (out / "parquet").mkdir(exist_ok=True)
-        self._parquet = _row_grouped_writer()(features=features, path=str(out / "parquet" / f"{name}.parquet"),
+        self._parquet = ParquetWriter(features=features, path=str(out / "parquet" / f"{name}.parquet"),
                                       writer_batch_size=batch)
         self._shards: list[Path] = []
         self._shard: Any = None
