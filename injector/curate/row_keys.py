@@ -21,7 +21,7 @@ _TABLE = ("CREATE TABLE keys (id TEXT NOT NULL, run TEXT, category TEXT, classif
           "_verdict TEXT, _audit_flagged INTEGER, seq INTEGER PRIMARY KEY, offset INTEGER, split TEXT)")
 SOURCES_FROM = 1 << 40
 """The first `seq` of the sources added as correct controls: they come after every candidate, as in `collect_rows`."""
-CACHE_KIB = 4 * 1024
+CACHE_KIB = 16 * 1024
 """SQLite's page cache (and so its sorter's memory before it spills to temporary files), in KiB."""
 SPLIT_ORDER = "category, trajectory_id, sample, run, id, seq"
 """A split's rows in `assign_splits`' order."""
@@ -150,10 +150,6 @@ class KeyTable:
         clash = sorted(set(self.split_counts()) & set(reserved))
         if clash:
             raise UserError(f"split name {clash[0]!r} clashes with an export directory; rename the category")
-        # the orders the split is written in, sorted once here: read back along an index, no sorter stays open
-        # (and holds its memory) while the rows are written
-        self.db.execute(f"CREATE INDEX keys_split ON keys (split, {SPLIT_ORDER})")
-        self.db.execute(f"CREATE INDEX keys_prmbench ON keys ({PRMBENCH_ORDER})")
 
     def split_counts(self) -> dict[str, int]:
         """Rows per split, by split name."""
