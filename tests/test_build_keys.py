@@ -107,7 +107,7 @@ def test_a_build_holds_no_key_per_row(runs, tmp_path, monkeypatch):
     """While it writes the split and its card, a build holds a few row keys, not one per row (before: a `RowKey`
     per row, ~560 B each, most of a build's memory at scale)."""
     from injector.curate import card, exports
-    from injector.curate.row_keys import RowKey
+    from injector.curate.row_spill import RowKey
 
     seen: list[int] = []
 
@@ -124,25 +124,3 @@ def test_a_build_holds_no_key_per_row(runs, tmp_path, monkeypatch):
     assert len(report.rows) > 50
     assert seen and max(seen) < 5, seen
     assert sorted(path.name for path in (tmp_path / "split").iterdir() if path.name.startswith(".")) == []
-
-
-def test_a_full_disk_under_the_key_table_stops_the_build_with_a_message(runs, tmp_path, monkeypatch):
-    """SQLite says a full disk with its own error: the build reports it as any failed write (exit 2 from the CLI,
-    nothing written, no staging directory left)."""
-    import sqlite3
-
-    from injector.curate.row_keys import KeyTable
-
-    real_in_split = KeyTable.in_split
-
-    def full(self, name):
-        error = sqlite3.OperationalError("database or disk is full")
-        error.sqlite_errorname = "SQLITE_FULL"
-        raise error
-
-    monkeypatch.setattr(KeyTable, "in_split", full)
-    with pytest.raises(UserError, match=r"cannot write the split \(database or disk is full writing .*\.sqlite\)"):
-        build(BuildRequest(run_dirs=runs, out=tmp_path / "split", include_unreviewed=True, cues=False))
-    assert list(tmp_path.iterdir()) == []
-    monkeypatch.setattr(KeyTable, "in_split", real_in_split)
-    assert build(BuildRequest(run_dirs=runs, out=tmp_path / "split", include_unreviewed=True, cues=False)).splits

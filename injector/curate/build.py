@@ -295,10 +295,7 @@ def build(request: BuildRequest) -> BuildReport:
             report.splits = keys.split_counts()
             _card_figures(report, keys, spill)
             _write(request, report, spill, staging)
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorname", "").split("_")[:2] not in (["SQLITE", "FULL"], ["SQLITE", "IOERR"]):
-                raise
-            # the key table's disk is full, or its file cannot be written
+        except sqlite3.OperationalError as exc:  # the key table's disk is full
             raise _cannot_write(request, OSError(0, str(exc), str(spill.keys.path))) from None
     except BaseException:
         spill.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -27,32 +26,6 @@ SPLIT_ORDER = "category, trajectory_id, sample, run, id, seq"
 """A split's rows in `assign_splits`' order."""
 PRMBENCH_ORDER = "classification, idx, seq"
 """PRMBench's files in (classification, idx) order, ties in the order the rows were read (Python's stable sort)."""
-
-
-@dataclass(slots=True)
-class RowKey:
-    """One row of a build, without its text, as the key table gives it back: the fields `rows._unique_ids`,
-    `rows._unique_idx`, `build.assign_splits` and the report read (the names `SplitRow` gives them), and where its
-    record is."""
-
-    id: str
-    run: str
-    category: str
-    classification: str
-    source_idx: str
-    trajectory_id: str
-    sample: int
-    problem_key: str
-    idx: str
-    reviewed: bool
-    _config_hash: str
-    _verdict: str | None
-    _audit_flagged: bool | None
-    seq: int
-    """The row's place in the order the runs were read (sources as correct controls after every candidate, from
-    `row_keys.SOURCES_FROM`)."""
-    offset: int
-    """Where its record starts in the spill file."""
 
 
 def stable_unit(seed: int, key: str) -> float:
@@ -155,21 +128,23 @@ class KeyTable:
         """Rows per split, by split name."""
         return dict(self.db.execute("SELECT split, count(*) FROM keys GROUP BY split ORDER BY split").fetchall())
 
-    def in_split(self, name: str) -> Iterator[RowKey]:
+    def in_split(self, name: str) -> Iterator[Any]:
         """The keys of one split, in `assign_splits`' order."""
         return self._keys(f"WHERE split = ? ORDER BY {SPLIT_ORDER}", (name,))
 
-    def in_prmbench_order(self) -> Iterator[RowKey]:
+    def in_prmbench_order(self) -> Iterator[Any]:
         return self._keys(f"ORDER BY {PRMBENCH_ORDER}")
 
-    def _keys(self, clause: str, parameters: tuple[Any, ...] = ()) -> Iterator[RowKey]:
+    def _keys(self, clause: str, parameters: tuple[Any, ...] = ()) -> Iterator[Any]:
+        from injector.curate.row_spill import RowKey
+
         for values in self.db.execute(f"SELECT {_COLUMNS} FROM keys {clause}", parameters):
             key = RowKey(*values)
             key.reviewed = bool(key.reviewed)
             key._audit_flagged = None if key._audit_flagged is None else bool(key._audit_flagged)
             yield key
 
-    def __iter__(self) -> Iterator[RowKey]:
+    def __iter__(self) -> Iterator[Any]:
         """The keys in the order their rows were read (`seq`)."""
         return self._keys("ORDER BY seq")
 

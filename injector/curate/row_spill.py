@@ -5,13 +5,38 @@ out."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
-from injector.curate.row_keys import KeyTable, RowKey
+from injector.curate.row_keys import KeyTable
 from injector.model.split_row import SplitRow
 
-__all__ = ["RowKey", "RowSpill"]
+
+@dataclass(slots=True)
+class RowKey:
+    """One row of a build, without its text, as the key table gives it back: the fields `rows._unique_ids`,
+    `rows._unique_idx`, `build.assign_splits` and the report read (the names `SplitRow` gives them), and where its
+    record is."""
+
+    id: str
+    run: str
+    category: str
+    classification: str
+    source_idx: str
+    trajectory_id: str
+    sample: int
+    problem_key: str
+    idx: str
+    reviewed: bool
+    _config_hash: str
+    _verdict: str | None
+    _audit_flagged: bool | None
+    seq: int
+    """The row's place in the order the runs were read (sources as correct controls after every candidate, from
+    `row_keys.SOURCES_FROM`)."""
+    offset: int
+    """Where its record starts in the spill file."""
 
 
 class RowSpill:
