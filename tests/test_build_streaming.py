@@ -157,3 +157,20 @@ def test_a_saved_split_is_laid_out_as_datasets_saves_one_in_shards(large_run, tm
                                                                                 "dataset_info.json"])
     loaded = datasets.load_from_disk(str(split))
     assert {name: part.to_list() for name, part in loaded.items()} == rows
+
+
+def test_a_builds_keys_share_their_repeated_strings(large_run, tmp_path):
+    """A key per row is what a build holds: its category and classification are one string object per value, and a
+    trajectory id equal to the source idx is the same object (before: each row's own copies, ~200 B a row)."""
+    from injector.curate.build_report import BuildReport
+    from injector.curate.row_spill import RowSpill
+    from injector.curate.rows import collect_keys
+
+    spill = RowSpill(tmp_path / "rows.jsonl")
+    keys = collect_keys([large_run], spill, include_unreviewed=True, report=BuildReport(out_dir=tmp_path))
+    spill.close()
+    assert len(keys) >= 200
+    assert len({id(key.category) for key in keys}) == len({key.category for key in keys})
+    assert len({id(key.classification) for key in keys}) == len({key.classification for key in keys})
+    same = [key for key in keys if key.trajectory_id == key.source_idx]
+    assert same and all(key.trajectory_id is key.source_idx for key in same)

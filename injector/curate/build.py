@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import shutil
-import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -17,8 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from injector.curate.build_report import BuildReport
 from injector.curate.exports import EXPORT_DIRS, write_split
-from injector.curate.row_keys import KeyTable, stable_unit as _stable_unit
-from injector.curate.row_spill import RowSpill
+from injector.curate.row_spill import RowKey, RowSpill
 from injector.curate.rows import CORRECT, collect_keys, collect_rows
 from injector.curate.staging import move_into_place, staging_dir
 from injector.engines.settings import SettingsConflict
@@ -116,10 +115,15 @@ class BuildRequest(BaseModel):
         return self
 
 
+def _stable_unit(seed: int, key: str) -> float:
+    """A number in [0, 1) fixed by (seed, key): the same split on every machine and every run."""
+    digest = hashlib.sha256(f"{seed}\x00{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
 def assign_splits(rows: list[Any], *, by: str, test_size: float | None, seed: int) -> dict[str, list[Any]]:
-    """Split rows per split: one split per category, or train/test by source problem (no problem in both:
-    PRMBench's category files echo one problem under several trajectory ids). A build does the same over its key
-    table (`KeyTable.assign_splits`)."""
+    """Rows (split rows, or a build's `RowKey`s) per split: one split per category, or train/test by source problem
+    (no problem in both: PRMBench's category files echo one problem under several trajectory ids)."""
     splits: dict[str, list[Any]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: (r.category, r.trajectory_id, r.sample, r.run, r.id)):
         if by == "category":
@@ -133,10 +137,12 @@ def assign_splits(rows: list[Any], *, by: str, test_size: float | None, seed: in
     return dict(sorted(splits.items()))
 
 
-def _drop(keys: KeyTable, dropped: list[Any], report: BuildReport) -> None:
-    """The dropped rows (`dedup.Dropped`) left out of `keys` and recorded in the report."""
-    report.dropped.extend(dropped)
-    keys.drop(d.id for d in dropped)
+def _without(rows: list[RowKey], dropped: list[Any], report: BuildReport | None = None) -> list[RowKey]:
+    """`rows` less the dropped ones (by id: split ids are unique); with `report`, the drops are recorded there."""
+    if report is not None:
+        report.dropped.extend(dropped)
+    gone = {d.id for d in dropped}
+    return [row for row in rows if row.id not in gone]
 
 
 def _read_benchmarks(request: BuildRequest, report: BuildReport) -> Any:
@@ -151,44 +157,46 @@ def _read_benchmarks(request: BuildRequest, report: BuildReport) -> Any:
     return benchmark
 
 
-def _split_rows(request: BuildRequest, report: BuildReport, keys: KeyTable, benchmark: Any,
-                spill: RowSpill) -> None:
-    """Drop the rows `decontaminate` and `dedup` leave out, and assign the others to splits (their records read back
-    from `spill` one at a time; `dedup` keeps signatures, not records)."""
+def _split_rows(request: BuildRequest, report: BuildReport, rows: list[RowKey], benchmark: Any,
+                spill: RowSpill) -> tuple[list[RowKey], dict[str, list[RowKey]]]:
+    """The rows left once `decontaminate` and `dedup` have dropped theirs, and those rows per split (their records
+    read back from `spill` one at a time; `dedup` keeps signatures, not records)."""
     if benchmark is not None:
         from injector.triage.dedup import contaminated
 
-        _drop(keys, contaminated(spill.records(keys), benchmark), report)  # type: ignore[arg-type]
-    keys.assign_splits(by=request.by, test_size=request.test_size, seed=request.seed, reserved=EXPORT_DIRS)
+        rows = _without(rows, contaminated(spill.records(rows), benchmark), report)  # type: ignore[arg-type]
+    splits = assign_splits(rows, by=request.by, test_size=request.test_size, seed=request.seed)
     if request.dedup:
         from injector.triage.dedup import near_duplicates
 
-        _drop(keys, [d for name in keys.split_counts()
-                     for d in near_duplicates(spill.records(keys.in_split(name)), request.dedup_threshold)], report)
-    if not len(keys):
+        dropped = [d for split_rows in splits.values()
+                   for d in near_duplicates(spill.records(split_rows), request.dedup_threshold)]
+        rows = _without(rows, dropped, report)
+        splits = {name: kept for name, split_rows in splits.items() if (kept := _without(split_rows, dropped))}
+    if not rows:
         raise UserError(f"all {len(report.dropped)} candidates were left out by `decontaminate` or `dedup`, so "
                         "nothing was built; check the benchmark files given, or raise `dedup_threshold`")
+    return rows, splits
 
 
-def _hard_rows(request: BuildRequest, report: BuildReport, keys: KeyTable) -> None:
-    """With `hard_for`: keep the rows at least `hard_min_wrong` panel models miss (read before anything is written;
-    `hard_filter` takes every row's id, in memory)."""
+def _hard_rows(request: BuildRequest, report: BuildReport, rows: list[RowKey]) -> list[RowKey]:
+    """With `hard_for`: the rows at least `hard_min_wrong` panel models miss (read before anything is written)."""
     if not request.hard_for:
-        return
+        return rows
     from injector.curate.hard_for import hard_filter, read_answers
 
     panel = [read_answers(path) for path in request.hard_for]
     outside = [read_answers(path) for path in request.hard_check]
-    report.hard_for = hard_filter([key.id for key in keys], panel, outside, min_wrong=request.hard_min_wrong,
+    report.hard_for = hard_filter([row.id for row in rows], panel, outside, min_wrong=request.hard_min_wrong,
                                   seed=request.seed)
     kept = set(report.hard_for.kept)
     if not kept:
         raise UserError(f"`hard_for`: no item is missed by {report.hard_for.min_wrong} of the "
                         f"{len(panel)} panel models, so nothing was built; lower `hard_min_wrong`")
-    keys.keep_only(kept)
+    return [row for row in rows if row.id in kept]
 
 
-def _count_verdicts(report: BuildReport, rows: KeyTable) -> None:
+def _count_verdicts(report: BuildReport, rows: list[RowKey]) -> None:
     """The verdicts of the rows into the report (those of verified runs only)."""
     for row in rows:
         report.verdicts[(row.category, row._verdict)] += 1
@@ -198,37 +206,34 @@ def _count_verdicts(report: BuildReport, rows: KeyTable) -> None:
     report.verdicts = Counter({key: n for key, n in report.verdicts.items() if key[1] is not None})
 
 
-def _card_figures(report: BuildReport, keys: KeyTable, spill: RowSpill) -> None:
+def _card_figures(report: BuildReport, rows: list[RowKey], spill: RowSpill) -> None:
     """The card's figures over the split's rows in the order they were read (what the card reports of them)."""
     from injector.curate.card_figures import CardFigures
 
-    report.figures = CardFigures.of(spill.records(keys), report.cue_sample)
+    report.figures = CardFigures.of(spill.records(sorted(rows, key=lambda row: row.seq)), report.cue_sample)
 
 
-def _write(request: BuildRequest, report: BuildReport, spill: RowSpill, staging: Path) -> None:
+def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list[RowKey]], spill: RowSpill,
+           staging: Path) -> None:
     """The split's files, written into `staging` beside `out` and renamed into place at the end: a failure
     leaves no half split."""
     from injector.curate.card import dataset_card
 
     target = request.out.resolve()  # `out` given as `.`, or a symlink to a split: replace the directory it names
     try:
-        keys = spill.keys
-        write_split(staging, {name: functools.partial(_split_records, spill, name) for name in report.splits},
-                    spill.records(keys.in_prmbench_order()),
+        prmbench = sorted(report.rows, key=lambda row: (row.classification, row.idx))
+        write_split(staging, {name: functools.partial(spill.records, keys) for name, keys in splits.items()},
+                    spill.records(prmbench),
                     lambda: dataset_card(report, license=request.license, command=list(request.command)))
         if report.hard_for is not None:
             from injector.curate.hard_for import HARD_FOR_FILE
 
             (staging / HARD_FOR_FILE).write_text(json.dumps(report.hard_for.as_json(), indent=1) + "\n")
-        spill.remove()
+        spill.close()
+        spill.path.unlink()
         move_into_place(staging, target)
     except OSError as exc:
         raise _cannot_write(request, exc) from None
-
-
-def _split_records(spill: RowSpill, name: str) -> Any:
-    """The records of split `name`, in its order, one at a time."""
-    return spill.records(spill.keys.in_split(name))
 
 
 def _cannot_write(request: BuildRequest, exc: OSError) -> UserError:
@@ -237,9 +242,9 @@ def _cannot_write(request: BuildRequest, exc: OSError) -> UserError:
                      "and an existing split is left as it was; free space or choose a writable `out`")
 
 
-def _rows(request: BuildRequest, report: BuildReport, spill: RowSpill) -> KeyTable:
-    """Every row's key (in `spill.keys`), its record in `spill`, read and checked before anything is written, with
-    the runs' review figures and funnel for the card."""
+def _rows(request: BuildRequest, report: BuildReport, spill: RowSpill) -> list[RowKey]:
+    """Every row's key, its record in `spill`, read and checked before anything is written, with the runs' review
+    figures and funnel for the card."""
     try:
         rows = collect_keys(request.run_dirs, spill, include_unreviewed=request.include_unreviewed,
                             include_sources=request.include_sources, report=report, taxonomy=request.taxonomy,
@@ -257,7 +262,7 @@ def _rows(request: BuildRequest, report: BuildReport, spill: RowSpill) -> KeyTab
     from injector.curate.funnel import funnel
 
     report.funnel = None if (figures := funnel(request.run_dirs, request.consensus)) is None else figures.model_dump()
-    if not len(rows):
+    if not rows:
         left_out = (" or `require`" if report.left_out_by_verdict else "") + (
             " or `require_audit_clean`" if report.left_out_by_audit else "")
         raise UserError(f"no accepted candidates to build from{left_out}: review the run first (`inject review "
@@ -267,9 +272,8 @@ def _rows(request: BuildRequest, report: BuildReport, spill: RowSpill) -> KeyTab
 
 def build(request: BuildRequest) -> BuildReport:
     """Write a split directory from run directories (docs: "Benchmark splits"); what each option left out is
-    counted in the card. The rows stream: each is read once into a spill file in the staging directory, its key
-    into a table beside it (`row_keys.py`), and written out from there split by split; only the card's figures
-    stay in memory."""
+    counted in the card. The rows stream: each is read once into a spill file in the staging directory, and
+    written out from there split by split; only a key per row and the card's figures stay in memory."""
     import datasets
 
     datasets.disable_progress_bars()  # the command prints its own one-line summary
@@ -286,17 +290,13 @@ def build(request: BuildRequest) -> BuildReport:
     staging = staging_dir(target)
     spill = RowSpill(staging / ".rows.jsonl")
     try:
-        try:
-            keys = _rows(request, report, spill)
-            _hard_rows(request, report, keys)
-            _split_rows(request, report, keys, benchmark, spill)
-            _count_verdicts(report, keys)
-            report.rows = keys
-            report.splits = keys.split_counts()
-            _card_figures(report, keys, spill)
-            _write(request, report, spill, staging)
-        except sqlite3.OperationalError as exc:  # the key table's disk is full
-            raise _cannot_write(request, OSError(0, str(exc), str(spill.keys.path))) from None
+        rows = _hard_rows(request, report, _rows(request, report, spill))
+        rows, splits = _split_rows(request, report, rows, benchmark, spill)
+        _count_verdicts(report, rows)
+        report.rows = rows
+        report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
+        _card_figures(report, rows, spill)
+        _write(request, report, splits, spill, staging)
     except BaseException:
         spill.close()
         shutil.rmtree(staging, ignore_errors=True)

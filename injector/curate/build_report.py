@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from injector.curate.row_spill import RowKey
 
 
 @dataclass
@@ -14,9 +15,8 @@ class BuildReport:
 
     out_dir: Path
     splits: dict[str, int] = field(default_factory=dict)
-    rows: Any = field(default_factory=list)
-    """The split's rows: a build's `row_keys.KeyTable` (its length; its keys while the build runs, their records
-    then in the split's files), or split rows for a report made by hand."""
+    rows: list[RowKey] = field(default_factory=list)
+    """The split's rows, a key each (their records are in the split's files)."""
     candidates_seen: int = 0
     rejected_by_reviewer: int = 0
     unreviewed_left_out: int = 0

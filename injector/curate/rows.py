@@ -10,8 +10,7 @@ from typing import Any, Callable, Iterable
 
 from injector.curate.build_report import BuildReport
 from injector.curate.exports import PRMBENCH_FIELDS
-from injector.curate.row_keys import KeyTable
-from injector.curate.row_spill import RowSpill
+from injector.curate.row_spill import RowKey, RowSpill
 from injector.model.split_row import SplitRow, StepExplanation
 from injector.records.directory import RunDirectory
 from injector.model.problem import row_problem_key
@@ -81,9 +80,8 @@ class _RowCollector:
     consensus: str | None = None
     """`--consensus`: only candidates whose reviewers meet this rule (K-of-N or adjudicated) enter."""
     emit_source: Callable[[SplitRow], Any] | None = None
-    sources: Any = field(default_factory=set)
-    """The trajectories whose source is already a row (the first accepted candidate of each brings it), with
-    `emit_source`: a set, or `row_keys.SeenTrajectories` (on disk)."""
+    sources: set[str] = field(default_factory=set)
+    """The trajectories whose source is already a row (the first accepted candidate of each brings it)."""
     refused: list[str] = field(default_factory=list)
 
     def open_run(self, run_path: Path) -> _RunReading:
@@ -141,9 +139,10 @@ class _RowCollector:
                    config_hash=run.config_hash)
         row._verdict, row._audit_flagged = verdict, flagged
         self.emit(row)
-        if self.emit_source is not None and candidate.trajectory_id not in self.sources:
+        if candidate.trajectory_id not in self.sources:
             self.sources.add(candidate.trajectory_id)
-            self.emit_source(_source_row(candidate))
+            if self.emit_source is not None:
+                self.emit_source(_source_row(candidate))
 
     @staticmethod
     def verdict_of(run: _RunReading, candidate: Candidate) -> str | None:
@@ -190,21 +189,25 @@ def collect_rows(run_dirs: Iterable[str | Path], *, include_unreviewed: bool = F
 
 def collect_keys(run_dirs: Iterable[str | Path], spill: RowSpill, *, include_unreviewed: bool = False,
                  include_sources: bool = False, report: BuildReport, taxonomy: str | Path | None = None,
-                 require: tuple[str, ...] = (), consensus: str | None = None) -> KeyTable:
-    """`collect_rows` streamed: each row's record appended to `spill` as it is read, and its key to `spill.keys`,
-    the table returned (in `collect_rows`' order, final ids and idx set: `KeyTable.finish_reading`)."""
-    keys = spill.keys
-    _collect(run_dirs, spill.add, (lambda row: spill.add(row, source=True)) if include_sources else None,
-             report=report, include_unreviewed=include_unreviewed, taxonomy=taxonomy, require=require,
-             consensus=consensus, sources=keys.seen_sources())
-    keys.finish_reading()
+                 require: tuple[str, ...] = (), consensus: str | None = None) -> list[RowKey]:
+    """`collect_rows` streamed: each row's record appended to `spill` as it is read, a `RowKey` per row returned
+    (in `collect_rows`' order, final ids and idx set)."""
+    keys: list[RowKey] = []
+    sources: list[RowKey] = []
+    _collect(run_dirs, lambda row: keys.append(spill.add(row)),
+             (lambda row: sources.append(spill.add(row))) if include_sources else None, report=report,
+             include_unreviewed=include_unreviewed, taxonomy=taxonomy, require=require, consensus=consensus)
+    keys.extend(sources)
+    for number, key in enumerate(keys):
+        key.seq = number
+    _unique_ids(keys)
+    _unique_idx(keys)
     return keys
 
 
 def _collect(run_dirs: Iterable[str | Path], emit: Callable[[SplitRow], Any],
              emit_source: Callable[[SplitRow], Any] | None, *, report: BuildReport, include_unreviewed: bool,
-             taxonomy: str | Path | None, require: tuple[str, ...], consensus: str | None,
-             sources: Any = None) -> None:
+             taxonomy: str | Path | None, require: tuple[str, ...], consensus: str | None) -> None:
     """Every accepted row of the runs into `emit` as it is read (see `collect_rows`); a reviewer decision that
     fails the review app's checks stops the build once every run is read."""
     from injector.taxonomy import Taxonomy
@@ -212,8 +215,6 @@ def _collect(run_dirs: Iterable[str | Path], emit: Callable[[SplitRow], Any],
     collector = _RowCollector(report=report, include_unreviewed=include_unreviewed, taxonomy=taxonomy,
                               require=require, named=Taxonomy.load(taxonomy) if taxonomy is not None else None,
                               consensus=consensus, emit=emit, emit_source=emit_source)
-    if sources is not None:
-        collector.sources = sources
     for run_path in map(Path, run_dirs):
         collector.add_run(run_path)
     if collector.refused:
@@ -268,7 +269,7 @@ def _source_row(candidate: Candidate) -> SplitRow:
     return _row(control, "", "control", "Correct", reviewed=True, reviewer="")
 
 
-def _unique_ids(rows: list[SplitRow]) -> None:  # a build does this in SQL: `KeyTable._unique_ids`
+def _unique_ids(rows: list[SplitRow] | list[RowKey]) -> None:  # split rows, or a build's keys of them
     """Split ids are unique: when runs over the same input give one id several rows, each of them gets
     `~<first 8 hex digits of its run's config_hash>` (so the suffix does not depend on the order the runs were
     given); if that still repeats (the same run given twice, or a copy of it), the build is refused."""
@@ -287,7 +288,7 @@ def _unique_ids(rows: list[SplitRow]) -> None:  # a build does this in SQL: `Key
         seen[row.id] = row.run
 
 
-def _unique_idx(rows: list[SplitRow]) -> None:  # a build does this in SQL: `KeyTable._unique_idx`
+def _unique_idx(rows: list[Any]) -> None:  # split rows, or a build's keys of them
     """PRMBench keeps only the first record per (category, idx): later candidates of one source get `_2`, `_3`, …"""
     seen: Counter = Counter()
     for row in sorted(rows, key=lambda r: (r.classification, r.source_idx, r.trajectory_id, r.sample, r.run, r.id)):
