@@ -19,7 +19,12 @@ costs. `--build-rows` times build alone: the candidates of one offline run of 75
 of their texts shifted by the copy number under new ids, trajectory ids and idx (so a `--dedup` keeps most), into
 run directories of that many rows; then `stats`, `build --no-cues` (build-no-cues), `build --no-cues --dedup`
 (build-no-cues-dedup) and `build` (the card's cue probe) on each, and each one's growth from the first size to the
-last (RSS x: the last size's peak RSS over the first's).
+last (RSS x: the last size's peak RSS over the first's); `--stages` picks among them.
+
+`--code DIR` runs the stages on another commit's code (first on sys.path, ahead of this checkout), e.g. main's:
+
+    git archive main | tar -x -C /tmp/main-code
+    python bench/scale.py --build-rows 10000,100000 --keep /tmp/scale --stages stats,build-no-cues --code /tmp/main-code
 """
 from __future__ import annotations
 
@@ -69,9 +74,25 @@ the memory of the process that forked it (it is folded in at exec): started from
 with the input it made, `inject` would show this script's peak, not its own."""
 
 
+CODE_INJECT = """
+import sys
+sys.meta_path[:] = [finder for finder in sys.meta_path if "__editable__" not in str(getattr(finder, "__module__", ""))
+                    and "__editable__" not in type(finder).__module__]
+sys.path.insert(0, sys.argv.pop(1))
+from injector.cli import main
+sys.argv[0] = "inject"
+main()
+"""
+"""`inject` on the code `--code` names: an editable install's import finder comes before PYTHONPATH, so it is
+removed and the code put first on sys.path."""
+CODE: list[str] = []
+"""With `--code DIR`: the command that runs `inject` from DIR."""
+
+
 def measure(args: list[str], cwd: Path) -> dict[str, float]:
     """Wall s, CPU s (user + system, the process and its waited-for workers) and peak RSS MB of one command."""
-    done = subprocess.run([sys.executable, "-c", MEASURER, str(INJECT), *args], cwd=cwd, env=ENV,
+    inject = CODE or [str(INJECT)]
+    done = subprocess.run([sys.executable, "-c", MEASURER, *inject, *args], cwd=cwd, env=ENV,
                           capture_output=True, text=True)
     figures = json.loads(done.stdout)
     if (code := figures.pop("exit")) != 0:
@@ -141,11 +162,13 @@ BUILD_STAGES = ("stats", "build-no-cues", "build-no-cues-dedup", "build")
 
 
 def build_stages(work: Path, rows: int, wanted: tuple[str, ...] = BUILD_STAGES) -> dict[str, dict[str, float]]:
-    """stats, then build three ways (those of them `wanted`), on a run directory of `rows` candidates (each split
-    removed once timed)."""
+    """stats, then build three ways (those `wanted`), on a run directory of `rows` candidates (each split removed
+    once timed)."""
     import shutil
 
-    run_dir, split_dir = make_rows(work, rows), work / f"split-rows-{rows}"
+    run_dir, split_dir = work / f"rows-{rows}", work / f"split-rows-{rows}"
+    if not (run_dir / "candidates.jsonl").exists():
+        make_rows(work, rows)
     build = ["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite"]
     figures = {"stats": measure(["stats", str(run_dir)], work)} if "stats" in wanted else {}
     for stage, extra in (("build-no-cues", ["--no-cues"]), ("build-no-cues-dedup", ["--no-cues", "--dedup"]),
@@ -203,17 +226,19 @@ def main() -> None:
     parser.add_argument("--categories", type=int, default=6, help="categories `--category all` gives on the offline engine")
     parser.add_argument("--build-rows", help="comma-separated row counts: time build alone (see above)")
     parser.add_argument("--keep", type=Path, help="work here and keep the runs (default: a temporary directory)")
-    parser.add_argument("--stages", default=",".join(STAGES),
-                        help=f"comma-separated, of {', '.join(STAGES)} (with --build-rows: of {', '.join(BUILD_STAGES)}); "
-                        "without run, the kept run directories are used")
+    parser.add_argument("--code", type=Path, help="run the stages on this copy of another commit's code (see above)")
+    parser.add_argument("--stages", default=None,
+                        help=f"comma-separated, of {', '.join(STAGES)} (with --build-rows: "
+                             f"{', '.join(BUILD_STAGES)}); without run, the kept run directories are used")
     args = parser.parse_args()
     sizes = [int(size) for size in (args.build_rows or args.units).split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    wanted = tuple(args.stages.split(","))
+    wanted = tuple(args.stages.split(",")) if args.stages else (BUILD_STAGES if args.build_rows else STAGES)
+    if args.code:
+        CODE.extend([sys.executable, "-c", CODE_INJECT, str(args.code.resolve())])
     if args.build_rows:
-        results = {size: build_stages(work, size, wanted if args.stages != ",".join(STAGES) else BUILD_STAGES)
-                   for size in sizes}
+        results = {size: build_stages(work, size, wanted) for size in sizes}
     else:
         results = {size: stages(work, size, args.categories, wanted) for size in sizes}
     print_table(results, sizes)
