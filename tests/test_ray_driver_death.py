@@ -97,7 +97,7 @@ def test_a_dead_driver_is_told_apart_from_a_resume_holding_the_lock(tmp_path):
 def test_a_worker_whose_driver_died_appends_nothing_though_a_resume_holds_the_lock(tmp_path):
     # The worker's own code, without Ray: the check before each append.
     taxonomy = Taxonomy.load()
-    spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["counterfactual"]), out=tmp_path / "run")
+    spec = RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy"]), out=tmp_path / "run")
     trajectory = next(iter(load_trajectories(ROOT / "data" / "sample.jsonl")))
     resume = RunDirectory(tmp_path / "run")
     resume.prepare("abc")  # the run lock is held, by a resume: not by the worker's driver
@@ -112,7 +112,7 @@ def test_a_worker_whose_driver_died_appends_nothing_though_a_resume_holds_the_lo
         worker = ShardWorker(job)
         worker._slots, worker.engine, worker.run_dir = asyncio.Semaphore(1), from_model("offline"), RunDirectory(
             resume.path)
-        return worker, asyncio.run(worker._one((trajectory, "counterfactual", sample, True)))
+        return worker, asyncio.run(worker._one((trajectory, "redundancy", sample, True)))
 
     worker, record = one_unit(dead, 0)
     assert record is None and worker.failure == (DRIVER_GONE, 1)

@@ -34,7 +34,7 @@ def test_python_examples_run_as_written_from_any_directory(tmp_path, monkeypatch
         for number, example in enumerate(re.findall(r"```python\n(.*?)```", text, re.DOTALL), 1):
             exec(compile(example, f"{page} python block {number}", "exec"), {})
             outputs.append(capsys.readouterr().out.splitlines())
-    assert outputs == [["['undeclared_change'] [1]", "Candidate [3]", "2"], ["5 0"], ["1 1.0"]]
+    assert outputs == [["['undeclared_change'] [1]", "Candidate [2, 3]", "2"], ["5 0"], ["1 1.0"]]
     assert list(tmp_path.iterdir()) == []  # and they write nothing into the working directory
 
 

@@ -66,7 +66,7 @@ def test_shards_are_stable_and_shares_add_up():
 
 
 def test_offline_engine_same_records_as_one_process(tmp_path):
-    args = ["run", "--category", "counterfactual", "--category", "redundancy", "--limit", "6"]
+    args = ["run", "--category", "circular_logic", "--category", "redundancy", "--limit", "6"]
     one = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "one")], catch_exceptions=False)
     two = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "two"), "--workers", "2"], catch_exceptions=False)
     assert one.exit_code == 0 and two.exit_code == 0, two.output
