@@ -33,7 +33,7 @@ def runs(tmp_path_factory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("runs")
     taxonomy = Taxonomy.load()
     first = base / "first"
-    run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy", "counterfactual"]),
+    run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy", "circular_logic"]),
                                      out=first, limit=6), OfflineEngine())
     originals = [json.loads(line) for line in (first / "candidates.jsonl").read_text().splitlines()]
     assert len(originals) >= 4

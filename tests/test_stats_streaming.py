@@ -60,3 +60,27 @@ def test_stats_figures_equal_those_of_every_record_read_first(run_dir: Path, mon
     assert stats.compute_stats(run_dir) == streamed
     assert sum(1 for _, status in loaded if status == "rejected_by_validation") \
         == streamed["total"]["rejected_by_validation"]
+
+
+def test_stats_routes_the_candidates_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The triage routing table counts each candidate's route as it is read: it was a list of every candidate's
+    route (~1.3 KB a candidate, 132 MB at 100k) held until the table was made."""
+    from injector.triage.step_audit import routing
+    from injector.triage.step_audit.hooks import audit_on_write
+
+    taxonomy, run_dir = Taxonomy.load(), tmp_path / "run"
+    run(load_trajectories(), RunSpec(taxonomy=taxonomy, categories=taxonomy.select(["redundancy", "circular_logic"]),
+                                     out=run_dir, limit=12, candidate_audit=audit_on_write), OfflineEngine())
+    expected = stats.compute_stats(run_dir)
+    assert expected["total"]["audit_checked"] > 5
+    real = routing.route
+
+    def route(*args: Any) -> Any:
+        routed = real(*args)
+        object.__setattr__(routed, "__pydantic_private__", {"probe": Live()})
+        return routed
+
+    monkeypatch.setattr(routing, "route", route)
+    Live.now = Live.most = 0
+    assert stats.compute_stats(run_dir) == expected and "routing" in expected
+    assert Live.most <= 2  # the route being counted, and at most the one before it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Literal
+from typing import Iterable, Iterator, Literal
 
 from pydantic import BaseModel
 
@@ -103,7 +103,7 @@ def route_rank(routing: Routing) -> int:
     return ROUTE_ORDER.index(routing.route)
 
 
-def routing_agreement(routings: list[Routing]) -> dict[str, dict[str, int]]:
+def routing_agreement(routings: Iterable[Routing]) -> dict[str, dict[str, int]]:
     """Per category: how many candidates have each (algebra, judge, rollouts) combination, plus each route."""
     table: dict[str, Counter[str]] = defaultdict(Counter)
     for item in routings:
@@ -112,15 +112,16 @@ def routing_agreement(routings: list[Routing]) -> dict[str, dict[str, int]]:
     return {category: dict(counts) for category, counts in sorted(table.items())}
 
 
-def run_routing(run_dir: Path) -> list[Routing]:
+def run_routing(run_dir: Path) -> Iterator[Routing]:
     """Every candidate of a run directory routed from the audit it recorded (`inject run`) and its verdict in
-    `verify.jsonl` (`inject verify`, with its rollouts when `--mc` ran); a signal missing is silent."""
+    `verify.jsonl` (`inject verify`, with its rollouts when `--mc` ran), one at a time (a run's candidates are not
+    held: `inject stats` only counts them); a signal missing is silent."""
     from injector.records.directory import RunDirectory
     from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 
     verdicts = read_verdicts(run_dir) if (run_dir / VERIFY_FILE).is_file() else {}
-    return [route(candidate.id, candidate.category, candidate.step_audit, verdicts.get(candidate.id))
-            for _, candidate in RunDirectory(run_dir).numbered_candidates()]
+    for _, candidate in RunDirectory(run_dir).numbered_candidates():
+        yield route(candidate.id, candidate.category, candidate.step_audit, verdicts.get(candidate.id))
 
 
 def routing_lines(table: dict[str, dict[str, int]]) -> list[str]:
