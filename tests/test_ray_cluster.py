@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                 reason="Ray is not installed (pip install -e '.[test,ray]')")
 
 ROOT = Path(__file__).resolve().parents[1]
-CATEGORIES = ["redundancy", "circular_logic", "counterfactual", "step_contradiction", "confidence"]
+CATEGORIES = ["redundancy", "circular_logic"]  # what the offline engine offers
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def outcomes(out: Path) -> dict[str, dict]:
 
 
 def test_two_nodes_through_ray_address_give_the_local_loops_records(two_nodes, tmp_path, monkeypatch):
-    args = ["run", "--input", str(ROOT / "data" / "sample.jsonl"), "--limit", "25", "--samples", "4",
+    args = ["run", "--input", str(ROOT / "data" / "sample.jsonl"), "--limit", "25", "--samples", "10",
             *(f"--category={category}" for category in CATEGORIES)]
     local = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "local")])
     assert local.exit_code == 0, local.output
