@@ -22,7 +22,7 @@ DROP TRIGGER IF EXISTS plan_tally_kept;
 """
 SCHEMA = """
 CREATE TABLE plan_queue (
-    reviewer TEXT NOT NULL, place INTEGER NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, category TEXT NOT NULL,
+    reviewer TEXT NOT NULL, place INTEGER NOT NULL, seq INTEGER NOT NULL, category TEXT NOT NULL,
     status TEXT NOT NULL, own_time TEXT NOT NULL, own_seq INTEGER NOT NULL, PRIMARY KEY (reviewer, place)
 ) WITHOUT ROWID;
 CREATE TABLE plan_tally (reviewer TEXT NOT NULL, category TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL,
@@ -33,7 +33,7 @@ CREATE TABLE plan_reviewers (reviewer TEXT PRIMARY KEY, number INTEGER NOT NULL)
 """
 _FILL = """
 INSERT INTO plan_queue
-SELECT ?1, j.key, q.seq, q.id, q.category, coalesce(d.decision, ''), coalesce(d.time, ''), coalesce(d.seq, -1)
+SELECT ?1, j.key, q.seq, q.category, coalesce(d.decision, ''), coalesce(d.time, ''), coalesce(d.seq, -1)
 FROM json_each(?2) j CROSS JOIN queue q ON q.id = j.value
 LEFT JOIN temp.plan_own d ON d.id = j.value AND d.reviewer = ?1;
 """
@@ -47,7 +47,7 @@ FROM decisions WHERE role = 'review' AND reviewer IN (SELECT reviewer FROM plan_
 text above char(1), seq is zero-padded); the row's other columns are the latest's (SQLite's rule for a lone max),
 and the decisions' (id, reviewer) index serves the grouping."""
 AFTER_FILL = """
-CREATE UNIQUE INDEX plan_queue_by_id ON plan_queue (reviewer, id);
+CREATE UNIQUE INDEX plan_queue_by_seq ON plan_queue (reviewer, seq);
 CREATE INDEX plan_queue_by_place ON plan_queue (reviewer, place);
 CREATE TEMP TABLE plan_groups AS SELECT reviewer, category, status, count(*) AS n, min(place) AS first
     FROM plan_queue GROUP BY reviewer, category, status;
@@ -56,7 +56,8 @@ INSERT INTO plan_categories SELECT reviewer, category, min(first) FROM temp.plan
 DROP TABLE temp.plan_groups;
 CREATE TRIGGER plan_own_kept AFTER INSERT ON decisions WHEN NEW.role = 'review' BEGIN
     UPDATE plan_queue SET status = NEW.decision, own_time = NEW.time, own_seq = NEW.seq
-    WHERE reviewer = NEW.reviewer AND id = NEW.id AND (NEW.time, NEW.seq) > (own_time, own_seq);
+    WHERE reviewer = NEW.reviewer AND seq = (SELECT seq FROM queue WHERE id = NEW.id)
+        AND (NEW.time, NEW.seq) > (own_time, own_seq);
 END;
 CREATE TRIGGER plan_tally_kept AFTER UPDATE OF status ON plan_queue WHEN OLD.status != NEW.status BEGIN
     UPDATE plan_tally SET n = n - 1

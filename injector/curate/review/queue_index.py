@@ -40,7 +40,7 @@ UNVERIFIED = "unverified"
 """The verdict of a candidate `inject verify` has not judged (the verdict filter's name for them)."""
 SOURCES = (CANDIDATES_FILE, GOLD_FILE)
 """The files a queue row may point into, by number (the row's `source`)."""
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 TAIL_BYTES = 4096
 TAIL_SEARCH = 512
 """How far from a line's end `Facts.ends_with` looks."""
