@@ -230,7 +230,8 @@ def _build(db: sqlite3.Connection, run_path: Path, wanted: str) -> None:
 
 
 def _build_queue(db: sqlite3.Connection, run_path: Path, gold: set[str]) -> None:
-    """The queue's rows, their counts and the unfiltered views' indexes (a filtered view's is made on first use)."""
+    """The queue's rows and their counts. A view's index, the unfiltered ones' too, is made on its first use
+    (`queue.RunQueue.read`): a reviewer's queue of a plan never reads them."""
     for script in (_DROP, plan_index.DROP, _schema()):  # the plan's queues point into the queue: dropped with it
         _execute_script(db, script)
     columns = ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
@@ -238,9 +239,6 @@ def _build_queue(db: sqlite3.Connection, run_path: Path, gold: set[str]) -> None
     db.executemany(f"INSERT INTO queue ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                    _rows(run_path, gold))
     _execute_script(db, _AFTER_FILL)
-    for order in ORDER_KEYS:
-        column = order_column(order)
-        db.execute(f"CREATE INDEX queue_by_{column}_seq ON queue ({column}, seq)")
 
 
 def _execute_script(db: sqlite3.Connection, script: str) -> None:
