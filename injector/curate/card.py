@@ -144,7 +144,7 @@ def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, 
     machine), so the cue probe's cost stays flat however large the split; in their order (`CueSample`'s rule)."""
     sample = CueSample(per_category)
     for row in rows:
-        sample.offer(row.get("id"), row["category"], lambda row=row: row)
+        sample.offer(row.get("id"), row["category"], row)
     return sample.rows()
 
 

@@ -97,7 +97,7 @@ class CardFigures:
             mine.positions.append(position)
             self.histogram[category][next(b for b in POSITION_BINS if position <= b)] += 1
         if self._sampled is not None:
-            self._sampled.offer(row.get("id"), category, lambda: _probe_view(row))
+            self._sampled.offer_lazily(row.get("id"), category, lambda: _probe_view(row))
 
     def cue_rows(self) -> list[dict[str, Any]]:
         """The sample's probe views, in the order their rows were added."""

@@ -26,8 +26,12 @@ class CueSample:
         self._kept: dict[str, list[_Largest]] = {}
         self._offered = 0
 
-    def offer(self, row_id: Any, category: str, view: Callable[[], Any]) -> None:
-        """One row: kept (as `view()`, called only then) while its id hash is among its category's smallest."""
+    def offer(self, row_id: Any, category: str, view: Any) -> None:
+        """One row: its `view` kept while its id hash is among its category's smallest."""
+        self.offer_lazily(row_id, category, lambda: view)
+
+    def offer_lazily(self, row_id: Any, category: str, view: Callable[[], Any]) -> None:
+        """`offer`, the view made (`view()`) only when the row is kept."""
         self._offered += 1
         self.seen[category] += 1
         heap = self._kept.setdefault(category, [])

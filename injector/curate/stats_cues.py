@@ -32,7 +32,7 @@ class CueTap:
                 self.dropped += view["outside"]
                 # The sampling key: a run's or a split's row id (the same rows the card samples), else PRMBench's idx.
                 row_id = record.get("id") if record.get("id") is not None else record.get("idx")
-                self.sample.offer(row_id, view["category"], lambda view=view: view)
+                self.sample.offer(row_id, view["category"], view)
             yield record, status
 
     def report(self) -> dict[str, Any]:
