@@ -141,3 +141,10 @@ def test_the_cli_says_how_much_it_probed_and_takes_all(three: Path):
         result = CliRunner().invoke(main, ["stats", "--cues", "--cue-sample", bad, path])
         assert result.exit_code == 2 and "--cue-sample" in result.output and "at least 10, or `all`" in result.output
         assert "Traceback" not in result.output
+
+
+def test_a_cue_sample_without_cues_is_refused_not_ignored(three: Path):
+    """`--cue-sample` sizes the probe `--cues` runs: given alone it did nothing, silently (exit 0)."""
+    result = CliRunner().invoke(main, ["stats", "--cue-sample", "1000", str(three)])
+    assert result.exit_code == 2 and "add --cues" in result.output
+    assert CliRunner().invoke(main, ["stats", str(three)]).exit_code == 0

@@ -70,6 +70,9 @@ def stats(path, as_json, plots, cues, cue_sample, taxonomy_path) -> None:
     from injector.curate.plots import write_plots
     from injector.curate.stats import compute_stats, stats_table
 
+    if not cues and click.get_current_context().get_parameter_source("cue_sample") \
+            is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--cue-sample sizes the cue probe: add --cues, or leave --cue-sample out")
     numbers = compute_stats(path, cues=cues, cue_sample=cue_sample, taxonomy=taxonomy_path)
     click.echo(json.dumps(numbers, indent=2) if as_json else stats_table(numbers))
     if plots:
