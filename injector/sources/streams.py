@@ -24,6 +24,7 @@ from injector.sources.sniff import not_jsonl
 from injector.sources.registry import ReadOptions, RecordFormat, detect_format, format_names, formats, get_format
 from injector.util.resources import bundled_data_path
 from injector.model.trajectory import Trajectory
+from injector.records.unit_ids import UnitIds
 
 # One raw record as a stream yields it: (path for messages, stem for ids, 1-based line, record, parse problem).
 RawRecord = tuple[str, str, int, Any, "str | None"]
@@ -138,9 +139,10 @@ class TrajectorySource:
         return self._generate()
 
     def _generate(self) -> Iterator[Trajectory]:
-        seen: set[bytes] = set()
-        # Id -> (file, line) of the record that yielded it: two candidates must never share a unit id.
-        first_use: dict[str, tuple[str, int]] = {}
+        # Held compactly, a few dozen bytes a trajectory (as a set of digests and a dict of id strings they were
+        # ~340, what grew most in a resume): the digests of the (question, steps) seen, and per id the file number
+        # << 32 | line of the record that yielded it (two candidates must never share a unit id).
+        seen, first_use, files = UnitIds(), UnitIds(), list[str]()
         for where, stem, line, record, problem in self._records():
             self.stats.read += 1
             try:
@@ -156,20 +158,21 @@ class TrajectorySource:
                 self.stats.skipped[result] += 1
                 continue
             digest = hashlib.blake2b(json.dumps([result.question, result.steps]).encode(), digest_size=16).digest()
-            if digest in seen:
+            if seen.add(digest.decode("latin-1"), replace=False) is not None:
                 self.stats.skipped["duplicate"] += 1
                 continue
-            seen.add(digest)
-            if result.id in first_use:
+            if not files or files[-1] != where:
+                files.append(where)
+            first = first_use.add(result.id, (len(files) - 1) << 32 | line, replace=False)
+            if first is not None:
                 if self._duplicate_ids == "first":
                     self.stats.skipped["duplicate_id"] += 1
                     continue
-                first_where, first_line = first_use[result.id]
+                first_where, first_line = files[first >> 32], first & 0xFFFFFFFF
                 other = f"line {first_line}" if first_where == where else f"{first_where}:{first_line}"
                 raise InputError(where, line, f"trajectory id {result.id!r} is also the id of a different record "
                                  f"({other}); give each record its own id, or pass --duplicate-ids first to keep "
                                  "the first and skip the others")
-            first_use[result.id] = (where, line)
             self.stats.selected += 1
             yield result
 
