@@ -4,6 +4,7 @@ be read (a judge's)."""
 from __future__ import annotations
 
 import json
+from array import array
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +65,8 @@ def _score_line(record: dict, item: EvalItem, path: Path, number: int, result: S
         problem = check_step_scores(record.get(key), len(item.steps), key=key, one_more=one_more)
         if problem:
             raise InputError(path, number, f"id {item.id!r}: {problem}")
-        into[item.id] = tuple(float(score) for score in record[key])
+        # 8 bytes a score, not a float object (24) and a pointer (8): ~0.35 KB less a solution at scale
+        into[item.id] = array("d", record[key])
     if len(record["step_scores"]) > len(item.steps):
         result.longer_lists += 1
 
