@@ -22,7 +22,7 @@ SCORES_LINE = '{"id": "...", "step_scores": [0.93, 0.12, ...]}'
 class ScorerResult:
     """What a scorer returns: scores per item id (None: an invalid answer), and what the report says of it."""
 
-    scores: dict[str, tuple[float, ...] | None]
+    scores: dict[str, Sequence[float] | None]
     scorer: dict[str, Any]
     """kind (scores, judge, prm_server) and its settings: file, model, server host."""
     validity: float | None = None
@@ -31,7 +31,7 @@ class ScorerResult:
     notes: list[str] = field(default_factory=list)
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per item id, what goes into its predictions line beyond the scores (a judge's attempts and problem)."""
-    redundancy_scores: dict[str, tuple[float, ...] | None] = field(default_factory=dict)
+    redundancy_scores: dict[str, Sequence[float] | None] = field(default_factory=dict)
     """Per item id, the scores that replace `scores` for the two redundancy categories (PRMBench's judges and
     ReasonEval give them)."""
     longer_lists: int = 0
