@@ -1,9 +1,9 @@
 """What one `inject verify` pass looks up again by candidate or trajectory, kept on disk, not in memory.
 
-A pass over a large run must not hold the run (issue 30: flat memory at any size): the candidates still to judge are
-byte offsets in two arrays (`PendingList`), and everything looked up by id — the latest verdict line of each
-candidate, the candidate ids already seen, the original solutions' critiques already answered — is in a private
-temporary SQLite database (`ScratchIndex`), deleted when closed, whose page cache bounds what stays in memory.
+A pass over a large run must not hold the run: the candidates still to judge are byte offsets in two arrays
+(`PendingList`), and everything looked up by id — the latest verdict line of each candidate, the candidate ids
+already seen, the original solutions' critiques already answered — is in a private temporary SQLite database
+(`ScratchIndex`), deleted when closed, whose page cache bounds what stays in memory.
 """
 from __future__ import annotations
 
