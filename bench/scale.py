@@ -17,16 +17,16 @@ slower than 3x stats).
 The offline engine accepts few of these units (266 candidates at 10k units), too few rows to show what `build`
 costs. `--build-rows` times build alone: the candidates of one offline run of 750 units, copied with every integer
 of their texts shifted by the copy number under new ids, trajectory ids and idx (so a `--dedup` keeps most), into
-run directories of that many rows; then `stats`, `build --no-cues` (build-no-cues), `build --no-cues --dedup`
-(build-no-cues-dedup) and `build` (the card's cue probe) on each, and each one's growth from the first size to the
-last (RSS x: the last size's peak RSS over the first's); `--stages` picks among them. Two more stages read what those
-make: `eval` scores the PRMBench export of build-no-cues' split (built untimed when that stage is not asked for) with
-seeded random step scores, as in the units mode; `verify` runs `inject verify` on the run directory (its verify
-files and a request cache of its own cleared first, so every candidate is judged and every request sent) against
-bench/fake_provider.py with `--judge 1`: an asyncio server with keep-alive connections in its own process, answering
-every critique at once with `{"first_error_step": -1, ...}` (the answer bench/verify_cost.py's judge gives), so the
-figures are verify's own (the judge's CPU is not counted); the scripted server of tests/ is a thread and a
-connection per request, slower to answer than verify is to ask.
+run directories of that many rows; then `stats`, `stats --cues` (stats-cues), `build --no-cues` (build-no-cues),
+`build --no-cues --dedup` (build-no-cues-dedup) and `build` (the card's cue probe) on each, and each one's growth
+from the first size to the last (RSS x: the last size's peak RSS over the first's); `--stages` picks among them. Two
+more stages read what those make: `eval` scores the PRMBench export of build-no-cues' split (built untimed when that
+stage is not asked for) with seeded random step scores, as in the units mode; `verify` runs `inject verify` on the
+run directory (its verify files and a request cache of its own cleared first, so every candidate is judged and every
+request sent) against bench/fake_provider.py with `--judge 1`: an asyncio server with keep-alive connections in its
+own process, answering every critique at once with `{"first_error_step": -1, ...}` (the answer bench/verify_cost.py's
+judge gives), so the figures are verify's own (the judge's CPU is not counted); the scripted server of tests/ is a
+thread and a connection per request, slower to answer than verify is to ask.
 
     python bench/scale.py --build-rows 10000,100000 --keep /tmp/scale --stages build-no-cues,eval,verify
 
@@ -167,19 +167,23 @@ def make_rows(work: Path, rows: int) -> Path:
     return run_dir
 
 
-BUILD_STAGES = ("stats", "build-no-cues", "build-no-cues-dedup", "build")
+BUILD_STAGES = ("stats", "stats-cues", "build-no-cues", "build-no-cues-dedup", "build")
 
 
 def build_stages(work: Path, rows: int, wanted: tuple[str, ...] = BUILD_STAGES) -> dict[str, dict[str, float]]:
-    """stats, then build three ways (those `wanted`), on a run directory of `rows` candidates (each split removed
-    once timed)."""
+    """stats, stats --cues, then build three ways (those `wanted`), on a run directory of `rows` candidates (each
+    split removed once timed)."""
     import shutil
 
     run_dir, split_dir = work / f"rows-{rows}", work / f"split-rows-{rows}"
     if not (run_dir / "candidates.jsonl").exists():
         make_rows(work, rows)
     build = ["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite"]
-    figures = {"stats": measure(["stats", str(run_dir)], work)} if "stats" in wanted else {}
+    figures = {}
+    for stage, extra in (("stats", []), ("stats-cues", ["--cues"])):
+        if stage in wanted:
+            figures[stage] = measure(["stats", str(run_dir), *extra], work)
+            _say(rows, stage, figures[stage])
     for stage, extra in (("build-no-cues", ["--no-cues"]), ("build-no-cues-dedup", ["--no-cues", "--dedup"]),
                          ("build", [])):
         if stage not in wanted:
@@ -189,8 +193,7 @@ def build_stages(work: Path, rows: int, wanted: tuple[str, ...] = BUILD_STAGES) 
             shutil.rmtree(work / f"split-eval-rows-{rows}", ignore_errors=True)
             split_dir.rename(work / f"split-eval-rows-{rows}")
         shutil.rmtree(split_dir, ignore_errors=True)
-        print(f"{rows:,} rows: {stage}: {'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures[stage])}",
-              flush=True)
+        _say(rows, stage, figures[stage])
     return figures
 
 
@@ -239,6 +242,10 @@ def verify_stage(work: Path, run_dir: Path, rows: int) -> dict[str, float]:
     print(f"{rows:,} rows: verify ({summary['verified']:,} verified, {summary['failed']:,} failed, {requests:,} "
           f"requests): {'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures)}", flush=True)
     return figures
+
+
+def _say(rows: int, stage: str, figures: dict[str, float]) -> None:
+    print(f"{rows:,} rows: {stage}: {'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures)}", flush=True)
 
 
 def make_scores(export: Path, path: Path) -> Path:

@@ -2,12 +2,12 @@
 these aggregates (and a bounded sample for the cue probe) rather than the rows themselves."""
 from __future__ import annotations
 
-import hashlib
-import heapq
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+from injector.curate.cue_sample import CueSample
 
 POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -35,10 +35,6 @@ def record_answer_changed(row: dict[str, Any]) -> bool | None:
     return not answers_equivalent(str(source), new)
 
 
-def _id_hash(row: dict[str, Any]) -> bytes:
-    return hashlib.sha256(str(row.get("id")).encode()).digest()
-
-
 @dataclass
 class CategoryFigures:
     """One category's rows: how many, how often the answer changed, error steps, where the first error sits."""
@@ -55,7 +51,7 @@ class CategoryFigures:
 @dataclass
 class CardFigures:
     """The card's figures over the rows `add`ed, in the split's row order (`report.rows`); `cue_sample` rows per
-    category at most are kept for the cue probe (those with the smallest id hashes, as `card.cue_sample` picks)."""
+    category at most are kept for the cue probe (`cue_sample.CueSample`: those with the smallest id hashes)."""
 
     cue_sample: int | None = 5000
     categories: dict[str, CategoryFigures] = field(default_factory=lambda: defaultdict(CategoryFigures))
@@ -65,7 +61,11 @@ class CardFigures:
     accepted_by_reviewers: int = 0
     models: Counter = field(default_factory=Counter)
     histogram: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
-    _sampled: dict[str, list[_Largest]] = field(default_factory=dict)
+    _sampled: CueSample | None = None
+
+    def __post_init__(self) -> None:
+        if self.cue_sample is not None:
+            self._sampled = CueSample(self.cue_sample)
 
     @classmethod
     def of(cls, rows: Iterable[dict[str, Any]], cue_sample: int | None = 5000) -> CardFigures:
@@ -96,42 +96,15 @@ class CardFigures:
         if position is not None:
             mine.positions.append(position)
             self.histogram[category][next(b for b in POSITION_BINS if position <= b)] += 1
-        if self.cue_sample is not None:
-            self._keep_for_cues(row, mine.rows)
-
-    def _keep_for_cues(self, row: dict[str, Any], number: int) -> None:
-        """A bounded heap per category of the rows with the smallest id hashes (their probe view only)."""
-        from injector.triage.cues import cue_records
-
-        cap = self.cue_sample or 0
-        heap = self._sampled.setdefault(row["category"], [])
-        digest = _id_hash(row)
-        if len(heap) >= cap and not digest < heap[0].entry[0]:
-            return
-        item = _Largest((digest, number, cue_records([(row, "in_split")])[0]))
-        if len(heap) < cap:
-            heapq.heappush(heap, item)
-        else:
-            heapq.heapreplace(heap, item)
+        if self._sampled is not None:
+            self._sampled.offer_lazily(row.get("id"), category, lambda: _probe_view(row))
 
     def cue_rows(self) -> list[dict[str, Any]]:
-        """The sample's probe views: all of a category's rows in their order when there are no more than the cap,
-        else the cap's worth in id-hash order (what `card.cue_sample` gives on the whole list)."""
-        picked: list[dict[str, Any]] = []
-        for category, heap in self._sampled.items():
-            entries = [item.entry for item in heap]
-            over = self.categories[category].rows > (self.cue_sample or 0)
-            picked.extend(view for _, _, view in sorted(entries, key=lambda e: e[0] if over else e[1]))
-        return picked
+        """The sample's probe views, in the order their rows were added."""
+        return [] if self._sampled is None else self._sampled.rows()
 
 
-class _Largest:
-    """A heap item ordered by the reverse of its id hash: `heapq`'s min-heap then holds the largest on top."""
+def _probe_view(row: dict[str, Any]) -> dict[str, Any]:
+    from injector.triage.cues import cue_records
 
-    __slots__ = ("entry",)
-
-    def __init__(self, entry: tuple[bytes, int, Any]) -> None:
-        self.entry = entry
-
-    def __lt__(self, other: _Largest) -> bool:
-        return self.entry[0] > other.entry[0]
+    return cue_records([(row, "in_split")])[0]
