@@ -22,6 +22,8 @@ prompt asks for "your edits", else the full form (`modified_question`, `modified
                        has no error step (`no_error_steps`)
     pbadbody           an HTTP 200 whose body is not JSON at all (a broken proxy)
     reject_fraction    the fraction of trajectories (by a hash of the question) that always get undeclared changes
+    judge              1: answer every request as `inject verify`'s judge does, `{"first_error_step": -1, "reason"}`
+                       (an instant judge that finds no error: bench/scale.py's verify stage)
 
 A request with no messages (curator's start-up probe) gets a short answer and is counted as `probe`, not as a
 request; a message whose content is a list of text parts (data-designer's) is read joined.
@@ -56,6 +58,7 @@ STEPS_RE = re.compile(r"<steps>\n(.*)\n</steps>", re.S)
 QUESTION_RE = re.compile(r"<question>\n(.*?)\n</question>", re.S)
 NUMBER_RE = re.compile(r"\d+")
 WINDOW_SECONDS = 60.0
+JUDGE_ANSWER = json.dumps({"first_error_step": -1, "reason": "Every step follows from the previous ones."})
 
 
 @dataclass
@@ -73,6 +76,7 @@ class Settings:
     pundeclared: float = 0.0
     pbadbody: float = 0.0
     reject_fraction: float = 0.0
+    judge: float = 0.0
     seed: int = 0
 
 
@@ -243,6 +247,10 @@ class FakeProvider:
         if fault == "badbody":
             self.counts["badbody"] += 1
             return 200, {"content-type": "application/json"}, b"<html>502 Bad Gateway</html>"
+        if s.judge:
+            self.counts["judge"] += 1
+            answer = completion(body, JUDGE_ANSWER, 0, "judge")
+            return 200, {"content-type": "application/json"}, json.dumps(answer).encode()
         question, steps, edits = parse_prompt(body)
         self.counts["edit_form" if edits else "full_form"] += 1
         if self.poisoned(question):

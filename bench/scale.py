@@ -19,7 +19,16 @@ costs. `--build-rows` times build alone: the candidates of one offline run of 75
 of their texts shifted by the copy number under new ids, trajectory ids and idx (so a `--dedup` keeps most), into
 run directories of that many rows; then `stats`, `stats --cues` (stats-cues), `build --no-cues` (build-no-cues),
 `build --no-cues --dedup` (build-no-cues-dedup) and `build` (the card's cue probe) on each, and each one's growth
-from the first size to the last (RSS x: the last size's peak RSS over the first's); `--stages` picks among them.
+from the first size to the last (RSS x: the last size's peak RSS over the first's); `--stages` picks among them. Two
+more stages read what those make: `eval` scores the PRMBench export of build-no-cues' split (built untimed when that
+stage is not asked for) with seeded random step scores, as in the units mode; `verify` runs `inject verify` on the
+run directory (its verify files and a request cache of its own cleared first, so every candidate is judged and every
+request sent) against bench/fake_provider.py with `--judge 1`: an asyncio server with keep-alive connections in its
+own process, answering every critique at once with `{"first_error_step": -1, ...}` (the answer bench/verify_cost.py's
+judge gives), so the figures are verify's own (the judge's CPU is not counted); the scripted server of tests/ is a
+thread and a connection per request, slower to answer than verify is to ask.
+
+    python bench/scale.py --build-rows 10000,100000 --keep /tmp/scale --stages build-no-cues,eval,verify
 
 `--code DIR` runs the stages on another commit's code (first on sys.path, ahead of this checkout), e.g. main's:
 
@@ -180,8 +189,58 @@ def build_stages(work: Path, rows: int, wanted: tuple[str, ...] = BUILD_STAGES) 
         if stage not in wanted:
             continue
         figures[stage] = measure([*build, *extra], work)
+        if stage == "build-no-cues" and "eval" in wanted:  # kept for the eval stage (eval_verify_stages)
+            shutil.rmtree(work / f"split-eval-rows-{rows}", ignore_errors=True)
+            split_dir.rename(work / f"split-eval-rows-{rows}")
         shutil.rmtree(split_dir, ignore_errors=True)
         _say(rows, stage, figures[stage])
+    return figures
+
+
+ROW_EVAL_STAGES = ("eval", "verify")
+"""With `--build-rows`, after BUILD_STAGES: eval of the build's PRMBench export, verify against an instant judge."""
+
+
+def eval_verify_stages(work: Path, rows: int, wanted: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """eval and verify (those `wanted`) on the run directory of `rows` candidates (see above)."""
+    import shutil
+
+    run_dir, split_dir = work / f"rows-{rows}", work / f"split-eval-rows-{rows}"
+    figures = {}
+    if "eval" in wanted:
+        if not (split_dir / "prmbench").is_dir():
+            measure(["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite",
+                     "--no-cues"], work)
+        scores = make_scores(split_dir / "prmbench", work / f"scores-rows-{rows}.jsonl")
+        report = work / f"report-rows-{rows}"
+        shutil.rmtree(report, ignore_errors=True)
+        figures["eval"] = measure(["eval", str(split_dir / "prmbench"), "--scores", str(scores), "--out",
+                                   str(report)], work)
+        metrics = report / "metrics.json"
+        solutions = json.loads(metrics.read_text())["n_items"] if metrics.exists() else 0
+        print(f"{rows:,} rows: eval ({solutions:,} solutions): "
+              f"{'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures['eval'])}", flush=True)
+    if "verify" in wanted:
+        figures["verify"] = verify_stage(work, run_dir, rows)
+    return figures
+
+
+def verify_stage(work: Path, run_dir: Path, rows: int) -> dict[str, float]:
+    """`inject verify` of every candidate of `run_dir` against the instant judge (bench/fake_provider.py)."""
+    sys.path.insert(0, str(HERE))
+    from fake_provider import ProviderProcess
+
+    for name in ("verify.jsonl", "verify-summary.json", "verify-config.yaml"):
+        (run_dir / name).unlink(missing_ok=True)
+    cache = work / f"verify-cache-rows-{rows}.sqlite"
+    cache.unlink(missing_ok=True)
+    with ProviderProcess(judge=1) as judge:
+        figures = measure(["verify", str(run_dir), "--model", "openai/judge", "--api-base", judge.api_base,
+                           "--cache", str(cache)], work)
+        requests = judge.stats()["requests"]
+    summary = json.loads((run_dir / "verify-summary.json").read_text())
+    print(f"{rows:,} rows: verify ({summary['verified']:,} verified, {summary['failed']:,} failed, {requests:,} "
+          f"requests): {'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures)}", flush=True)
     return figures
 
 
@@ -236,7 +295,8 @@ def main() -> None:
     parser.add_argument("--code", type=Path, help="run the stages on this copy of another commit's code (see above)")
     parser.add_argument("--stages", default=None,
                         help=f"comma-separated, of {', '.join(STAGES)} (with --build-rows: "
-                             f"{', '.join(BUILD_STAGES)}); without run, the kept run directories are used")
+                             f"{', '.join(BUILD_STAGES + ROW_EVAL_STAGES)}); without run, the kept run "
+                             "directories are used")
     args = parser.parse_args()
     sizes = [int(size) for size in (args.build_rows or args.units).split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="scale-"))
@@ -245,7 +305,8 @@ def main() -> None:
     if args.code:
         CODE.extend([sys.executable, "-c", CODE_INJECT, str(args.code.resolve())])
     if args.build_rows:
-        results = {size: build_stages(work, size, wanted) for size in sizes}
+        results = {size: {**build_stages(work, size, wanted), **eval_verify_stages(work, size, wanted)}
+                   for size in sizes}
     else:
         results = {size: stages(work, size, args.categories, wanted) for size in sizes}
     print_table(results, sizes)

@@ -145,7 +145,7 @@ class LLMJudge:
             if unjudged:
                 raise ProviderUnreachable(f"{len(unjudged)} solutions could not be judged ({failures[-1]}); the "
                                           f"answers so far are kept in {journal}: run the same command again")
-        scores: dict[str, tuple[float, ...] | None] = {}
+        scores: dict[str, Sequence[float] | None] = {}
         details: dict[str, dict[str, Any]] = {}
         for item in items:
             record = done[item.id]

@@ -153,8 +153,8 @@ class _Reader:
             self.loaded.excluded.append(f"{location[0]}:{location[1]}")
             return None
         return EvalItem(id=item_id, category=category, kind=kind, steps=steps, question=solution.question,
-                        error_steps=kept, first_error=min(kept) if kept else None,
-                        given_error_steps=frozenset(numbers) if kind == ERROR else frozenset())
+                        error_steps=_shared(kept), first_error=min(kept) if kept else None,
+                        given_error_steps=_shared(frozenset(numbers) if kind == ERROR else frozenset()))
 
     def _processbench(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem:
         raw_id = record.get("id")
@@ -174,7 +174,16 @@ class _Reader:
 def _without_text(item: EvalItem) -> EvalItem:
     """The item with its question and steps blanked (their number kept): all a scores file's metrics read, and a
     fraction of the memory at 100k solutions."""
-    return replace(item, steps=("",) * len(item.steps), question="")
+    return replace(item, steps=_shared(("",) * len(item.steps)), question="")
+
+
+_SHARED: dict[Any, Any] = {}
+"""One object for equal step-number sets and blank step tuples (a handful of distinct ones, 100k items)."""
+
+
+def _shared(value: Any) -> Any:
+    """`value`, or the equal object an earlier item holds: ~400 bytes less a solution at scale."""
+    return _SHARED.setdefault(value, value) if len(_SHARED) < 100_000 else value
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from injector.records.models import Candidate
 from injector.triage.critique import (JUDGE_SCHEMA, UnreadableJudgement, critique_messages, majority,
                                       parse_judgement, reask_message, rollout_messages, verdict_of)
 from injector.triage.verdicts import JudgeAnswer, JudgeSettings, JudgeUsage, MonteCarlo, VerifyRecord
+from injector.triage.verify_index import ScratchIndex
 from injector.util.clock import utc_now
 
 
@@ -64,10 +65,14 @@ def rollout_truth(candidate: Candidate, kind: str) -> str | None:
 class Judge:
     """One verify pass: shared original critiques, requests bounded by `concurrency`, usage summed."""
 
-    def __init__(self, engine: Engine, rollout_engine: Engine, spec: JudgingOptions, usage: JudgeUsage):
+    def __init__(self, engine: Engine, rollout_engine: Engine, spec: JudgingOptions, usage: JudgeUsage,
+                 answered: ScratchIndex | None = None):
         self.engine, self.rollout_engine, self.spec, self.usage = engine, rollout_engine, spec, usage
         self.slots = asyncio.Semaphore(spec.concurrency)
         self.originals: dict[tuple[str, str, int], asyncio.Future[Critique]] = {}
+        """The original critiques asked and not yet answered (and those that failed: their candidates fail alike)."""
+        self.answered = answered if answered is not None else ScratchIndex()
+        """The original critiques answered, on disk: a pass holds those in flight, not one per trajectory."""
 
     async def _ask(self, engine: Engine, messages: list[dict[str, Any]], sample: int, usage: JudgeUsage,
                    schema: dict[str, Any] | None, name: str) -> str:
@@ -103,12 +108,22 @@ class Judge:
         key = (candidate.trajectory_id, kind, sample)
         future = self.originals.get(key)
         if future is None:
+            answer = self.answered.original(key)
+            if answer is not None:  # asked and answered earlier: its usage is its first candidate's
+                return Critique(answer, JudgeUsage())
             future = self.originals[key] = asyncio.ensure_future(self.critique(
                 kind, candidate.original_question, candidate.original_process, candidate.images, sample))
+            future.add_done_callback(lambda done: self._answered(key, done))
             result = await asyncio.shield(future)
             usage.merge(result.usage)
             return result
         return await asyncio.shield(future)
+
+    def _answered(self, key: tuple[str, str, int], future: asyncio.Future[Critique]) -> None:
+        """An original's critique answered: moved from memory to disk (a failure stays, as it was)."""
+        if not future.cancelled() and future.exception() is None:
+            self.answered.put_original(key, future.result().answer)
+            del self.originals[key]
 
     async def pair(self, work: Work, sample: int, usage: JudgeUsage) -> tuple[Critique, Critique | None]:
         candidate = work.candidate

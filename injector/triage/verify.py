@@ -21,13 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from injector.engines.base import Engine, ProviderError, TransientProviderError
 from injector.model.provenance import EngineInfo
 from injector.records.directory import RunDirectory
-from injector.records.jsonl import records_at
+from injector.records.jsonl import records_at, scan_records
 from injector.records.models import Candidate
 from injector.runner.run_log import event
 from injector.taxonomy import Taxonomy, run_taxonomy
 from injector.triage.critique import critique_kind, critique_messages
 from injector.triage.judging import Judge, Work, declared_first, rollout_truth
-from injector.triage.verdicts import VERDICTS, VERIFY_FILE, VERIFY_SUMMARY_FILE, JudgeSettings, JudgeUsage, iter_verdicts
+from injector.triage.verdicts import VERDICTS, VERIFY_FILE, VERIFY_SUMMARY_FILE, JudgeSettings, JudgeUsage
+from injector.triage.verify_index import Pending, PendingList, ScratchIndex
 from injector.util.errors import BudgetExceeded, UserError, WriteFailed
 from injector.util.safe_files import write_replacing
 from injector.util.version import __version__
@@ -101,38 +102,32 @@ def judge_settings(engine: Engine, spec: VerifySpec, rollout_engine: Engine | No
     return JudgeSettings.model_validate(settings)
 
 
-def _open_run(run_dir: str | Path, spec: VerifySpec, engine: Engine, rollout_engine: Engine | None
-              ) -> tuple[RunDirectory, list[Pending], JudgeSettings, int]:
+def _open_run(run_dir: str | Path, spec: VerifySpec, engine: Engine, rollout_engine: Engine | None,
+              index: ScratchIndex) -> tuple[RunDirectory, PendingList, JudgeSettings, int]:
     """The run directory, the candidates to verify (where they are in candidates.jsonl, with their critique kind),
     the judge settings, and how many candidates verify.jsonl already holds with these settings.
 
-    Only offsets are kept: a pass over a large run holds one candidate per request in flight, not the run."""
+    Only offsets are kept, and ids are looked up in `index` (on disk): a pass over a large run holds one candidate
+    per request in flight, not the run."""
     directory = RunDirectory(run_dir)
     directory.join()
     taxonomy, _ = run_taxonomy(directory.path, spec.taxonomy)
     recorded = directory.manifest_categories()
     settings = judge_settings(engine, spec, rollout_engine)
-    latest_same: dict[str, bool] = {}
-    for record in iter_verdicts(directory.path):
-        latest_same[record.id] = record.judge is not None and record.judge.same_as(settings)
-    pending, skipped = [], 0
-    for _, offset, candidate in directory.indexed_candidates():
-        if latest_same.get(candidate.id):
+    index.read_verdicts(directory.path, settings)
+    pending, skipped = PendingList(), 0
+    # `RunDirectory.indexed_candidates`, its set of the ids seen kept in `index`: the first line of an id only.
+    for _, offset, candidate in scan_records(directory.candidates_path, Candidate):
+        if not index.first_time(candidate.id):
+            continue
+        if index.judged_with_same_settings(candidate.id):
             skipped += 1
             continue
         pending.append(Pending(offset, _kind(taxonomy, recorded, candidate)))
     return directory, pending, settings, skipped
 
 
-@dataclass(frozen=True)
-class Pending:
-    """A candidate still to verify: its line's byte offset in candidates.jsonl and its critique kind."""
-
-    offset: int
-    kind: str
-
-
-def _work(directory: RunDirectory, pending: list[Pending]) -> Iterator[Work]:
+def _work(directory: RunDirectory, pending: PendingList) -> Iterator[Work]:
     """Each pending candidate read back from its offset as its turn comes."""
     candidates = records_at(directory.candidates_path, (item.offset for item in pending), Candidate)
     for item, candidate in zip(pending, candidates):
@@ -186,12 +181,13 @@ def verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = None, 
 
 def _verify_locked(directory: RunDirectory, engine: Engine, rollout_engine: Engine, spec: VerifySpec,
                    on_progress: Callable[[VerifySummary], None] | None) -> VerifySummary:
-    directory, pending, settings, skipped = _open_run(directory.path, spec, engine, rollout_engine)
+    index = ScratchIndex()
+    directory, pending, settings, skipped = _open_run(directory.path, spec, engine, rollout_engine, index)
     summary = VerifySummary(run_dir=str(directory.path), planned=len(pending), skipped_existing=skipped,
                             judge=settings)
+    judge = Judge(engine, rollout_engine, spec, summary.usage, index)
     try:
-        asyncio.run(_verify_all(directory, _work(directory, pending), Judge(engine, rollout_engine, spec, summary.usage), spec, settings,
-                                summary, on_progress))
+        asyncio.run(_verify_all(directory, _work(directory, pending), judge, spec, settings, summary, on_progress))
         summary.status = "finished"
     except BudgetExceeded:
         summary.status = "budget_exceeded"
@@ -204,7 +200,10 @@ def _verify_locked(directory: RunDirectory, engine: Engine, rollout_engine: Engi
         raise
     finally:
         directory.close_files()
-        _finish_summary(directory, summary)
+        try:
+            _finish_summary(directory, summary, index)
+        finally:
+            index.close()
     return summary
 
 
@@ -255,17 +254,12 @@ async def _verify_all(directory: RunDirectory, work: Iterator[Work], judge: Judg
                              "command again to continue")
 
 
-def _finish_summary(directory: RunDirectory, summary: VerifySummary) -> None:
-    """Count the verdicts verify.jsonl holds per category and write verify-summary.json (beside, then renamed)."""
-    latest: dict[str, tuple[str, str]] = {}  # candidate id -> (category, verdict) of its last line
-    for record in iter_verdicts(directory.path):
-        latest[record.id] = (record.category, record.verdict)
-    candidate_ids = {candidate.id for candidate in directory.candidates()}
-    summary.candidates = len(candidate_ids)
-    counts: dict[str, Counter[str]] = {}
-    for record_id, (category, verdict) in latest.items():
-        if record_id in candidate_ids:
-            counts.setdefault(category, Counter())[verdict] += 1
+def _finish_summary(directory: RunDirectory, summary: VerifySummary, index: ScratchIndex) -> None:
+    """Count the verdicts verify.jsonl holds per category (each candidate's last line, candidates of the run only)
+    and write verify-summary.json (beside, then renamed)."""
+    index.read_verdicts(directory.path)
+    summary.candidates, counts = index.verdict_counts(
+        candidate.id for _, _, candidate in scan_records(directory.candidates_path, Candidate))
     summary.verdicts = {category: {v: counts[category][v] for v in VERDICTS if counts[category][v]}
                         for category in sorted(counts)}
     target = directory.path / VERIFY_SUMMARY_FILE
@@ -298,7 +292,11 @@ def plan_verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = N
     """Count the critiques and prompt tokens of `verify(run_dir, engine, spec)`; send nothing, write nothing."""
     spec = spec or VerifySpec()
     rollout_engine = rollout_engine or engine
-    directory, pending, _, skipped = _open_run(run_dir, spec, engine, rollout_engine)
+    index = ScratchIndex()
+    try:
+        directory, pending, _, skipped = _open_run(run_dir, spec, engine, rollout_engine, index)
+    finally:
+        index.close()
     plan = VerifyPlan(candidates=len(pending), skipped_existing=skipped)
     seen: set[tuple[str, str]] = set()
     for item in _work(directory, pending):

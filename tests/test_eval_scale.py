@@ -1,0 +1,72 @@
+"""Issue 30: `inject eval` on a large split costs in proportion to the split (work counted, never timed)."""
+from __future__ import annotations
+
+import json
+
+from injector.evaluate.metrics import CORRECT, ERROR, EvalItem
+from injector.evaluate.protocols import PRMBENCH
+from injector.evaluate.scorers import read_scores
+
+
+def test_scores_without_the_controls_do_not_compare_every_control_with_every_other(tmp_path, monkeypatch):
+    """A scores file that leaves out the correct controls (what a PRMBench export scored as PRMBench does) is
+    accepted with a note. Finding that every control is missing compared each control with the list of missing
+    items: 6,154 controls at 10k rows made 19M comparisons, 61k at 100k rows kept `inject eval` busy for minutes
+    (bench/RESULTS.md). By id, it compares none."""
+    errors = [EvalItem(id=f"{n}::circular", category="circular_logic", kind=ERROR, steps=("a", "b"),
+                       error_steps=frozenset({2}), first_error=2) for n in range(50)]
+    controls = [EvalItem(id=f"correct_{n}::correct", category="correct", kind=CORRECT, steps=("a", "b"))
+                for n in range(200)]
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("".join(json.dumps({"id": item.id, "step_scores": [0.9, 0.1]}) + "\n" for item in errors))
+    comparisons = []
+    equal = EvalItem.__eq__
+
+    def counting(self, other):
+        comparisons.append(1)
+        return equal(self, other)
+
+    monkeypatch.setattr(EvalItem, "__eq__", counting)
+    result = read_scores(scores, [*errors, *controls], PRMBENCH)
+    assert set(result.scores) == {item.id for item in errors}
+    assert any("no scores for the 200 correct controls" in note for note in result.notes), result.notes
+    assert len(comparisons) <= len(controls), len(comparisons)
+
+
+def test_the_prediction_lines_are_written_as_they_are_made_not_held(tmp_path, monkeypatch):
+    """predictions.jsonl holds one line per solution (~1 KB as a dict); they were all made, then all written. Now
+    each is written as it is made: while one is written, the process holds one or two, not the split's 40."""
+    import gc
+
+    import injector.evaluate.report as report
+    from injector.evaluate import EvalRequest, evaluate
+
+    steps = ["Let x = 2.", "Then x + 3 = 6.", "So the answer is 6."]
+    split = tmp_path / "split"
+    split.mkdir()
+    (split / "circular.jsonl").write_text("".join(json.dumps(
+        {"idx": f"p{n}", "classification": "circular", "original_question": "What is 2 + 3?",
+         "modified_question": "What is 2 + 3?", "original_process": steps, "modified_process": steps,
+         "error_steps": [2]}) + "\n" for n in range(40)))
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("".join(json.dumps({"id": f"p{n}::circular", "step_scores": [0.9, 0.2, 0.8]}) + "\n"
+                              for n in range(40)))
+    held: list[int] = []
+    real = report.json
+
+    class CountingJson:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def dumps(self, value, **options):
+            if isinstance(value, dict) and "first_error_right" in value and len(held) < 3:
+                gc.collect()
+                held.append(sum(isinstance(thing, dict) and "first_error_right" in thing
+                                for thing in gc.get_objects()))
+            return real.dumps(value, **options)
+
+    monkeypatch.setattr(report, "json", CountingJson())
+    result = evaluate(EvalRequest(split=str(split), scores=str(scores), out=str(tmp_path / "report"), plots=False))
+    assert result.metrics["n_items"] == 40
+    assert len((tmp_path / "report" / "predictions.jsonl").read_text().splitlines()) == 40
+    assert held and max(held) <= 2, held
