@@ -211,6 +211,9 @@ def _card_figures(report: BuildReport, rows: list[RowKey], spill: RowSpill) -> N
     from injector.curate.card_figures import CardFigures
 
     report.figures = CardFigures.of(spill.records(sorted(rows, key=lambda row: row.seq)), report.cue_sample)
+    from injector.curate.card import probe_cues
+
+    probe_cues(report.figures)  # now, before the tables are written: its peak and theirs do not add up
 
 
 def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list[RowKey]], spill: RowSpill,

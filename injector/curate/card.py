@@ -11,7 +11,7 @@ from injector.curate.card_figures import (POSITION_BINS, CardFigures, error_step
                                           relative_error_position)
 from injector.util.version import __version__
 
-__all__ = ["dataset_card", "cue_sample", "error_steps_inside", "record_answer_changed", "relative_error_position",
+__all__ = ["dataset_card", "cue_sample", "probe_cues", "error_steps_inside", "record_answer_changed", "relative_error_position",
            "verdict_table"]
 
 
@@ -28,7 +28,7 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     parts = [_front_matter(report, license), _counts_section(figures, report.splits),
              _acceptance_section(report, figures), *_triage_sections(report), _models_section(figures)]
     parts.extend(_positions_section(figures))
-    cues, cue_note = _cue_figures(figures)
+    cues, cue_note = figures.cues or _cue_figures(figures)
     parts.append(_production_lines(figures, cue_figures=(cues, cue_note)))
     if getattr(report, "reviews", None):
         from injector.curate.calibration import review_section
@@ -151,6 +151,13 @@ def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, 
             category_rows = sorted(category_rows, key=lambda r: hashlib.sha256(str(r["id"]).encode()).digest())
         picked.extend(category_rows[:per_category])
     return picked
+
+
+def probe_cues(figures: CardFigures) -> None:
+    """The card's cue figures computed now and kept in `figures`, their sample released: a build probes once its
+    rows are read, before it writes its tables, so the probe's memory and the writers' do not add up."""
+    figures.cues = _cue_figures(figures)
+    figures.release_sample()
 
 
 def _cue_figures(figures: CardFigures) -> tuple[dict[str, Any] | None, str]:

@@ -65,6 +65,8 @@ class CardFigures:
     accepted_by_reviewers: int = 0
     models: Counter = field(default_factory=Counter)
     histogram: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    cues: tuple[dict[str, Any] | None, str] | None = None
+    """The cue probe's report and the card's note on it, once `card.probe_cues` ran (the sample is then gone)."""
     _sampled: dict[str, list[_Largest]] = field(default_factory=dict)
 
     @classmethod
@@ -123,6 +125,10 @@ class CardFigures:
             over = self.categories[category].rows > (self.cue_sample or 0)
             picked.extend(view for _, _, view in sorted(entries, key=lambda e: e[0] if over else e[1]))
         return picked
+
+    def release_sample(self) -> None:
+        """Forget the sampled rows (their probe views): once probed, only the figures are needed."""
+        self._sampled = {}
 
 
 class _Largest:
