@@ -53,6 +53,7 @@ def _figures_of(report: Any) -> CardFigures:
     figures = getattr(report, "figures", None)
     if figures is None:
         figures = CardFigures.of((row.record() for row in report.rows), getattr(report, "cue_sample", None))
+    figures.settle()
     return figures
 
 
@@ -153,25 +154,26 @@ def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, 
     return picked
 
 
-def probe_cues(figures: CardFigures) -> None:
+def probe_cues(figures: CardFigures, rows: list[dict[str, Any]] | None = None) -> None:
     """The card's cue figures computed now and kept in `figures`, their sample released: a build probes once its
-    rows are read, before it writes its tables, so the probe's memory and the writers' do not add up."""
-    figures.cues = _cue_figures(figures)
+    rows are read, before it writes its tables, so the probe's memory and the writers' do not add up. `rows`: the
+    sample's probe views (`cue_sample` of the split's rows, read back by the build), else the figures' own."""
+    figures.cues = _cue_figures(figures, rows)
     figures.release_sample()
 
 
-def _cue_figures(figures: CardFigures) -> tuple[dict[str, Any] | None, str]:
-    """The cue probe's report on the sample of the rows the figures kept (None when their `cue_sample` is None:
-    `--no-cues`), and what the card says of it. "Over all categories" is probed on a seeded sample of at most
-    `cue_sample` of the sampled rows (`cues.overall_records`), so the probe never holds more than one category's
-    worth of counts, however many categories the split has."""
+def _cue_figures(figures: CardFigures, rows: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The cue probe's report on the sample of the rows (`rows`, else those the figures kept; None when their
+    `cue_sample` is None: `--no-cues`), and what the card says of it. "Over all categories" is probed on a seeded
+    sample of at most `cue_sample` of the sampled rows (`cues.overall_records`), so the probe never holds more
+    than one category's worth of counts, however many categories the split has."""
     sample = figures.cue_sample
     if sample is None:
         return None, " Cue AUC: not computed (`--no-cues`)."
     from injector.triage.cues import cue_report
 
     # The card shows AUCs, not the telling n-grams: top=0 spares each category the fit those need.
-    cues = cue_report(figures.cue_rows(), overall_sample=sample, top=0)
+    cues = cue_report(figures.cue_rows() if rows is None else rows, overall_sample=sample, top=0)
     overall, note = cues["overall"], ""
     if overall["auc"] is not None:
         drawn = overall["sample"]
