@@ -306,7 +306,7 @@ def build(request: BuildRequest) -> BuildReport:
     target = request.out.resolve()
     made = [parent for parent in target.parents if not parent.exists()]  # deepest first
     staging = staging_dir(target)
-    spill = RowSpill(staging / ".rows.jsonl")
+    spill = RowSpill(staging / ".rows.spill")
     try:
         rows = _hard_rows(request, report, _rows(request, report, spill))
         rows, splits = _split_rows(request, report, rows, benchmark, spill)
