@@ -40,7 +40,7 @@ class SavedSplitWriter:
 
         parquet = self._parquet
 
-        class _AlsoParquet(ArrowWriter):  # type: ignore[misc]
+        class _AlsoParquet(ArrowWriter):
             """A shard writer that hands each batch's table to the Parquet writer too: the two writers have the
             same features and batches, so the table the Parquet writer would build from the same rows is this
             one; built once, not twice."""
