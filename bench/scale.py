@@ -17,9 +17,9 @@ slower than 3x stats).
 The offline engine accepts few of these units (266 candidates at 10k units), too few rows to show what `build`
 costs. `--build-rows` times build alone: the candidates of one offline run of 750 units, copied with every integer
 of their texts shifted by the copy number under new ids, trajectory ids and idx (so a `--dedup` keeps most), into
-run directories of that many rows; then `stats`, `build --no-cues` (build-no-cues), `build --no-cues --dedup`
-(build-no-cues-dedup) and `build` (the card's cue probe) on each, and each one's growth from the first size to the
-last (RSS x: the last size's peak RSS over the first's); `--stages` picks among them.
+run directories of that many rows; then `stats`, `stats --cues` (stats-cues), `build --no-cues` (build-no-cues),
+`build --no-cues --dedup` (build-no-cues-dedup) and `build` (the card's cue probe) on each, and each one's growth
+from the first size to the last (RSS x: the last size's peak RSS over the first's); `--stages` picks among them.
 
 `--code DIR` runs the stages on another commit's code (first on sys.path, ahead of this checkout), e.g. main's:
 
@@ -158,28 +158,35 @@ def make_rows(work: Path, rows: int) -> Path:
     return run_dir
 
 
-BUILD_STAGES = ("stats", "build-no-cues", "build-no-cues-dedup", "build")
+BUILD_STAGES = ("stats", "stats-cues", "build-no-cues", "build-no-cues-dedup", "build")
 
 
 def build_stages(work: Path, rows: int, wanted: tuple[str, ...] = BUILD_STAGES) -> dict[str, dict[str, float]]:
-    """stats, then build three ways (those `wanted`), on a run directory of `rows` candidates (each split removed
-    once timed)."""
+    """stats, stats --cues, then build three ways (those `wanted`), on a run directory of `rows` candidates (each
+    split removed once timed)."""
     import shutil
 
     run_dir, split_dir = work / f"rows-{rows}", work / f"split-rows-{rows}"
     if not (run_dir / "candidates.jsonl").exists():
         make_rows(work, rows)
     build = ["build", str(run_dir), "--out", str(split_dir), "--include-unreviewed", "--overwrite"]
-    figures = {"stats": measure(["stats", str(run_dir)], work)} if "stats" in wanted else {}
+    figures = {}
+    for stage, extra in (("stats", []), ("stats-cues", ["--cues"])):
+        if stage in wanted:
+            figures[stage] = measure(["stats", str(run_dir), *extra], work)
+            _say(rows, stage, figures[stage])
     for stage, extra in (("build-no-cues", ["--no-cues"]), ("build-no-cues-dedup", ["--no-cues", "--dedup"]),
                          ("build", [])):
         if stage not in wanted:
             continue
         figures[stage] = measure([*build, *extra], work)
         shutil.rmtree(split_dir, ignore_errors=True)
-        print(f"{rows:,} rows: {stage}: {'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures[stage])}",
-              flush=True)
+        _say(rows, stage, figures[stage])
     return figures
+
+
+def _say(rows: int, stage: str, figures: dict[str, float]) -> None:
+    print(f"{rows:,} rows: {stage}: {'{wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB'.format(**figures)}", flush=True)
 
 
 def make_scores(export: Path, path: Path) -> Path:

@@ -6,7 +6,7 @@ import itertools
 import click
 
 from injector.cli.base import examples, main
-from injector.cli.options import InputOptions, input_options, output_mode_option
+from injector.cli.options import InputOptions, SampleSize, input_options, output_mode_option
 
 @main.command(epilog=examples("inject categories", "inject categories --taxonomy projudge",
                               "inject categories --taxonomy my/taxonomy.yaml"))
@@ -49,22 +49,31 @@ def render(inputs: InputOptions, output_mode: str) -> None:
 
 @main.command(epilog=examples(
     "inject stats runs/a", "inject stats splits/v1 --json", "inject stats runs/a --cues --plots plots/",
-    "inject stats --cues PRMBench/data/"))
+    "inject stats --cues PRMBench/data/", "inject stats runs/a --cues --cue-sample all"))
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 @click.option("--plots", type=click.Path(file_okay=False), help="Write PNG plots into this directory.")
 @click.option("--cues", is_flag=True, help="Also run the surface-cue probe: how well wording alone finds the error "
-              "steps (ROC AUC per category; needs scikit-learn).")
+              "steps (ROC AUC per category, on a seeded sample of at most --cue-sample solutions per category; "
+              "needs scikit-learn).")
+@click.option("--cue-sample", type=SampleSize(), default="5000", show_default=True, metavar="N|all",
+              help="With --cues: probe at most N solutions per category (N >= 10; a seeded sample, the rows `inject "
+              "build`'s card probes), one category at a time, and the total on a seeded sample of at most N of "
+              "them, so memory stays flat however large the run; `all` probes every solution (memory grows with "
+              "the run).")
 @click.option("--taxonomy", "taxonomy_path", metavar="NAME|PATH",
               help="Name categories (name, domain) from this taxonomy (default: as the run or split recorded).")
-def stats(path, as_json, plots, cues, taxonomy_path) -> None:
+def stats(path, as_json, plots, cues, cue_sample, taxonomy_path) -> None:
     """Per-category numbers of a run or split directory, or of PRMBench-format JSONL (a file or a directory)."""
     import json
 
     from injector.curate.plots import write_plots
     from injector.curate.stats import compute_stats, stats_table
 
-    numbers = compute_stats(path, cues=cues, taxonomy=taxonomy_path)
+    if not cues and click.get_current_context().get_parameter_source("cue_sample") \
+            is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--cue-sample sizes the cue probe: add --cues, or leave --cue-sample out")
+    numbers = compute_stats(path, cues=cues, cue_sample=cue_sample, taxonomy=taxonomy_path)
     click.echo(json.dumps(numbers, indent=2) if as_json else stats_table(numbers))
     if plots:
         for written in write_plots(numbers, plots):

@@ -201,3 +201,25 @@ def add_verbose_to_every_command(group: click.Group) -> None:
         if not any(parameter.name == "verbose" for parameter in command.params):
             command.params.append(click.Option(["--verbose"], is_flag=True, expose_value=False, callback=_show_log,
                                                help="Show the toolkit's log lines (INFO) on the terminal."))
+
+
+class SampleSize(click.ParamType):
+    """A per-category sample size: a whole number of at least `least`, or `all` (None: no sample, every row)."""
+
+    name = "sample size"
+
+    def __init__(self, least: int = 10) -> None:
+        self.least = least
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | None:
+        if value is None or isinstance(value, int) and not isinstance(value, bool) and value >= self.least:
+            return value
+        if str(value).strip().lower() == "all":
+            return None
+        try:
+            number = int(str(value))
+        except ValueError:
+            number = None
+        if number is None or number < self.least:
+            self.fail(f"{value!r}: expected a whole number of at least {self.least}, or `all`", param, ctx)
+        return number

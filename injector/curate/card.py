@@ -1,18 +1,18 @@
 """The dataset card (`SPLIT_DIR/README.md`, Hugging Face card format) of a built split."""
 from __future__ import annotations
 
-import hashlib
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any
 
 import yaml
 
 from injector.curate.card_figures import (POSITION_BINS, CardFigures, error_steps_inside, record_answer_changed,
                                           relative_error_position)
+from injector.curate.cue_sample import CueSample
 from injector.util.version import __version__
 
-__all__ = ["dataset_card", "cue_sample", "probe_cues", "error_steps_inside", "record_answer_changed", "relative_error_position",
-           "verdict_table"]
+__all__ = ["dataset_card", "cue_sample", "error_steps_inside", "probe_cues", "record_answer_changed",
+           "relative_error_position", "verdict_table"]
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -142,16 +142,11 @@ def _positions_section(figures: CardFigures) -> list[str]:
 
 def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, Any]]:
     """At most `per_category` rows of each category, chosen by a hash of their ids (the same rows on every
-    machine), so the cue probe's cost stays flat however large the split."""
-    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    machine), so the cue probe's cost stays flat however large the split; in their order (`CueSample`'s rule)."""
+    sample = CueSample(per_category)
     for row in rows:
-        by_category[row["category"]].append(row)
-    picked = []
-    for category_rows in by_category.values():
-        if len(category_rows) > per_category:
-            category_rows = sorted(category_rows, key=lambda r: hashlib.sha256(str(r["id"]).encode()).digest())
-        picked.extend(category_rows[:per_category])
-    return picked
+        sample.offer(row.get("id"), row["category"], row)
+    return sample.rows()
 
 
 def probe_cues(figures: CardFigures, rows: list[dict[str, Any]] | None = None) -> None:

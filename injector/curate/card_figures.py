@@ -2,13 +2,13 @@
 these aggregates (and a bounded sample for the cue probe) rather than the rows themselves."""
 from __future__ import annotations
 
-import hashlib
-import heapq
 import json
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+from injector.curate.cue_sample import CueSample
 
 POSITION_BINS = (0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -37,23 +37,14 @@ def record_answer_changed(row: dict[str, Any], answers: tuple[Any, str | None] |
     return not answers_equivalent(str(source), new)
 
 
-def _id_hash(row: dict[str, Any]) -> bytes:
-    return hashlib.sha256(str(row.get("id")).encode()).digest()
-
-
 def sampled_keys(keys: Iterable[Any], per_category: int) -> list[Any]:
-    """`card.cue_sample` on a build's row keys (their `category` and final `id`) given in the rows' order: the
-    keys of the same rows, in the same order, so the probe can read just those rows back."""
-    by_category: dict[str, list[Any]] = defaultdict(list)
+    """The keys of the rows `CueSample` keeps for the probe, offered a build's row keys (their final `id` and
+    `category`) in the rows' order: the same rows, in the same order, as `CardFigures.of` on their records keeps,
+    so the probe can read just those rows back."""
+    sample = CueSample(per_category)
     for key in keys:
-        by_category[key.category].append(key)
-    picked = []
-    for category_keys in by_category.values():
-        if len(category_keys) > per_category:  # nsmallest by key: sorted(...)[:n], ties in the given order
-            category_keys = heapq.nsmallest(per_category, category_keys,
-                                            key=lambda key: hashlib.sha256(str(key.id).encode()).digest())
-        picked.extend(category_keys[:per_category])
-    return picked
+        sample.offer(key.id, key.category, key)
+    return sample.rows()
 
 
 @dataclass
@@ -80,7 +71,7 @@ class CategoryFigures:
 @dataclass
 class CardFigures:
     """The card's figures over the rows `add`ed, in the split's row order (`report.rows`); `cue_sample` rows per
-    category at most are kept for the cue probe (those with the smallest id hashes, as `card.cue_sample` picks)."""
+    category at most are kept for the cue probe (`cue_sample.CueSample`: those with the smallest id hashes)."""
 
     cue_sample: int | None = 5000
     categories: dict[str, CategoryFigures] = field(default_factory=lambda: defaultdict(CategoryFigures))
@@ -92,8 +83,12 @@ class CardFigures:
     histogram: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     cues: tuple[dict[str, Any] | None, str] | None = None
     """The cue probe's report and the card's note on it, once `card.probe_cues` ran (the sample is then gone)."""
-    _sampled: dict[str, list[_Largest]] = field(default_factory=dict)
+    _sampled: CueSample | None = None
     _domain_place: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.cue_sample is not None:
+            self._sampled = CueSample(self.cue_sample)
 
     @classmethod
     def of(cls, rows: Iterable[dict[str, Any]], cue_sample: int | None = 5000) -> CardFigures:
@@ -135,51 +130,24 @@ class CardFigures:
                 mine._placed[0].append(seq)
                 mine._placed[1].append(position)
             self.histogram[category][next(b for b in POSITION_BINS if position <= b)] += 1
-        if self.cue_sample is not None and seq is None:
-            self._keep_for_cues(row, mine.rows)
+        if self._sampled is not None and seq is None:
+            self._sampled.offer_lazily(row.get("id"), category, lambda: _probe_view(row))
 
     def settle(self) -> None:
         """Put what rows counted out of order (`add` with `seq`) gave in the rows' order."""
         for mine in self.categories.values():
             mine.settle()
 
-    def _keep_for_cues(self, row: dict[str, Any], number: int) -> None:
-        """A bounded heap per category of the rows with the smallest id hashes (their probe view only)."""
-        from injector.triage.cues import cue_records
-
-        cap = self.cue_sample or 0
-        heap = self._sampled.setdefault(row["category"], [])
-        digest = _id_hash(row)
-        if len(heap) >= cap and not digest < heap[0].entry[0]:
-            return
-        item = _Largest((digest, number, cue_records([(row, "in_split")])[0]))
-        if len(heap) < cap:
-            heapq.heappush(heap, item)
-        else:
-            heapq.heapreplace(heap, item)
-
     def cue_rows(self) -> list[dict[str, Any]]:
-        """The sample's probe views: all of a category's rows in their order when there are no more than the cap,
-        else the cap's worth in id-hash order (what `card.cue_sample` gives on the whole list)."""
-        picked: list[dict[str, Any]] = []
-        for category, heap in self._sampled.items():
-            entries = [item.entry for item in heap]
-            over = self.categories[category].rows > (self.cue_sample or 0)
-            picked.extend(view for _, _, view in sorted(entries, key=lambda e: e[0] if over else e[1]))
-        return picked
+        """The sample's probe views, in the order their rows were added."""
+        return [] if self._sampled is None else self._sampled.rows()
 
     def release_sample(self) -> None:
         """Forget the sampled rows (their probe views): once probed, only the figures are needed."""
-        self._sampled = {}
+        self._sampled = None
 
 
-class _Largest:
-    """A heap item ordered by the reverse of its id hash: `heapq`'s min-heap then holds the largest on top."""
+def _probe_view(row: dict[str, Any]) -> dict[str, Any]:
+    from injector.triage.cues import cue_records
 
-    __slots__ = ("entry",)
-
-    def __init__(self, entry: tuple[bytes, int, Any]) -> None:
-        self.entry = entry
-
-    def __lt__(self, other: _Largest) -> bool:
-        return self.entry[0] > other.entry[0]
+    return cue_records([(row, "in_split")])[0]

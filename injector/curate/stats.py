@@ -158,7 +158,7 @@ CHUNK_ROWS = 20_000
 
 class _Streamed:
     """One pass over the records: each becomes its row of numbers (columnar, in chunks) and the names rows carry
-    are noted; the record itself is dropped (the cue probe, with `cues`, keeps its own view of it)."""
+    are noted; the record itself is dropped (the cue probe, with `cues`, keeps its sample's views)."""
 
     def __init__(self, pl: Any) -> None:
         self.pl, self.chunks, self.rows = pl, list[Any](), list[dict[str, Any]]()
@@ -185,26 +185,26 @@ class _Streamed:
         return self.pl.concat(self.chunks, rechunk=True)
 
 
-def compute_stats(path: str | Path, *, cues: bool = False,
+def compute_stats(path: str | Path, *, cues: bool = False, cue_sample: int | None = 5000,
                   taxonomy: str | Path | None = None) -> dict[str, Any]:
     """Per-category numbers (and totals) of a run or split directory or PRMBench-format JSONL, computed with
     polars; with `cues`, also the surface-cue probe (`injector.triage.cues`) under "cues" and as each category's
-    `cue_auc`. Each category also gets its `name` and `domain` (from `taxonomy`, a bundled name or a YAML path,
+    `cue_auc`, on a seeded sample of at most `cue_sample` solutions per category (None: every one; see
+    `stats_cues`). Each category also gets its `name` and `domain` (from `taxonomy`, a bundled name or a YAML path,
     when given, else as the run recorded them)."""
     import polars as pl
 
+    from injector.curate.stats_cues import CueTap
     from injector.taxonomy import Taxonomy
 
     path = Path(path)
     loaded_taxonomy = Taxonomy.load(taxonomy) if taxonomy is not None else None
     streamed = _Streamed(pl)
     records = streamed.tap(iter_records(path, loaded_taxonomy))
-    if cues:
-        from injector.triage.cues import cue_records
-
-        probed = cue_records(records)
-    else:
-        all(True for _ in records)  # the pass itself: the rows are what is kept
+    probe = CueTap(cue_sample) if cues else None
+    if probe is not None:
+        records = probe.tap(records)
+    all(True for _ in records)  # the pass itself: the rows (and the probe's sample) are what is kept
     frame = streamed.frame()
     names = _category_names(path, streamed.names, loaded_taxonomy)
     result: dict[str, Any] = {"path": str(path), "categories": {}}
@@ -227,22 +227,11 @@ def compute_stats(path: str | Path, *, cues: bool = False,
 
         if (figures := funnel([path])) is not None:
             result["funnel"] = figures.model_dump()
-    if cues:
-        from injector.triage.cues import cue_report
+    if probe is not None:
+        from injector.curate.stats_cues import add_cue_figures
 
-        report = cue_report(probed)
-        result["cues"] = report
-        for category, row in result["categories"].items():
-            _cue_columns(row, report["per_category"].get(category, {}))
-        _cue_columns(result["total"], report["overall"])
+        add_cue_figures(result, probe.report())
     return result
-
-
-def _cue_columns(row: dict[str, Any], probed: dict[str, Any]) -> None:
-    """The three probes' AUCs as a category's columns: words (`cue_auc`), position, length."""
-    row["cue_auc"] = probed.get("auc")
-    row["position_auc"] = (probed.get("position") or {}).get("auc")
-    row["length_auc"] = (probed.get("length") or {}).get("auc")
 
 
 def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
@@ -341,7 +330,9 @@ def stats_table(stats: dict[str, Any]) -> str:
 
         lines += funnel_lines(stats["funnel"])
     if with_cues:
-        lines += _cue_notes(stats["cues"])
+        from injector.curate.stats_cues import cue_notes
+
+        lines += cue_notes(stats["cues"])
     if "reviews" in stats:
         from injector.curate.calibration import review_lines
 
@@ -378,20 +369,6 @@ def _verdict_lines(verdicts: dict[str, dict[str, int]]) -> list[str]:
     for category, row in [*verdicts.items(), ("total", {n: sum(r.get(n, 0) for r in verdicts.values())
                                                           for n in names})]:
         lines.append(f"{category:22}" + "".join(f" {row.get(n, 0):>{widths[n]}d}" for n in names))
-    return lines
-
-
-def _cue_notes(cues: dict[str, Any]) -> list[str]:
-    """Why an AUC is missing, and the words that give error steps away, under the table."""
-    lines = ["", f"cue AUC: ROC AUC of a bag-of-words model finding error steps from wording alone over "
-             f"{cues['overall']['n']} steps; pos AUC and len AUC: the same from the step's relative position or its "
-             f"length alone; folds grouped by source problem ({cues['overall'].get('problems', 0)} problems); "
-             "0.5 = no cue; see README"]
-    for name, row in [("overall", cues["overall"]), *cues["per_category"].items()]:
-        if row.get("reason"):
-            lines.append(f"  {name}: no AUC ({row['reason']})")
-        elif row.get("top"):
-            lines.append(f"  {name}: " + ", ".join(word for word, _ in row["top"][:6]))
     return lines
 
 

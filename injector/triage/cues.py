@@ -33,11 +33,20 @@ SEED = 0
 TOP = 10
 
 
+NOT_PROBED = ("rejected_by_validation", "rejected_by_reviewer")
+
+
 def cue_records(loaded: Iterable[tuple[dict[str, Any], str]]) -> list[dict[str, Any]]:
     """The probe's records from `stats.load_records`: modified solutions, without validation rejects and
     candidates reviewers rejected."""
-    return [_ours(record, number) for number, (record, status) in enumerate(loaded, 1)
-            if status not in ("rejected_by_validation", "rejected_by_reviewer")]
+    return [view for number, (record, status) in enumerate(loaded, 1)
+            if (view := cue_record(record, status, number)) is not None]
+
+
+def cue_record(record: dict[str, Any], status: str, number: int) -> dict[str, Any] | None:
+    """The probe's view of one of `stats.iter_records`' records (`number`: its place among them, from 1), its fields
+    checked; None for a validation reject or a candidate reviewers rejected (not probed)."""
+    return None if status in NOT_PROBED else _ours(record, number)
 
 
 def _ours(record: dict[str, Any], number: int) -> dict[str, Any]:
