@@ -54,7 +54,11 @@ class SavedSplitWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         """One row; the writers hold at most `batch` of them before writing them out."""
-        example = self._features.encode_example(record)
+        from datasets.features.features import encode_nested_example
+
+        # `Features.encode_example` less its `cast_to_python_objects` walk, which converts numpy, torch or pandas
+        # values: a build's records are plain JSON values (`SplitRow.record`), so the walk changes nothing.
+        example = encode_nested_example(self._features, record)
         if self._shard is None:
             self._shard = self._open_shard()
         self._shard.write(example)  # and, batch by batch, to the Parquet file (`_open_shard`)
