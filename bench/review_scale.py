@@ -8,7 +8,11 @@ the queue index built from candidates.jsonl, then again with the index the store
 ratio large / small (1.0 = flat; 10 = linear in the run).
 
 Then the same under a review plan (`plan:` rows): two reviewers with overlap 2 (each queue holds every candidate),
-ada, who decided the first half, opening her queue (`inject review RUN --reviewer ada`).
+ada, who decided the first half, opening her queue (`inject review RUN --reviewer ada`), the plan written after the
+run was indexed (its first start indexes the plan's queues alone); and the first start of a copy of the run whose
+plan was written before any start (`plan, cold:`, queue and plan's queues indexed together). Last, the adjudicator's
+queue (`adjudicate:` rows, `inject review RUN --adjudicate --reviewer judy`): bob reviews ada's half too, disputing
+one candidate in 500; judy's start (the index kept) with her first page, and a page.
 
     python bench/review_scale.py                  # 10k and 100k candidates
     python bench/review_scale.py --sizes 10000,300000
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -24,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from injector.curate.review.assign import make_plan, write_plan
+from injector.curate.review.assign import PLAN_FILE, make_plan, write_plan
 from injector.curate.review.render import render_page
 from injector.curate.review.session import ReviewSession, View
 from injector.curate.review.store import STORE_FILE, ReviewStore
@@ -99,6 +104,39 @@ def measure(directory: Path, size: int, repeats: int, reviewer: str = "bob", que
     return figures
 
 
+def cold_start(run: Path, size: int) -> dict[str, float]:
+    """ada's first start on a copy of `run` (its plan, its decisions) that was never indexed."""
+    copy = make_run(run.parent / f"{size}-cold", size)
+    shutil.copy(run / PLAN_FILE, copy / PLAN_FILE)
+    start, cpu = time.perf_counter(), time.process_time()
+    session = ReviewSession([copy], reviewer="ada", queue=True)
+    render_page(session, key=None, view=View(), token="t", nonce="n")
+    return {"start-up + first page (ms)": (time.perf_counter() - start) * 1000,
+            "start-up + first page, CPU (ms)": (time.process_time() - cpu) * 1000}
+
+
+def adjudicate(run: Path, size: int, repeats: int) -> dict[str, float]:
+    """judy's adjudication queue: bob agrees with ada's first half but on every 500th candidate."""
+    from injector.curate.review.adjudicate import to_adjudication
+
+    rows = [(f"c{n}::x::0", "reject" if n % 500 == 1 else ("accept" if n % 3 else "reject"),
+             "no" if n % 500 == 1 or not n % 3 else "", "bob", "2026-01-01T00:00:00.000+00:00", "review")
+            for n in range(size // 2)]
+    with sqlite3.connect(run / STORE_FILE) as db:
+        db.executemany("INSERT INTO decisions (id, decision, reason, reviewer, time, role) VALUES (?, ?, ?, ?, ?, ?)",
+                       rows)
+    start, cpu = time.perf_counter(), time.process_time()
+    session = ReviewSession([run], reviewer="judy")
+    to_adjudication(session)
+    render_page(session, key=None, view=View(), token="t", nonce="n")
+    figures = {"start-up + first page (ms)": (time.perf_counter() - start) * 1000,
+               "start-up + first page, CPU (ms)": (time.process_time() - cpu) * 1000}
+    keys = [entry.key for entry in session.runs[0].entries]
+    figures["page (ms)"], figures["page, CPU (ms)"] = median_ms(lambda n: render_page(
+        session, key=keys[n % len(keys)], view=View(), token="t", nonce="n"), repeats)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
@@ -114,6 +152,9 @@ def main() -> None:
             write_plan(run, make_plan([f"c{n}::x::0" for n in range(size)], ["ada", "bob"], overlap=2))
             planned = measure(run, size, args.repeats, reviewer="ada", queue=True, first=100 + args.repeats)
             results[size].update((f"plan: {name}", value) for name, value in planned.items())
+            results[size].update((f"plan, cold: {name}", value) for name, value in cold_start(run, size).items())
+            judged = adjudicate(run, size, args.repeats)
+            results[size].update((f"adjudicate: {name}", value) for name, value in judged.items())
     names = list(results[sizes[0]])
     print(f"{'':42}" + "".join(f"{size:>12,}" for size in sizes) + f"{'ratio':>8}")
     for name in names:

@@ -168,3 +168,29 @@ def test_a_status_has_one_colour_in_every_plot(funnel_run: Path, tmp_path: Path,
     assert drawn["accepted"] == {STATUS_COLOURS["accepted"]}
     assert all(len(colours) == 1 for colours in drawn.values())  # the funnel's "accepted" is the status's green
     assert len({colour for colours in drawn.values() for colour in colours}) == len(drawn)  # no colour twice
+
+
+def test_a_run_never_verified_holds_nothing_per_candidate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The funnel kept every candidate's id (a map to its category, for verify costs) even when the run has no
+    verify.jsonl: ~50 MB at 300k candidates, the peak of `inject stats`."""
+    from injector.records.directory import RunDirectory
+
+    run = make_run(tmp_path / "run")
+    expected = funnel([run])
+
+    class Id(str):
+        alive = most = 0
+
+        def __new__(cls, value: str) -> "Id":
+            Id.alive += 1
+            Id.most = max(Id.most, Id.alive)
+            return super().__new__(cls, value)
+
+        def __del__(self) -> None:
+            Id.alive -= 1
+
+    real = RunDirectory.candidates
+    monkeypatch.setattr(RunDirectory, "candidates",
+                        lambda self: (c.model_copy(update={"id": Id(c.id)}) for c in real(self)))
+    assert funnel([run]) == expected and expected is not None and expected.total.units >= 3
+    assert Id.most <= 2

@@ -69,3 +69,33 @@ def test_fields_are_read_side_by_side_or_apart_alike():
     assert queue_index._quick_fields(line, names) == queue_index._quick_fields(apart, names) == ('x\\u00e9"y', "c")
     twice = json.dumps({"id": "x", "category": "c", "more": {"id": "z"}}).encode()
     assert queue_index._quick_fields(twice, names) is None  # goes to the decoder
+
+
+def test_a_new_plan_rebuilds_the_plans_queues_alone(tmp_path, monkeypatch):
+    """A plan written after the run was indexed reads no line of the run again (the queue is kept; the plan's
+    queues are joined to it in SQLite); a plan naming other gold items, or a changed candidates file, rebuilds
+    the queue too."""
+    from injector.curate.review.assign import make_plan, write_plan
+    from injector.curate.review.plan_queue import PlanQueue
+    from injector.curate.review.queue import RunQueue
+
+    directory = _write(tmp_path / "run", _records(), compact=True)
+    store = ReviewStore(directory)
+    assert queue_index.refresh(store, directory)
+    scanned = []
+    real = queue_index._rows
+    monkeypatch.setattr(queue_index, "_rows", lambda *args: scanned.append(args) or real(*args))
+    ids = [record["id"] for record in _records()]
+    plan = make_plan(ids, ["ada", "bob"], overlap=1)
+    write_plan(directory, plan)
+    assert queue_index.refresh(store, directory) and scanned == []  # the plan's queues alone
+    queue = PlanQueue(RunQueue(store, 0), "ada")
+    assert [entry.id for entry in queue.all()] == plan.queues["ada"]
+    assert not queue_index.refresh(store, directory)
+    (directory / "review-plan.json").write_text(json.dumps({**plan.model_dump(), "gold": {
+        "g1::x::0": {"decision": "reject"}}}), encoding="utf-8")
+    assert queue_index.refresh(store, directory) and len(scanned) == 1  # other gold items: the queue too
+    with (directory / "candidates.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps(candidate("late::x::0")) + "\n")
+    assert queue_index.refresh(store, directory) and len(scanned) == 2
+    assert [entry.id for entry in PlanQueue(RunQueue(store, 0), "ada").all()] == plan.queues["ada"]

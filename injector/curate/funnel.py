@@ -106,31 +106,38 @@ def _run_rows(run_dir: Path, consensus: str | None, rows: dict[str, FunnelRow]) 
     from injector.triage.verdicts import VERIFY_FILE, read_verdicts
 
     directory = RunDirectory(run_dir)
-    category_of: dict[str, str] = {}
     decided = _decisions(run_dir)
     accepted = _accepted(run_dir, directory.candidates(), consensus) if decided else set()
     verdicts = read_verdicts(run_dir)
+    verify_costs = _verify_costs(Path(run_dir) / VERIFY_FILE)
     for candidate in directory.candidates():  # one at a time: a run's candidates are never all held
-        category_of[candidate.id] = candidate.category
         row = rows.setdefault(candidate.category, FunnelRow(category=candidate.category))
         row.units, row.valid = row.units + 1, row.valid + 1
         row.generation_cost = _plus(row.generation_cost, _generation_cost(candidate))
         if (verdict := verdicts.get(candidate.id)) is not None:
             row.verified += 1
             row.verdicts[verdict.verdict] = row.verdicts.get(verdict.verdict, 0) + 1
+        for cost in verify_costs.get(candidate.id, ()):
+            row.verify_cost = _plus(row.verify_cost, cost)
         row.reviewed += candidate.id in decided
         row.accepted += candidate.id in accepted
     for _, reject in read_records(directory.rejects_path, Rejection):
         row = rows.setdefault(reject.category, FunnelRow(category=reject.category))
         row.units += 1
         row.generation_cost = _plus(row.generation_cost, _generation_cost(reject))
-    for _, line in read_jsonl_numbered(Path(run_dir) / VERIFY_FILE):
-        # Every line was paid for; ones that are not verify records were warned about by read_verdicts.
-        if isinstance(line, dict) and line.get("id") in category_of:
+
+
+def _verify_costs(path: Path) -> dict[str, list[float | None]]:
+    """Candidate id -> what each of its `inject verify` lines cost (None: unknown), in file order. Every line was
+    paid for; ones that are not verify records were warned about by `read_verdicts`. Held per verify line, so a run
+    never verified holds nothing per candidate."""
+    costs: dict[str, list[float | None]] = {}
+    for _, line in read_jsonl_numbered(path):
+        if isinstance(line, dict) and isinstance(line.get("id"), str):
             cost = line.get("usage", {}).get("cost") if isinstance(line.get("usage"), dict) else None
             known = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
-            row = rows[category_of[line["id"]]]
-            row.verify_cost = _plus(row.verify_cost, known)
+            costs.setdefault(line["id"], []).append(known)
+    return costs
 
 
 def _decisions(run_dir: Path) -> set[str]:

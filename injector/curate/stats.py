@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 from injector.curate.card import error_steps_inside, record_answer_changed, relative_error_position
 from injector.curate.rows import CORRECT
+from injector.curate.stats_totals import STATUSES, Totals
 from injector.util.money import money
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines, loads_bounded
@@ -19,8 +20,6 @@ from injector.records.models import Candidate, Rejection
 
 log = logging.getLogger("injector")
 
-STATUSES = ("accepted", "rejected_by_reviewer", "unreviewed", "rejected_by_validation", "in_split",
-            "correct_control")
 
 
 def iter_records(path: Path, taxonomy: Any = None) -> Iterator[tuple[dict[str, Any], str]]:
@@ -152,65 +151,54 @@ def _category_names(path: Path, from_rows: dict[str, dict[str, str]], taxonomy: 
     return names
 
 
-CHUNK_ROWS = 20_000
-"""Rows turned into a columnar frame at a time: what stats holds per record is its few numbers, never its dump."""
-
-
 class _Streamed:
-    """One pass over the records: each becomes its row of numbers (columnar, in chunks) and the names rows carry
-    are noted; the record itself is dropped (the cue probe, with `cues`, keeps its sample's views)."""
+    """One pass over the records: each one's numbers are added to its category's totals (`Totals`) and the names
+    rows carry are noted; the record itself is dropped (the cue probe, with `cues`, keeps its sample's views)."""
 
-    def __init__(self, pl: Any) -> None:
-        self.pl, self.chunks, self.rows = pl, list[Any](), list[dict[str, Any]]()
+    def __init__(self) -> None:
+        self.totals: dict[str, Totals] = {}
         self.names: dict[str, dict[str, str]] = {}
-        self.schema = {"category": pl.Utf8, "status": pl.Utf8, "in_split": pl.Boolean, "codes": pl.List(pl.Utf8),
-                       "steps": pl.Int64, "position": pl.Float64, "error_steps": pl.Int64,
-                       "answer_changed": pl.Boolean, "tokens": pl.Int64, "cost": pl.Float64,
-                       "cost_known": pl.Boolean, "audit_flagged": pl.Boolean}
 
     def tap(self, records: Iterator[tuple[dict[str, Any], str]]) -> Iterator[tuple[dict[str, Any], str]]:
         for record, status in records:
             if record.get("category_name") and record["category"] not in self.names:
                 self.names[record["category"]] = {"name": record["category_name"],
                                                   "domain": record.get("domain") or ""}
-            self.rows.append(_flat(record, status, record.get("codes", []) if status == "rejected_by_validation"
-                                   else []))
-            if len(self.rows) >= CHUNK_ROWS:
-                self.chunks.append(self.pl.DataFrame(self.rows, schema=self.schema))
-                self.rows = []
+            row = _flat(record, status, record.get("codes", []) if status == "rejected_by_validation" else [])
+            self.totals.setdefault(record["category"], Totals()).add(row)
             yield record, status
 
-    def frame(self) -> Any:
-        self.chunks.append(self.pl.DataFrame(self.rows, schema=self.schema))
-        return self.pl.concat(self.chunks, rechunk=True)
+    def overall(self) -> Totals:
+        """Every category's totals added up (the same figures as one `Totals` given every record)."""
+        overall = Totals()
+        for totals in self.totals.values():
+            overall.merge(totals)
+        return overall
 
 
 def compute_stats(path: str | Path, *, cues: bool = False, cue_sample: int | None = 5000,
                   taxonomy: str | Path | None = None) -> dict[str, Any]:
-    """Per-category numbers (and totals) of a run or split directory or PRMBench-format JSONL, computed with
-    polars; with `cues`, also the surface-cue probe (`injector.triage.cues`) under "cues" and as each category's
+    """Per-category numbers (and totals) of a run or split directory or PRMBench-format JSONL, summed as the
+    records are read; with `cues`, also the surface-cue probe (`injector.triage.cues`) under "cues" and as each category's
     `cue_auc`, on a seeded sample of at most `cue_sample` solutions per category (None: every one; see
     `stats_cues`). Each category also gets its `name` and `domain` (from `taxonomy`, a bundled name or a YAML path,
     when given, else as the run recorded them)."""
-    import polars as pl
-
     from injector.curate.stats_cues import CueTap
     from injector.taxonomy import Taxonomy
 
     path = Path(path)
     loaded_taxonomy = Taxonomy.load(taxonomy) if taxonomy is not None else None
-    streamed = _Streamed(pl)
+    streamed = _Streamed()
     records = streamed.tap(iter_records(path, loaded_taxonomy))
     probe = CueTap(cue_sample) if cues else None
     if probe is not None:
         records = probe.tap(records)
     all(True for _ in records)  # the pass itself: the rows (and the probe's sample) are what is kept
-    frame = streamed.frame()
     names = _category_names(path, streamed.names, loaded_taxonomy)
     result: dict[str, Any] = {"path": str(path), "categories": {}}
-    for (category,), group in sorted(frame.group_by("category"), key=lambda item: item[0][0]):
-        result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **_summarize(group, pl)}
-    result["total"] = _summarize(frame, pl)
+    for category, totals in sorted(streamed.totals.items()):
+        result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **totals.summary()}
+    result["total"] = streamed.overall().summary()
     verdicts = verdict_counts(path)
     if verdicts is not None:
         result["verdicts"] = verdicts
@@ -252,47 +240,6 @@ def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
     for (category, verdict), n in sorted(counts.items(), key=lambda item: (item[0][0], verdict_rank(item[0][1]))):
         result.setdefault(category, {})[verdict] = n
     return result
-
-
-def _summarize(group: Any, pl: Any) -> dict[str, Any]:
-    status = dict(group.group_by("status").len().iter_rows())
-    codes = group.select(pl.col("codes").explode()).drop_nulls().group_by("codes").len().sort(
-        ["len", "codes"], descending=[True, False])
-    positions = group["position"].drop_nulls()
-    bins = [0] * 5
-    for value in positions.to_list():
-        bins[min(4, max(0, int((value - 1e-9) * 5)))] += 1
-    known = bool(group["cost_known"].all()) if len(group) else True
-    return {
-        "records": len(group),
-        **{name: int(status.get(name, 0)) for name in STATUSES},
-        "in_split": int(group["in_split"].sum()),  # a split's rows are also accepted or unreviewed
-        "reject_codes": dict(codes.iter_rows()),
-        "mean_steps": _round(group["steps"].drop_nulls().mean()),
-        "mean_error_steps": _round(group["error_steps"].drop_nulls().mean()),
-        "answer_changed_share": _round(group["answer_changed"].drop_nulls().mean()),
-        "answer_checked": int(group["answer_changed"].drop_nulls().len()),
-        "mean_error_position": _round(positions.mean()),
-        "error_position_histogram": dict(zip(["0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1"], bins)),
-        "tokens": int(group["tokens"].sum()),
-        "cost": _round(group["cost"].drop_nulls().sum(), 6) if known else None,
-        "audit_checked": int(group["audit_flagged"].drop_nulls().len()),
-        "audit_flagged": int(group["audit_flagged"].drop_nulls().sum()),
-        "cost_per_candidate": _per_candidate(group, known),
-    }
-
-
-def _per_candidate(group: Any, known: bool) -> float | None:
-    """Dollars per candidate that passed validation, the rejects' cost included (what a usable candidate costs);
-    None when the cost is unknown or there is no candidate."""
-    candidates = int((group["status"] != "rejected_by_validation").sum())
-    if not known or not candidates:
-        return None
-    return _round(group["cost"].drop_nulls().sum() / candidates, 6)
-
-
-def _round(value: Any, digits: int = 3) -> float | None:
-    return None if value is None else round(float(value), digits)
 
 
 def stats_table(stats: dict[str, Any]) -> str:

@@ -7,17 +7,35 @@ from html import escape
 
 from injector.records.models import CANDIDATES_FILE
 from injector.curate.review.consensus import disputed, label
-from injector.curate.review.store import latest_per_reviewer
+
+
+SPLIT = """
+SELECT {columns} FROM queue WHERE source = 0 AND id IN (
+    SELECT id FROM decisions WHERE role = 'review' GROUP BY id HAVING count(DISTINCT reviewer) > 1
+    AND count(DISTINCT CASE decision WHEN 'reject' THEN 'reject'
+        ELSE decision || ' ' || coalesce(corrected_error_steps, '-') END) > 1)
+ORDER BY seq
+"""
+"""The run's candidates (not its gold items), in file order, that two or more reviewers reviewed in more than one
+way over time: every disputed candidate is among them (two labels that differ differ here too; an accept
+without corrections and one with them are told apart by the candidate's own error steps, read for these only),
+found by SQLite over the decisions' id index, never by reading every decision or candidate."""
 
 
 def to_adjudication(session) -> None:
     """Narrow the session to the disputed candidates of its runs (gold items left out); its decisions become
-    adjudications, and the adjudicator sees only their own earlier adjudications as the status."""
+    adjudications, and the adjudicator sees only their own earlier adjudications as the status. Reads the
+    decisions and candidates of the candidates reviewed in more than one way only (`SPLIT`)."""
+    from injector.curate.review.queue import entry_columns
+
     session.role = "adjudication"
     for run in session.runs:
-        per = latest_per_reviewer(run.store.rows())
-        listed = run.entries if session.listed else run.queue.all()  # file order
-        run.entries = [entry for entry in listed if entry.file == CANDIDATES_FILE and entry.id in per
+        split = [run.queue.row_entry(row) for row in run.queue.read(SPLIT.format(columns=", ".join(entry_columns())))]
+        if session.listed:  # already narrowed: keep to its entries
+            kept = {entry.key for entry in run.entries}
+            split = [entry for entry in split if entry.key in kept]
+        per = run.store.reviews_for(entry.id for entry in split)
+        run.entries = [entry for entry in split if entry.file == CANDIDATES_FILE and entry.id in per
                        and _disputed(session, entry, per[entry.id])]
         run.reviews = per
         run.blind = True

@@ -2,11 +2,13 @@
 the candidate's category and the reviewer's own standing decision, and that reviewer's counts per (category,
 status), so a reviewer's page, its status filter, its progress and a decision read a page's rows, not the queue.
 
-Built with the queue index (from `review-plan.json`, which its signature covers) and derived like it. From then on
+Built with the queue index (from `review-plan.json`, which its signature covers) and derived like it; a new plan
+that names the same gold items rebuilds these tables alone, on the queue already indexed. From then on
 triggers keep a reviewer's own standing decision (their latest review by time, then by insertion) and the counts as
 decisions arrive, whichever process (and version of the app) writes them."""
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -20,7 +22,7 @@ DROP TRIGGER IF EXISTS plan_tally_kept;
 """
 SCHEMA = """
 CREATE TABLE plan_queue (
-    reviewer TEXT NOT NULL, place INTEGER NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, category TEXT NOT NULL,
+    reviewer TEXT NOT NULL, place INTEGER NOT NULL, seq INTEGER NOT NULL, category TEXT NOT NULL,
     status TEXT NOT NULL, own_time TEXT NOT NULL, own_seq INTEGER NOT NULL, PRIMARY KEY (reviewer, place)
 ) WITHOUT ROWID;
 CREATE TABLE plan_tally (reviewer TEXT NOT NULL, category TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL,
@@ -30,26 +32,32 @@ CREATE TABLE plan_categories (reviewer TEXT NOT NULL, category TEXT NOT NULL, fi
 CREATE TABLE plan_reviewers (reviewer TEXT PRIMARY KEY, number INTEGER NOT NULL) WITHOUT ROWID;
 """
 _FILL = """
-INSERT OR IGNORE INTO plan_queue
-SELECT t.reviewer, t.place, q.seq, q.id, q.category, coalesce(d.decision, ''), coalesce(d.time, ''),
-    coalesce(d.seq, -1)
-FROM temp.plan_input t JOIN queue q ON q.id = t.id LEFT JOIN temp.plan_own d ON d.id = t.id AND d.reviewer = t.reviewer
-ORDER BY t.reviewer, t.place;
+INSERT INTO plan_queue
+SELECT ?1, j.key, q.seq, q.category, coalesce(d.decision, ''), coalesce(d.time, ''), coalesce(d.seq, -1)
+FROM json_each(?2) j CROSS JOIN queue q ON q.id = j.value
+LEFT JOIN temp.plan_own d ON d.id = j.value AND d.reviewer = ?1;
 """
+"""One reviewer's queue (?1 the name, ?2 the ids as a JSON array, each once) joined in SQLite: the array is walked
+in its order (CROSS JOIN keeps it the outer loop), so the rows arrive in the order of their primary key."""
 _OWN = """
-CREATE TEMP TABLE plan_own AS SELECT id, reviewer, decision, time, seq FROM (
-    SELECT id, reviewer, decision, time, seq,
-        row_number() OVER (PARTITION BY id, reviewer ORDER BY time DESC, seq DESC) AS latest
-    FROM decisions WHERE role = 'review') WHERE latest = 1;
+CREATE TEMP TABLE plan_own AS SELECT id, reviewer, decision, time, seq, max(time || char(1) || printf('%020d', seq))
+FROM decisions WHERE role = 'review' AND reviewer IN (SELECT reviewer FROM plan_reviewers) GROUP BY id, reviewer;
 """
+"""Each plan reviewer's latest review per candidate, by time then seq (the key sorts as the pair does: a time is
+text above char(1), seq is zero-padded); the row's other columns are the latest's (SQLite's rule for a lone max),
+and the decisions' (id, reviewer) index serves the grouping."""
 AFTER_FILL = """
-CREATE UNIQUE INDEX plan_queue_by_id ON plan_queue (reviewer, id);
+CREATE UNIQUE INDEX plan_queue_by_seq ON plan_queue (reviewer, seq);
 CREATE INDEX plan_queue_by_place ON plan_queue (reviewer, place);
-INSERT INTO plan_tally SELECT reviewer, category, status, count(*) FROM plan_queue GROUP BY reviewer, category, status;
-INSERT INTO plan_categories SELECT reviewer, category, min(place) FROM plan_queue GROUP BY reviewer, category;
+CREATE TEMP TABLE plan_groups AS SELECT reviewer, category, status, count(*) AS n, min(place) AS first
+    FROM plan_queue GROUP BY reviewer, category, status;
+INSERT INTO plan_tally SELECT reviewer, category, status, n FROM temp.plan_groups;
+INSERT INTO plan_categories SELECT reviewer, category, min(first) FROM temp.plan_groups GROUP BY reviewer, category;
+DROP TABLE temp.plan_groups;
 CREATE TRIGGER plan_own_kept AFTER INSERT ON decisions WHEN NEW.role = 'review' BEGIN
     UPDATE plan_queue SET status = NEW.decision, own_time = NEW.time, own_seq = NEW.seq
-    WHERE reviewer = NEW.reviewer AND id = NEW.id AND (NEW.time, NEW.seq) > (own_time, own_seq);
+    WHERE reviewer = NEW.reviewer AND seq = (SELECT seq FROM queue WHERE id = NEW.id)
+        AND (NEW.time, NEW.seq) > (own_time, own_seq);
 END;
 CREATE TRIGGER plan_tally_kept AFTER UPDATE OF status ON plan_queue WHEN OLD.status != NEW.status BEGIN
     UPDATE plan_tally SET n = n - 1
@@ -70,15 +78,13 @@ FILTER_INDEXES = {("status",): "plan_queue_by_status", ("category",): "plan_queu
 def fill(db: sqlite3.Connection, queues: dict[str, list[str]], run: Any) -> None:
     """The plan's queues (reviewer -> candidate ids in order) into the tables `SCHEMA` made, after the queue is
     filled: an id the queue lacks is left out, an id listed twice in one queue keeps its first place. `run(db,
-    script)` runs a script inside the caller's transaction."""
+    script)` runs a script inside the caller's transaction. Without a plan nothing is read."""
     db.executemany("INSERT INTO plan_reviewers VALUES (?, ?)", [(name, n) for n, name in enumerate(queues)])
-    db.execute("DROP TABLE IF EXISTS temp.plan_input")
+    if not queues:
+        return
     db.execute("DROP TABLE IF EXISTS temp.plan_own")
-    db.execute("CREATE TEMP TABLE plan_input (reviewer TEXT NOT NULL, place INTEGER NOT NULL, id TEXT NOT NULL)")
-    db.executemany("INSERT INTO temp.plan_input VALUES (?, ?, ?)",
-                   ((name, place, cid) for name, ids in queues.items() for place, cid in enumerate(ids)))
     run(db, _OWN)
     db.execute("CREATE INDEX temp.plan_own_by_id ON plan_own (id, reviewer)")
-    run(db, _FILL)
-    db.execute("DROP TABLE temp.plan_input")
-    db.execute("DROP TABLE temp.plan_own")
+    for name, ids in queues.items():
+        db.execute(_FILL, (name, json.dumps(list(dict.fromkeys(ids)))))
+    # temp.plan_own goes with the connection (dropping its rows one by one here would cost more)

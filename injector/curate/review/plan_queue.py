@@ -56,7 +56,7 @@ class PlanQueue:
         return found
 
     def entry(self, candidate_id: str) -> Entry | None:
-        found = self._entries("p.id = ?", [candidate_id])
+        found = self._entries("p.seq = (SELECT seq FROM queue WHERE id = ?)", [candidate_id])
         return found[0] if found else None
 
     def all(self) -> list[Entry]:

@@ -40,7 +40,7 @@ UNVERIFIED = "unverified"
 """The verdict of a candidate `inject verify` has not judged (the verdict filter's name for them)."""
 SOURCES = (CANDIDATES_FILE, GOLD_FILE)
 """The files a queue row may point into, by number (the row's `source`)."""
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 TAIL_BYTES = 4096
 TAIL_SEARCH = 512
 """How far from a line's end `Facts.ends_with` looks."""
@@ -122,11 +122,13 @@ DROP TRIGGER IF EXISTS queue_standing_changed;
 that do something else."""
 _AFTER_FILL = """
 CREATE UNIQUE INDEX queue_by_id ON queue (id);
-UPDATE queue SET status = (SELECT decision FROM standing WHERE standing.id = queue.id)
-    WHERE id IN (SELECT id FROM standing);
-INSERT INTO queue_tally SELECT category, verdict, status, count(*) FROM queue GROUP BY category, verdict, status;
-INSERT INTO queue_categories SELECT category, min(seq) FROM queue GROUP BY category;
-INSERT OR IGNORE INTO candidates (id, category) SELECT id, category FROM queue;
+UPDATE queue SET status = standing.decision FROM standing WHERE standing.id = queue.id;
+CREATE TEMP TABLE queue_groups AS SELECT category, verdict, status, count(*) AS n, min(seq) AS first
+    FROM queue GROUP BY category, verdict, status;
+INSERT INTO queue_tally SELECT category, verdict, status, n FROM temp.queue_groups;
+INSERT INTO queue_categories SELECT category, min(first) FROM temp.queue_groups GROUP BY category;
+DROP TABLE temp.queue_groups;
+INSERT OR IGNORE INTO candidates (id, category) SELECT id, category FROM queue ORDER BY id;
 CREATE TRIGGER queue_standing_new AFTER INSERT ON standing BEGIN
     UPDATE queue SET status = NEW.decision WHERE id = NEW.id;
 END;
@@ -165,8 +167,18 @@ def _signature(path: Path) -> list[Any] | None:
 
 
 def signature(run_path: Path) -> str:
+    """What the whole index was built from: the run's files (its plan's too), its orders, the index's version."""
     files = {name: _signature(run_path / name) for name in (*SOURCES, VERIFY_FILE, PLAN_FILE)}
     return json.dumps({"files": files, "orders": list(ORDER_KEYS), "version": INDEX_VERSION}, sort_keys=True)
+
+
+def queue_signature(run_path: Path, gold: set[str]) -> str:
+    """What the queue's rows were built from: the run's files but its plan, and the gold items the plan names (a
+    new plan naming the same gold items rebuilds the plan's queues alone)."""
+    files = {name: _signature(run_path / name) for name in (*SOURCES, VERIFY_FILE)}
+    named = hashlib.sha256("\n".join(sorted(gold)).encode("utf-8", "surrogatepass")).hexdigest()
+    return json.dumps({"files": files, "gold": named, "orders": list(ORDER_KEYS), "version": INDEX_VERSION},
+                      sort_keys=True)
 
 
 def refresh(store: ReviewStore, run_path: Path) -> bool:
@@ -183,8 +195,7 @@ def refresh(store: ReviewStore, run_path: Path) -> bool:
                 if _indexed(db) == wanted:  # another process built it while this one waited for the lock
                     db.execute("COMMIT")
                     return False
-                _build(db, run_path)
-                db.execute("INSERT OR REPLACE INTO queue_meta VALUES ('signature', ?)", (wanted,))
+                _build(db, run_path, wanted)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -194,28 +205,40 @@ def refresh(store: ReviewStore, run_path: Path) -> bool:
     return True
 
 
-def _indexed(db: sqlite3.Connection) -> str | None:
-    found = db.execute("SELECT value FROM queue_meta WHERE name = 'signature'").fetchone()
+def _indexed(db: sqlite3.Connection, name: str = "signature") -> str | None:
+    found = db.execute("SELECT value FROM queue_meta WHERE name = ?", (name,)).fetchone()
     return found[0] if found is not None else None
 
 
-def _build(db: sqlite3.Connection, run_path: Path) -> None:
-    """The index, dropped and filled again (derived data: a stale or received index is never patched)."""
+def _build(db: sqlite3.Connection, run_path: Path, wanted: str) -> None:
+    """The index, dropped and filled again (derived data: a stale or received index is never patched): the queue
+    and the plan's queues, or the plan's alone when only the plan changed."""
     from injector.curate.review.assign import read_plan
 
     plan = read_plan(run_path)
-    for script in (_DROP, plan_index.DROP, _schema(), plan_index.SCHEMA):
+    queue_wanted = queue_signature(run_path, set(plan.gold) if plan is not None else set())
+    db.execute("PRAGMA temp_store = MEMORY")  # the sorts of the index builds below, in memory
+    db.execute("PRAGMA cache_size = -65536")  # up to 64 MB while building, for this connection only
+    if _indexed(db, "queue_signature") != queue_wanted:
+        _build_queue(db, run_path, set(plan.gold) if plan is not None else set())
+    for script in (plan_index.DROP, plan_index.SCHEMA):
+        _execute_script(db, script)
+    plan_index.fill(db, plan.queues if plan is not None else {}, _execute_script)  # a reviewer's queue
+    _execute_script(db, plan_index.AFTER_FILL)
+    db.executemany("INSERT OR REPLACE INTO queue_meta VALUES (?, ?)",
+                   [("signature", wanted), ("queue_signature", queue_wanted)])
+
+
+def _build_queue(db: sqlite3.Connection, run_path: Path, gold: set[str]) -> None:
+    """The queue's rows and their counts. A view's index, the unfiltered ones' too, is made on its first use
+    (`queue.RunQueue.read`): a reviewer's queue of a plan never reads them."""
+    for script in (_DROP, plan_index.DROP, _schema()):  # the plan's queues point into the queue: dropped with it
         _execute_script(db, script)
     columns = ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
                *map(order_column, ORDER_KEYS)]
     db.executemany(f"INSERT INTO queue ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                   _rows(run_path, set(plan.gold) if plan is not None else set()))
+                   _rows(run_path, gold))
     _execute_script(db, _AFTER_FILL)
-    plan_index.fill(db, plan.queues if plan is not None else {}, _execute_script)  # a reviewer's queue
-    _execute_script(db, plan_index.AFTER_FILL)
-    for order in ORDER_KEYS:  # the unfiltered views' indexes; a filtered view's is made on its first use
-        column = order_column(order)
-        db.execute(f"CREATE INDEX queue_by_{column}_seq ON queue ({column}, seq)")
 
 
 def _execute_script(db: sqlite3.Connection, script: str) -> None:

@@ -268,8 +268,19 @@ class ReviewStore:
             raise store_error(self.path, exc, "read") from None
 
     def latest_of(self, reviewer: str, role: str = "review") -> dict[str, Decision]:
-        """One reviewer's latest decision (in `role`) per candidate id, blind to everyone else's."""
-        return {d.id: d for d in self.rows() if d.reviewer == reviewer and d.role == role}
+        """One reviewer's latest decision (in `role`) per candidate id, blind to everyone else's (their rows
+        alone are read)."""
+        return {d.id: d for d in self._select("WHERE reviewer = ? AND role = ?", (reviewer, role))}
+
+    def latest_in_plan(self, reviewer: str) -> dict[str, Decision]:
+        """`latest_of(reviewer)` on the candidates of their queue of the run's review plan: the rows the queue's
+        index points at (`plan_index.py`: each entry's own standing review), read through its key."""
+        return {d.id: d for d in self._select(
+            "WHERE seq IN (SELECT own_seq FROM plan_queue WHERE reviewer = ? AND own_seq >= 0)", (reviewer,))}
+
+    def reviews_for(self, ids: Iterable[str]) -> dict[str, dict[str, Decision]]:
+        """`latest_per_reviewer` for these candidates only, reading their rows alone."""
+        return latest_per_reviewer(self._rows_of(ids))
 
     def history(self, candidate_id: str) -> list[Decision]:
         return self.rows(candidate_id)
