@@ -101,3 +101,26 @@ def test_a_build_on_the_same_run_twice_is_refused_as_main_refused_it(runs, tmp_p
         build(BuildRequest(run_dirs=(first, first), out=tmp_path / "split", include_unreviewed=True, cues=False))
     assert str(built.value) == str(in_memory.value)
     assert not (tmp_path / "split").exists() and not list(tmp_path.glob(".split*"))
+
+
+@pytest.mark.parametrize("options", [dict(), dict(by="train-test", test_size=0.4, seed=3)], ids=["category", "train-test"])
+def test_the_cards_figures_are_those_of_the_rows_in_the_order_they_were_read(runs, tmp_path, options):
+    """A build counts its card's figures as it writes each split (an order of its own) and probes its cue sample
+    read back from its spill: the figures and the probe are the ones of every row in the order the runs were read
+    (`CardFigures.of` on `collect_rows`), the sample's rows and order included."""
+    from injector.curate.card import _cue_figures
+    from injector.curate.card_figures import CardFigures
+
+    report = build(BuildRequest(run_dirs=runs, out=tmp_path / "split", include_unreviewed=True, include_sources=True,
+                                cue_sample=12, **options))
+    rows = collect_rows(runs, include_unreviewed=True, include_sources=True, report=BuildReport(out_dir=tmp_path))
+    expected = CardFigures.of((row.record() for row in rows), 12)
+    assert len(expected.cue_rows()) < len(rows)  # a sample: some categories have more rows than it takes
+    built = report.figures
+    built.settle()
+    for name in ("reviewed", "domain_of", "domains", "accepted_by_reviewers", "models", "histogram"):
+        assert getattr(built, name) == getattr(expected, name), name
+    assert {c: vars(f) for c, f in built.categories.items()} == {
+        c: {**vars(f), "_placed": built.categories[c]._placed} for c, f in expected.categories.items()}
+    assert built.cues == _cue_figures(expected)
+    assert built.cues[0]["overall"]["auc"] is not None

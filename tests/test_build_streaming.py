@@ -174,3 +174,38 @@ def test_a_builds_keys_share_their_repeated_strings(large_run, tmp_path):
     assert len({id(key.classification) for key in keys}) == len({key.classification for key in keys})
     same = [key for key in keys if key.trajectory_id == key.source_idx]
     assert same and all(key.trajectory_id is key.source_idx for key in same)
+
+
+def test_the_cards_cue_probe_runs_before_the_tables_and_gives_the_samples_figures(large_run, tmp_path, monkeypatch):
+    """The probe runs once the rows are read, before any table is written (its memory and the writers' do not add
+    up), on the sample `card.cue_sample` picks from the rows in the order they were read, and the card shows it."""
+    from injector.curate import exports
+    from injector.curate.build import BuildReport, BuildRequest, build, collect_rows
+    from injector.curate.card import cue_sample
+    from injector.triage import cues
+
+    events: list[str] = []
+    real_report, real_stream = cues.cue_report, exports._stream_split
+
+    def probing(*args, **kwargs):
+        events.append("probe")
+        return real_report(*args, **kwargs)
+
+    def writing(*args, **kwargs):
+        events.append("table")
+        return real_stream(*args, **kwargs)
+
+    monkeypatch.setattr(cues, "cue_report", probing)
+    monkeypatch.setattr(exports, "_stream_split", writing)
+    report = build(BuildRequest(run_dirs=(large_run,), out=tmp_path / "split", include_unreviewed=True,
+                                cue_sample=50))
+    assert events == ["probe", "table"]  # before: the tables, then the probe when the card was written
+    rows = [row.record() for row in collect_rows([large_run], include_unreviewed=True,
+                                                 report=BuildReport(out_dir=tmp_path))]
+    assert len(rows) > 50
+    expected = real_report(cues.cue_records((row, "in_split") for row in cue_sample(rows, 50)), overall_sample=50,
+                           top=0)
+    probed, _ = report.figures.cues
+    assert probed == expected and probed["per_category"]["redundancy"]["auc"] is not None
+    card = (tmp_path / "split" / "README.md").read_text()
+    assert f"| {probed['per_category']['redundancy']['auc']:.2f} |" in card

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import shutil
 from collections import Counter, defaultdict
@@ -206,11 +207,21 @@ def _count_verdicts(report: BuildReport, rows: list[RowKey]) -> None:
     report.verdicts = Counter({key: n for key, n in report.verdicts.items() if key[1] is not None})
 
 
-def _card_figures(report: BuildReport, rows: list[RowKey], spill: RowSpill) -> None:
-    """The card's figures over the split's rows in the order they were read (what the card reports of them)."""
-    from injector.curate.card_figures import CardFigures
+def _probe_cues(report: BuildReport, rows: list[RowKey], spill: RowSpill) -> None:
+    """The card's cue figures, before any table is written (the probe's memory and the writers' do not add up),
+    on the rows `card.cue_sample` picks from the split's rows in the order they were read, read back from
+    `spill`; the rest of the card's figures are counted as the tables are written (`_write`)."""
+    from injector.curate.card import probe_cues
+    from injector.curate.card_figures import CardFigures, sampled_keys
 
-    report.figures = CardFigures.of(spill.records(sorted(rows, key=lambda row: row.seq)), report.cue_sample)
+    report.figures = CardFigures(cue_sample=report.cue_sample)
+    if report.cue_sample is None:
+        probe_cues(report.figures)  # `--no-cues`: the card says so
+        return
+    from injector.triage.cues import cue_records
+
+    sample = sampled_keys(sorted(rows, key=lambda row: row.seq), report.cue_sample)
+    probe_cues(report.figures, [cue_records([(record, "in_split")])[0] for record in spill.records(sample)])
 
 
 def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list[RowKey]], spill: RowSpill,
@@ -220,11 +231,18 @@ def _write(request: BuildRequest, report: BuildReport, splits: dict[str, list[Ro
     from injector.curate.card import dataset_card
 
     target = request.out.resolve()  # `out` given as `.`, or a symlink to a split: replace the directory it names
+    written = itertools.chain.from_iterable(splits.values())  # the order `write_split` writes the rows in
+
+    def count(record: dict[str, Any], answers: Any) -> None:  # each row into the card's figures, in its place
+        key = next(written)
+        assert key.id == record["id"], "the rows are counted in the order they are written"
+        report.figures.add(record, seq=key.seq, answers=answers)
+
     try:
         prmbench = sorted(report.rows, key=lambda row: (row.classification, row.idx))
         write_split(staging, {name: functools.partial(spill.records, keys) for name, keys in splits.items()},
                     spill.records(prmbench),
-                    lambda: dataset_card(report, license=request.license, command=list(request.command)))
+                    lambda: dataset_card(report, license=request.license, command=list(request.command)), count)
         if report.hard_for is not None:
             from injector.curate.hard_for import HARD_FOR_FILE
 
@@ -288,14 +306,14 @@ def build(request: BuildRequest) -> BuildReport:
     target = request.out.resolve()
     made = [parent for parent in target.parents if not parent.exists()]  # deepest first
     staging = staging_dir(target)
-    spill = RowSpill(staging / ".rows.jsonl")
+    spill = RowSpill(staging / ".rows.spill")
     try:
         rows = _hard_rows(request, report, _rows(request, report, spill))
         rows, splits = _split_rows(request, report, rows, benchmark, spill)
         _count_verdicts(report, rows)
         report.rows = rows
         report.splits = {name: len(split_rows) for name, split_rows in splits.items()}
-        _card_figures(report, rows, spill)
+        _probe_cues(report, rows, spill)
         _write(request, report, splits, spill, staging)
     except BaseException:
         spill.close()

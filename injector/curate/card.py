@@ -11,8 +11,8 @@ from injector.curate.card_figures import (POSITION_BINS, CardFigures, error_step
 from injector.curate.cue_sample import CueSample
 from injector.util.version import __version__
 
-__all__ = ["dataset_card", "cue_sample", "error_steps_inside", "record_answer_changed", "relative_error_position",
-           "verdict_table"]
+__all__ = ["dataset_card", "cue_sample", "error_steps_inside", "probe_cues", "record_answer_changed",
+           "relative_error_position", "verdict_table"]
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -28,7 +28,7 @@ def dataset_card(report: Any, *, license: str, command: list[str]) -> str:
     parts = [_front_matter(report, license), _counts_section(figures, report.splits),
              _acceptance_section(report, figures), *_triage_sections(report), _models_section(figures)]
     parts.extend(_positions_section(figures))
-    cues, cue_note = _cue_figures(figures)
+    cues, cue_note = figures.cues or _cue_figures(figures)
     parts.append(_production_lines(figures, cue_figures=(cues, cue_note)))
     if getattr(report, "reviews", None):
         from injector.curate.calibration import review_section
@@ -53,6 +53,7 @@ def _figures_of(report: Any) -> CardFigures:
     figures = getattr(report, "figures", None)
     if figures is None:
         figures = CardFigures.of((row.record() for row in report.rows), getattr(report, "cue_sample", None))
+    figures.settle()
     return figures
 
 
@@ -148,18 +149,26 @@ def cue_sample(rows: list[dict[str, Any]], per_category: int) -> list[dict[str, 
     return sample.rows()
 
 
-def _cue_figures(figures: CardFigures) -> tuple[dict[str, Any] | None, str]:
-    """The cue probe's report on the sample of the rows the figures kept (None when their `cue_sample` is None:
-    `--no-cues`), and what the card says of it. "Over all categories" is probed on a seeded sample of at most
-    `cue_sample` of the sampled rows (`cues.overall_records`), so the probe never holds more than one category's
-    worth of counts, however many categories the split has."""
+def probe_cues(figures: CardFigures, rows: list[dict[str, Any]] | None = None) -> None:
+    """The card's cue figures computed now and kept in `figures`, their sample released: a build probes once its
+    rows are read, before it writes its tables, so the probe's memory and the writers' do not add up. `rows`: the
+    sample's probe views (`cue_sample` of the split's rows, read back by the build), else the figures' own."""
+    figures.cues = _cue_figures(figures, rows)
+    figures.release_sample()
+
+
+def _cue_figures(figures: CardFigures, rows: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The cue probe's report on the sample of the rows (`rows`, else those the figures kept; None when their
+    `cue_sample` is None: `--no-cues`), and what the card says of it. "Over all categories" is probed on a seeded
+    sample of at most `cue_sample` of the sampled rows (`cues.overall_records`), so the probe never holds more
+    than one category's worth of counts, however many categories the split has."""
     sample = figures.cue_sample
     if sample is None:
         return None, " Cue AUC: not computed (`--no-cues`)."
     from injector.triage.cues import cue_report
 
     # The card shows AUCs, not the telling n-grams: top=0 spares each category the fit those need.
-    cues = cue_report(figures.cue_rows(), overall_sample=sample, top=0)
+    cues = cue_report(figures.cue_rows() if rows is None else rows, overall_sample=sample, top=0)
     overall, note = cues["overall"], ""
     if overall["auc"] is not None:
         drawn = overall["sample"]

@@ -3,6 +3,7 @@ these aggregates (and a bounded sample for the cue probe) rather than the rows t
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -23,16 +24,27 @@ def relative_error_position(row: dict[str, Any]) -> float | None:
     return min(errors) / len(row["modified_process"]) if errors else None
 
 
-def record_answer_changed(row: dict[str, Any]) -> bool | None:
+def record_answer_changed(row: dict[str, Any], answers: tuple[Any, str | None] | None = None) -> bool | None:
     """Whether the modified solution's final answer differs from the source's (`ground_truth`, else the original
-    steps' answer), by the toolkit's own extraction and equivalence; None when either answer cannot be found."""
-    from injector.answer.final import answers_equivalent, final_answer_of_steps
+    steps' answer), by the toolkit's own extraction and equivalence; None when either answer cannot be found
+    (`answers`: `exports.final_answers(row)`, when the caller has them)."""
+    from injector.answer.final import answers_equivalent
+    from injector.curate.exports import final_answers
 
-    source = row.get("ground_truth") or final_answer_of_steps(row["original_process"])
-    new = final_answer_of_steps(row["modified_process"])
+    source, new = final_answers(row) if answers is None else answers
     if source is None or new is None:
         return None
     return not answers_equivalent(str(source), new)
+
+
+def sampled_keys(keys: Iterable[Any], per_category: int) -> list[Any]:
+    """The keys of the rows `CueSample` keeps for the probe, offered a build's row keys (their final `id` and
+    `category`) in the rows' order: the same rows, in the same order, as `CardFigures.of` on their records keeps,
+    so the probe can read just those rows back."""
+    sample = CueSample(per_category)
+    for key in keys:
+        sample.offer(key.id, key.category, key)
+    return sample.rows()
 
 
 @dataclass
@@ -46,6 +58,14 @@ class CategoryFigures:
     error_steps: int = 0
     positions: list[float] = field(default_factory=list)
     """First error ÷ steps per row with one (a float each: kept so the mean sums in the rows' order)."""
+    _placed: tuple[array, array] = field(default_factory=lambda: (array("q"), array("d")))
+    """(rows' places, positions) of rows counted out of order (`CardFigures.add` with `seq`), until `settle`."""
+
+    def settle(self) -> None:
+        """The positions of rows counted out of order appended in the rows' order."""
+        places, positions = self._placed
+        self.positions.extend(positions[n] for n in sorted(range(len(places)), key=places.__getitem__))
+        self._placed = (array("q"), array("d"))
 
 
 @dataclass
@@ -61,7 +81,10 @@ class CardFigures:
     accepted_by_reviewers: int = 0
     models: Counter = field(default_factory=Counter)
     histogram: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    cues: tuple[dict[str, Any] | None, str] | None = None
+    """The cue probe's report and the card's note on it, once `card.probe_cues` ran (the sample is then gone)."""
     _sampled: CueSample | None = None
+    _domain_place: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cue_sample is not None:
@@ -74,34 +97,54 @@ class CardFigures:
             figures.add(row)
         return figures
 
-    def add(self, row: dict[str, Any]) -> None:
-        """One row of the split (its record), counted and, if among its category's sample, kept for the probe."""
+    def add(self, row: dict[str, Any], seq: int | None = None, answers: tuple[Any, str | None] | None = None) -> None:
+        """One row of the split (its record), counted and, if among its category's sample, kept for the probe.
+
+        `seq`: the row's place in the split's order, for rows counted in another order (a build counts them as it
+        writes each split): what the order decides (the positions' sum, a category's last domain) follows `seq`
+        once `settle` ran, and no sample is kept (a build reads its sample back by `sampled_keys`). `answers`:
+        `exports.final_answers(row)`, when the caller has them."""
         category = row["category"]
         mine = self.categories[category]
         mine.rows += 1
         if "reviewed" in row:  # hand-made records (tests) may carry only what the production table reads
             self.reviewed[category] += row["reviewed"]
             self.accepted_by_reviewers += row["reviewed"] and category != "correct"
-            self.domain_of[category] = row["domain"]
+            if seq is None or seq >= self._domain_place.get(category, -1):  # the last row's, in the rows' order
+                self.domain_of[category] = row["domain"]
+                self._domain_place[category] = -1 if seq is None else seq
             self.domains[row["domain"] or "(none)"] += 1
             provenance = json.loads(row["provenance"])
             self.models[(provenance.get("engine", ""), provenance.get("model", ""), category,
                          provenance.get("template_hash", ""), provenance.get("output_mode", ""))] += 1
-        changed = record_answer_changed(row)
+        changed = record_answer_changed(row, answers)
         if changed is not None:
             mine.answers_found += 1
             mine.changed += changed
         mine.error_steps += len(error_steps_inside(row))
         position = relative_error_position(row)
         if position is not None:
-            mine.positions.append(position)
+            if seq is None:
+                mine.positions.append(position)
+            else:
+                mine._placed[0].append(seq)
+                mine._placed[1].append(position)
             self.histogram[category][next(b for b in POSITION_BINS if position <= b)] += 1
-        if self._sampled is not None:
+        if self._sampled is not None and seq is None:
             self._sampled.offer_lazily(row.get("id"), category, lambda: _probe_view(row))
+
+    def settle(self) -> None:
+        """Put what rows counted out of order (`add` with `seq`) gave in the rows' order."""
+        for mine in self.categories.values():
+            mine.settle()
 
     def cue_rows(self) -> list[dict[str, Any]]:
         """The sample's probe views, in the order their rows were added."""
         return [] if self._sampled is None else self._sampled.rows()
+
+    def release_sample(self) -> None:
+        """Forget the sampled rows (their probe views): once probed, only the figures are needed."""
+        self._sampled = None
 
 
 def _probe_view(row: dict[str, Any]) -> dict[str, Any]:

@@ -16,16 +16,27 @@ PRMBENCH_FIELDS = ("original_question", "modified_question", "original_process",
 EXPORT_DIRS = ("parquet", "jsonl", "prmbench", "processbench", "judge", "projudge")
 
 
-def processbench_record(row: dict[str, Any]) -> dict[str, Any]:
-    """ProcessBench's shape: `label` is the 0-based index of the first error step, -1 for none."""
+Answers = tuple[Any, str | None]
+"""A row's final answers: the source's (`ground_truth`, else its original steps') and the modified solution's."""
+
+
+def final_answers(row: dict[str, Any]) -> Answers:
+    """The row's `Answers`, each found once for what needs them (its ProcessBench record and the card's figures)."""
+    return (row.get("ground_truth") or final_answer_of_steps(row["original_process"]),
+            final_answer_of_steps(row["modified_process"]))
+
+
+def processbench_record(row: dict[str, Any], answers: Answers | None = None) -> dict[str, Any]:
+    """ProcessBench's shape: `label` is the 0-based index of the first error step, -1 for none (`answers`:
+    `final_answers(row)`, when the caller has them)."""
     steps = row["modified_process"]
-    source_answer = row.get("ground_truth") or final_answer_of_steps(row["original_process"])
+    source_answer, new_answer = final_answers(row) if answers is None else answers
     return {
         "id": row["id"],
         "generator": row["model"],
         "problem": row["modified_question"],
         "steps": steps,
-        "final_answer_correct": answers_equivalent(final_answer_of_steps(steps), source_answer),
+        "final_answer_correct": answers_equivalent(new_answer, source_answer),
         "label": min(row["error_steps"]) - 1 if row["error_steps"] else -1,
     }
 
@@ -77,16 +88,20 @@ def _open_export(path: Path) -> IO[str]:
     return path.open("w", encoding="utf-8")
 
 
-# The JSONL files of each split: directory -> what a row becomes there.
-_SPLIT_EXPORTS: tuple[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
-    ("jsonl", dict), ("processbench", processbench_record), ("judge", judge_record), ("projudge", projudge_record))
+# The JSONL files of each split: directory -> what a row becomes there (from the row and its `Answers`).
+_SPLIT_EXPORTS: tuple[tuple[str, Callable[[dict[str, Any], Answers], dict[str, Any]]], ...] = (
+    ("jsonl", lambda row, _: dict(row)), ("processbench", processbench_record),
+    ("judge", lambda row, _: judge_record(row)), ("projudge", lambda row, _: projudge_record(row)))
+RowObserver = Callable[[dict[str, Any], Answers], None]
+"""Called with each split row as it is written, and its `Answers` (a build counts its card's figures so)."""
 WRITER_BATCH = 500
 """Rows a split's Arrow writer holds before it writes them out."""
 
 
-def _stream_split(out: Path, name: str, records: Iterable[dict[str, Any]], features: Any) -> int:
+def _stream_split(out: Path, name: str, records: Iterable[dict[str, Any]], features: Any,
+                  observe: RowObserver | None = None) -> int:
     """One split's rows, as they come, into its JSONL exports, its saved-dataset shards and its Parquet file
-    (`saved_dataset.py`, `WRITER_BATCH` rows a write); the number of rows."""
+    (`saved_dataset.py`, `WRITER_BATCH` rows a write), each row into `observe` too; the number of rows."""
     from injector.curate.saved_dataset import SavedSplitWriter
 
     with contextlib.ExitStack() as stack:
@@ -97,8 +112,11 @@ def _stream_split(out: Path, name: str, records: Iterable[dict[str, Any]], featu
         tables = stack.enter_context(SavedSplitWriter(out, name, features, WRITER_BATCH))
         count = 0
         for record in records:
+            answers = final_answers(record)
+            if observe is not None:
+                observe(record, answers)
             for handle, (_, shape) in zip(handles, _SPLIT_EXPORTS):
-                handle.write(json.dumps(shape(record), ensure_ascii=False) + "\n")
+                handle.write(json.dumps(shape(record, answers), ensure_ascii=False) + "\n")
             tables.write(record)
             count += 1
         tables.finish()
@@ -106,15 +124,17 @@ def _stream_split(out: Path, name: str, records: Iterable[dict[str, Any]], featu
 
 
 def write_split(out: Path, splits: dict[str, Callable[[], Iterable[dict[str, Any]]]],
-                prmbench_rows: Iterable[dict[str, Any]], card: Callable[[], str]) -> None:
+                prmbench_rows: Iterable[dict[str, Any]], card: Callable[[], str],
+                observe: RowObserver | None = None) -> None:
     """Every file of a split directory, into `out`, streamed: `splits` gives each split's records in order, one at
-    a time (the saved DatasetDict, Parquet and JSONL forms are written from them as they come, nothing read back),
-    `prmbench_rows` every row in (classification, idx) order, and `card` the card once the rest is written."""
+    a time (the saved DatasetDict, Parquet and JSONL forms are written from them as they come, nothing read back;
+    `observe` sees each of them, split after split), `prmbench_rows` every row in (classification, idx) order, and
+    `card` the card once the rest is written."""
     from injector.curate.saved_dataset import write_dataset_dict
 
     features = split_features()
     for name, records in splits.items():
-        _stream_split(out, name, records(), features)
+        _stream_split(out, name, records(), features, observe)
     write_dataset_dict(out, list(splits))
     _write_prmbench(out, prmbench_rows)
     (out / "README.md").write_text(card(), encoding="utf-8")

@@ -3,7 +3,7 @@ in memory only a `RowKey` per row (what ordering, ids, split assignment and the 
 holds the split; a row's record is read back by its offset when it is written out."""
 from __future__ import annotations
 
-import json
+import pickle
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +38,10 @@ class RowKey:
 
 
 class RowSpill:
-    """An append-only file of row records (one JSON line each), and the way back to each by offset."""
+    """An append-only file of row records, and the way back to each by offset. Each record is pickled: the build
+    writes every row once and reads it back twice or more, and pickle does both in under half of JSON's time; the
+    file is this build's own, made and read by this process in its new staging directory (never a file a user
+    gives), so nothing but what the build wrote is ever unpickled."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -52,7 +55,7 @@ class RowSpill:
         assert self._out is not None, "the spill was read: no more rows"
         try:
             offset = self._out.tell()
-            self._out.write(json.dumps(row.record(), ensure_ascii=False).encode() + b"\n")
+            pickle.dump(row.record(), self._out, protocol=pickle.HIGHEST_PROTOCOL)
         except OSError:
             self.failed = True
             raise
@@ -72,7 +75,7 @@ class RowSpill:
             self.close_writing()
             self._in = self.path.open("rb")
         self._in.seek(key.offset)
-        record = json.loads(self._in.readline())
+        record = pickle.load(self._in)
         record["id"], record["idx"] = key.id, key.idx
         return record
 

@@ -38,16 +38,30 @@ class SavedSplitWriter:
     def _open_shard(self) -> Any:
         from datasets.arrow_writer import ArrowWriter
 
+        parquet = self._parquet
+
+        class _AlsoParquet(ArrowWriter):
+            """A shard writer that hands each batch's table to the Parquet writer too: the two writers have the
+            same features and batches, so the table the Parquet writer would build from the same rows is this
+            one; built once, not twice."""
+
+            def write_table(self, pa_table: Any, writer_batch_size: int | None = None) -> None:
+                super().write_table(pa_table, writer_batch_size)
+                parquet.write_table(pa_table, writer_batch_size)
+
         self._shards.append(self._dir / f".data-{len(self._shards):05d}.arrow")  # named once their count is known
-        return ArrowWriter(features=self._features, path=str(self._shards[-1]), writer_batch_size=self._batch)
+        return _AlsoParquet(features=self._features, path=str(self._shards[-1]), writer_batch_size=self._batch)
 
     def write(self, record: dict[str, Any]) -> None:
         """One row; the writers hold at most `batch` of them before writing them out."""
-        example = self._features.encode_example(record)
+        from datasets.features.features import encode_nested_example
+
+        # `Features.encode_example` less its `cast_to_python_objects` walk, which converts numpy, torch or pandas
+        # values: a build's records are plain JSON values (`SplitRow.record`), so the walk changes nothing.
+        example = encode_nested_example(self._features, record)
         if self._shard is None:
             self._shard = self._open_shard()
-        self._shard.write(example)
-        self._parquet.write(example)
+        self._shard.write(example)  # and, batch by batch, to the Parquet file (`_open_shard`)
         if self._shard._num_bytes >= MAX_SHARD_BYTES:  # bytes written so far (datasets counts them)
             self._shard.finalize()
             self._shard = None
