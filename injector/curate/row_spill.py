@@ -3,13 +3,18 @@ in memory only a `RowKey` per row (what ordering, ids, split assignment and the 
 holds the split; a row's record is read back by its offset when it is written out."""
 from __future__ import annotations
 
-import pickle
+import marshal
+import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 from injector.model.split_row import SplitRow
+
+
+_LENGTH = struct.Struct("<Q")
+"""The bytes of a record, before it in the spill."""
 
 
 @dataclass(slots=True)
@@ -38,10 +43,10 @@ class RowKey:
 
 
 class RowSpill:
-    """An append-only file of row records, and the way back to each by offset. Each record is pickled: the build
-    writes every row once and reads it back twice or more, and pickle does both in under half of JSON's time; the
-    file is this build's own, made and read by this process in its new staging directory (never a file a user
-    gives), so nothing but what the build wrote is ever unpickled."""
+    """An append-only file of row records, and the way back to each by offset. Each record is `marshal`led, after
+    its length: the build writes every row once and reads it back twice or more, and marshal does both in under half
+    of JSON's time (as fast as pickle). Unlike unpickling, loading it runs no code whatever the bytes, though the
+    file is this build's own anyway, made and read by this process in its new staging directory."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -55,7 +60,8 @@ class RowSpill:
         assert self._out is not None, "the spill was read: no more rows"
         try:
             offset = self._out.tell()
-            pickle.dump(row.record(), self._out, protocol=pickle.HIGHEST_PROTOCOL)
+            data = marshal.dumps(row.record())
+            self._out.write(_LENGTH.pack(len(data)) + data)
         except OSError:
             self.failed = True
             raise
@@ -75,7 +81,8 @@ class RowSpill:
             self.close_writing()
             self._in = self.path.open("rb")
         self._in.seek(key.offset)
-        record = pickle.load(self._in)
+        (length,) = _LENGTH.unpack(self._in.read(_LENGTH.size))
+        record = marshal.loads(self._in.read(length))
         record["id"], record["idx"] = key.id, key.idx
         return record
 
