@@ -93,10 +93,10 @@ def _sample_line(cues: dict[str, Any]) -> str:
         return f"  probed: every solution (--cue-sample all); total on all {total['of']} with an error step"
     sampled = {name: row["sample"] for name, row in cues["per_category"].items()
                if row.get("sample", {}).get("records", 0) < row.get("sample", {}).get("of", 0)}
+    which = ", ".join(f"{name} {drawn['records']} of {drawn['of']}" for name, drawn in sampled.items())
     line = (f"  probed: at most {per_category} solutions per category, a seeded sample where it has more "
-            "(--cue-sample; the rows `inject build`'s card probes): " + (", ".join(f"{name} {drawn['records']} of {drawn['of']}" for name,
-                                                         drawn in sampled.items()) + ", other categories whole"
-                                                if sampled else "every category whole"))
+            "(--cue-sample; the rows `inject build`'s card probes): "
+            + (f"{which}, other categories whole" if sampled else "every category whole"))
     if total["records"] < total["of"]:
         return line + (f"; total on a seeded sample of {total['records']} of the {total['of']} probed solutions "
                        "with an error step")
