@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -37,7 +38,7 @@ Scores = Mapping[str, "Sequence[float] | None"]
 """Step scores per item id, each in 0..1; None for an invalid answer (counted wrong or left out, see above)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EvalItem:
     """What the metrics read of one solution of a split."""
 
@@ -279,20 +280,12 @@ def _prmscore_sweep(items: Sequence[EvalItem], scores: Scores, thresholds: Seque
     TP(t) = correct steps scoring above t, FP(t) = error steps scoring above t (pooled: error and multi-solution
     categories, as `prmbench_from_totals`)."""
     kinds = {item.category: item.kind for item in items}
-    correct_steps: list[float] = []
-    error_steps: list[float] = []
-    for item in items:
-        item_scores = scores.get(item.id)
-        if kinds[item.category] == CORRECT or item_scores is None:
-            continue
-        for reference, score in zip(item.step_labels or [], item_scores):
-            (correct_steps if reference else error_steps).append(score)
-    correct_steps.sort()
-    error_steps.sort()
+    correct_steps, error_steps = _pooled_step_scores(
+        (item.step_labels, scores.get(item.id)) for item in items if kinds[item.category] != CORRECT)
     values: list[float | None] = []
     for threshold in thresholds:
-        tp = len(correct_steps) - bisect.bisect_right(correct_steps, threshold)
-        fp = len(error_steps) - bisect.bisect_right(error_steps, threshold)
+        tp = len(correct_steps) - _at_or_below(correct_steps, threshold)
+        fp = len(error_steps) - _at_or_below(error_steps, threshold)
         total = [tp, fp, len(error_steps) - fp, len(correct_steps) - tp] + [0] * (len(VECTOR) - 4)
         values.append(step_figures(total, f1_only=False)["prmscore"])
     return values
@@ -342,20 +335,32 @@ def error_detection_curve(items: Sequence[EvalItem], scores: Scores,
 
     One sort of the pooled scores, then two binary searches per threshold: O((steps + thresholds) log steps), not
     a pass over every item per threshold."""
-    every, of_errors = [], []
-    for item in items:
-        labels, item_scores = item.step_labels, scores.get(item.id)
-        if item.kind == CORRECT or labels is None or item_scores is None:
-            continue
-        for correct, score in zip(labels, item_scores):
-            every.append(score)
-            if not correct:
-                of_errors.append(score)
-    every.sort()
-    of_errors.sort()
+    of_correct, of_errors = _pooled_step_scores(
+        (item.step_labels, scores.get(item.id)) for item in items if item.kind != CORRECT)
     curve = []
     for threshold in thresholds:
-        flagged, found = bisect.bisect_right(every, threshold), bisect.bisect_right(of_errors, threshold)
+        found = _at_or_below(of_errors, threshold)
+        flagged = _at_or_below(of_correct, threshold) + found
         curve.append({"threshold": threshold, "precision": found / flagged if flagged else None,
-                      "recall": found / len(of_errors) if of_errors else None})
+                      "recall": found / len(of_errors) if len(of_errors) else None})
     return curve
+
+
+def _pooled_step_scores(pairs: Iterable[tuple[list[bool] | None, Sequence[float] | None]]) -> tuple[Any, Any]:
+    """The scores of the correct steps and of the error steps, each sorted (numpy arrays), pooled over (step
+    labels, scores) pairs; a pair without either is left out. Gathered as raw doubles (8 bytes a step, not a float
+    object and a list slot: 37 MB against 12 MB at 100k solutions)."""
+    import numpy as np
+
+    correct, error = array("d"), array("d")
+    for labels, item_scores in pairs:
+        if labels is None or item_scores is None:
+            continue
+        for reference, score in zip(labels, item_scores):
+            (correct if reference else error).append(score)
+    return np.sort(np.frombuffer(correct)), np.sort(np.frombuffer(error))
+
+
+def _at_or_below(ordered: Any, threshold: float) -> int:
+    """How many of the sorted scores are at or below `threshold` (`bisect_right`)."""
+    return int(ordered.searchsorted(threshold, side="right"))
