@@ -99,3 +99,16 @@ def test_an_item_has_no_per_instance_dict():
     """An eval holds one `EvalItem` per solution (and per correct control): slotted, ~150 bytes less each."""
     item = EvalItem(id="1::circular", category="circular_logic", kind=ERROR, steps=("a",))
     assert not hasattr(item, "__dict__")
+
+
+def test_items_without_error_steps_share_one_empty_set():
+    """Each `frozenset()` is a new 216-byte object: every PRMBench correct control made two (27 MB at 100k
+    solutions). Read from PRMBench's published redundancy file (tests/fixtures/prmbench, see its ATTRIBUTION.md)."""
+    from pathlib import Path
+
+    from injector.evaluate.splits import load_split
+
+    loaded = load_split(Path(__file__).parent / "fixtures/prmbench/prm800k_train_p1_first400_4o_redundency.jsonl")
+    controls = [item for item in loaded.items if item.kind == CORRECT]
+    assert len(controls) > 10
+    assert len({id(item.error_steps) for item in controls} | {id(item.given_error_steps) for item in controls}) == 1
