@@ -64,29 +64,19 @@ def test_dropped_error_steps_are_counted_over_every_record_not_the_sample():
 
 def _probed(monkeypatch: pytest.MonkeyPatch) -> tuple[list[list[dict[str, Any]]], list[int]]:
     """The records each `cue_report` was given, and after each `word_counts` the rows of every count matrix
-    still alive (the probe's memory, counted)."""
-    import weakref
+    still alive (`test_cue_cost._held_rows`: the probe's memory, counted)."""
+    from test_cue_cost import _held_rows
 
     given: list[list[dict[str, Any]]] = []
-    alive: list[weakref.ref] = []
-    held: list[int] = []
-    real_report, real_counts = cues.cue_report, cues.word_counts
+    real_report = cues.cue_report
 
     def report(records: Any, **kwargs: Any) -> dict[str, Any]:
         records = list(records)
         given.append(records)
         return real_report(records, **kwargs)
 
-    def counts(texts: list[str]) -> Any:
-        made = real_counts(texts)
-        if made is not None:
-            alive.append(weakref.ref(made.matrix))
-            held.append(sum(matrix.shape[0] for matrix in (ref() for ref in alive) if matrix is not None))
-        return made
-
     monkeypatch.setattr(cues, "cue_report", report)
-    monkeypatch.setattr(cues, "word_counts", counts)
-    return given, held
+    return given, _held_rows(monkeypatch)
 
 
 def test_the_probe_holds_at_most_n_solutions_per_category(three: Path, monkeypatch: pytest.MonkeyPatch):

@@ -445,25 +445,32 @@ def test_a_judge_that_never_follows_the_format_exits_2(scripted_server, tmp_path
 def test_a_pass_holds_the_candidates_in_flight_not_the_run(scripted_server, tmp_path):
     """Issue 30: verify streams. While the judge answers, the process holds about as many `Candidate`s as requests
     in flight (here one), not every candidate of the run (12), which at 100k candidates was 1.1 GB."""
+    run = make_run(tmp_path / "run")
+    before, alive = alive_while_judging(scripted_server, run, Candidate)
+    assert len(alive) >= 12 and max(alive) - before <= 2, (before, alive)
+
+
+def alive_while_judging(scripted_server, run, kind: type) -> tuple[int, list[int]]:
+    """`inject verify` on `run`, one request at a time: how many `kind` objects the process held before it, and at
+    each request the judge got (what earlier tests still hold is in `before`)."""
     import gc
 
-    run = make_run(tmp_path / "run")
     answer = judge(judge_table())
     alive: list[int] = []
 
     def live() -> int:
         gc.collect()  # what earlier tests left unreachable is not held by verify
-        return sum(isinstance(thing, Candidate) for thing in gc.get_objects())
+        return sum(isinstance(thing, kind) for thing in gc.get_objects())
 
     def counting(request: dict) -> Reply | str:
         alive.append(live())
         return answer(request)
 
     scripted_server.script = counting
-    before = live()  # whatever this process still holds from other tests
+    before = live()
     result = verify_cli(scripted_server, run, "--concurrency", "1")
     assert result.exit_code == 0, result.output
-    assert len(alive) >= 12 and max(alive) - before <= 2, (before, alive)
+    return before, alive
 
 
 def test_a_pass_reads_the_candidates_through_one_handle(scripted_server, tmp_path, monkeypatch):
