@@ -7,7 +7,7 @@ from typing import Any
 
 from injector.curate.funnel import STAGES
 from injector.curate.palette import HEATMAP, NEUTRAL, STAGE_COLOURS, STATUS_COLOURS
-from injector.curate.stats import STATUSES
+from injector.curate.stats_totals import STATUSES
 
 
 def write_plots(stats: dict[str, Any], directory: str | Path) -> list[Path]:

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from injector.curate.card import error_steps_inside, record_answer_changed, relative_error_position
 from injector.curate.rows import CORRECT
-from injector.curate.stats_totals import STATUSES, Totals
+from injector.curate.stats_totals import Totals
 from injector.util.money import money
 from injector.util.errors import InputError, UserError
 from injector.util.json_bounds import jsonl_lines, loads_bounded

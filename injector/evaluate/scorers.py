@@ -4,8 +4,8 @@ be read (a judge's)."""
 from __future__ import annotations
 
 import json
-from array import array
 import math
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence

@@ -66,12 +66,12 @@ class Judge:
     """One verify pass: shared original critiques, requests bounded by `concurrency`, usage summed."""
 
     def __init__(self, engine: Engine, rollout_engine: Engine, spec: JudgingOptions, usage: JudgeUsage,
-                 answered: ScratchIndex | None = None):
+                 answered: ScratchIndex):
         self.engine, self.rollout_engine, self.spec, self.usage = engine, rollout_engine, spec, usage
         self.slots = asyncio.Semaphore(spec.concurrency)
         self.originals: dict[tuple[str, str, int], asyncio.Future[Critique]] = {}
         """The original critiques asked and not yet answered (and those that failed: their candidates fail alike)."""
-        self.answered = answered if answered is not None else ScratchIndex()
+        self.answered = answered
         """The original critiques answered, on disk: a pass holds those in flight, not one per trajectory."""
 
     async def _ask(self, engine: Engine, messages: list[dict[str, Any]], sample: int, usage: JudgeUsage,
