@@ -47,6 +47,18 @@ def test_colliding_hashes_never_take_one_id_for_another() -> None:
     assert [unit for unit in units if unit in grown] == units[1::2]
 
 
+def test_digests_tell_apart_keys_that_share_their_slot_and_keep_the_first_value() -> None:
+    """Keys equal in their first 8 bytes (the slot they hash to) but not after are two keys; a key added again keeps
+    its first value, through the table's growth."""
+    digests = unit_ids.Digests()
+    keys = [bytes(8) + n.to_bytes(8, "little") for n in range(100)]  # every one lands in slot 0 first
+    assert [digests.add(key, n) for n, key in enumerate(keys)] == [None] * 100
+    assert [digests.add(key, -1) for key in keys] == list(range(100))
+    assert len(digests) == 100
+    with pytest.raises(ValueError, match="16-byte"):
+        digests.add(b"short")
+
+
 def test_a_resume_holds_the_written_ids_compactly(tmp_path: Path) -> None:
     directory = held(tmp_path / "run")
     units = 4000
