@@ -24,7 +24,7 @@ from injector.sources.sniff import not_jsonl
 from injector.sources.registry import ReadOptions, RecordFormat, detect_format, format_names, formats, get_format
 from injector.util.resources import bundled_data_path
 from injector.model.trajectory import Trajectory
-from injector.records.unit_ids import Digests
+from injector.records.unit_ids import Digests, text_digest
 
 # One raw record as a stream yields it: (path for messages, stem for ids, 1-based line, record, parse problem).
 RawRecord = tuple[str, str, int, Any, "str | None"]
@@ -163,8 +163,7 @@ class TrajectorySource:
                 continue
             if not files or files[-1] != where:
                 files.append(where)
-            id_digest = hashlib.blake2b(result.id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            first = first_use.add(id_digest, (len(files) - 1) << 32 | line)
+            first = first_use.add(text_digest(result.id), (len(files) - 1) << 32 | line)
             if first is not None:
                 if self._duplicate_ids == "first":
                     self.stats.skipped["duplicate_id"] += 1
