@@ -24,8 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import make_input, measure, print_table  # noqa: E402
 
 SOURCES = 401
-CATEGORIES = 5
-"""Categories `--category all` gives on the offline engine (units per trajectory)."""
 
 
 def template_records(template: Path) -> dict[str, list[tuple[str, bytes]]]:
@@ -39,7 +37,14 @@ def template_records(template: Path) -> dict[str, list[tuple[str, bytes]]]:
     return by_source
 
 
-def finished_run(work: Path, units: int, by_source: dict[str, list[tuple[str, bytes]]],
+def template_categories(template: Path) -> int:
+    """Units per trajectory in the template run: the categories its `--category all` gave (a file of the
+    template's own, not a constant here that drifts from what the offline engine offers)."""
+    manifest = json.loads((template / "manifest.json").read_text())
+    return len(manifest["config"]["categories"])
+
+
+def finished_run(work: Path, units: int, by_source: dict[str, list[tuple[str, bytes]]], categories: int,
                  reuse: bool = False) -> tuple[Path, list[str]]:
     """A finished run directory of `units` units and the `inject run` arguments that resume it (`reuse`: the one
     made in `work` before, its indexes removed)."""
@@ -51,7 +56,7 @@ def finished_run(work: Path, units: int, by_source: dict[str, list[tuple[str, by
         for index in run_dir.glob(".*.idx"):
             index.unlink()
         return run_dir, args
-    make_input(input_path, math.ceil(units / CATEGORIES))
+    make_input(input_path, math.ceil(units / categories))
     shutil.rmtree(run_dir, ignore_errors=True)
     measure([*args, "--limit", "1"], work)  # the manifest of this input's configuration
     ids = [json.loads(line)["id"] for line in input_path.read_text().splitlines()]
@@ -80,9 +85,10 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="resume-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     by_source = template_records(args.template)
+    categories = template_categories(args.template)
     results = {}
     for size in sizes:
-        run_dir, run = finished_run(work, size, by_source, args.reuse)
+        run_dir, run = finished_run(work, size, by_source, categories, args.reuse)
         commands = {"resume-1": run, "resume-2": run, "stats": ["stats", str(run_dir)]}
         results[size] = {stage: measure(commands[stage], work) for stage in stages}
         manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -473,5 +473,9 @@ def test_the_cards_cue_figures_come_from_a_sample_or_not_at_all(run_dir, tmp_pat
     assert result.exit_code == 0, result.output
     card = (tmp_path / "s" / "README.md").read_text()
     assert "Cue AUC: not computed (`--no-cues`)" in card
+    saved = (tmp_path / "s" / "build-config.yaml").read_text()
+    assert "no-cues: true" in saved and "cue-sample" not in saved  # a default that means nothing here
+    both = build(str(run_dir), "--out", str(tmp_path / "u"), "--include-unreviewed", "--no-cues", "--cue-sample", "50")
+    assert both.exit_code == 2 and "--no-cues leaves out" in both.output and not (tmp_path / "u").exists()
     result = build(str(run_dir), "--out", str(tmp_path / "t"), "--include-unreviewed", "--cue-sample", "50")
     assert "on at most 50 rows per category" in (tmp_path / "t" / "README.md").read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from injector.cli.base import examples, invocation, main
 from injector.cli.config_file import config_option, from_option
@@ -66,6 +67,11 @@ def build(**options) -> None:
     """Build benchmark splits from reviewed run directories."""
     from injector import api
 
+    given = click.get_current_context().get_parameter_source("cue_sample")
+    if not options["cues"] and given in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+        # A saved or --config file's cue-sample is left alone: `--from DIR --no-cues` reruns a build without them.
+        raise click.UsageError("--cue-sample sizes the card's cue figures, which --no-cues leaves out: give one "
+                               "of the two")
     options["license"] = options.pop("license_")
     options["taxonomy"] = options.pop("taxonomy_path")
     report = _build_logged(api.make_request(api.BuildRequest, **options, command=invocation()))

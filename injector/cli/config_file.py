@@ -20,8 +20,9 @@ MAX_CONFIG_BYTES = 1024 * 1024
 NOT_SAVED = frozenset({"config", "from_dir", "help", "out", "run_dir", "dry_run", "verbose", "compare", "overwrite"})
 """Parameters left out of a saved configuration: how to read it, where to write (the directory it is in), what
 shows instead of doing (a dry run, the terminal log, `--compare`), and leave to replace a split (given each time)."""
-UNSET_WHEN_DEFAULT = frozenset({"concurrency"})
-"""Left out while at their default: the command reads "not given" (run's concurrency is 5000 with --batch)."""
+UNSET_WHEN_DEFAULT = frozenset({"concurrency", "cue_sample"})
+"""Left out while at their default: the command reads "not given" (run's concurrency is 5000 with --batch; a build's
+cue sample means nothing beside `no-cues: true`)."""
 CONFIG_FILES = {"run": "config.yaml", "verify": "verify-config.yaml", "build": "build-config.yaml",
                 "eval": "eval-config.yaml"}
 """Each command's saved options, in its output directory (`verify` writes into the run directory beside `run`)."""

@@ -13,6 +13,7 @@ from its ids when unpickled, since another interpreter hashes strings with anoth
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 from array import array
 from typing import Any, Callable, Iterable, Iterator
@@ -182,3 +183,57 @@ class UnitIds:
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from its ids: another interpreter (a spawned process) hashes strings with another key.
         return (UnitIds, (list(self.items()),))
+
+
+def text_digest(text: str) -> bytes:
+    """The 16-byte digest `Digests` keeps for a string (an id): two ids share one with a chance of ~1e-26 among a
+    million."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=Digests.WIDTH).digest()
+
+
+class Digests:
+    """A set of 16-byte digests with a number each (`add`, `len`): what the input's duplicate checks remember per
+    trajectory, the digest of its content and of its id. ~40 bytes a digest (its bytes, its number, its slots),
+    where a `UnitIds` of the same keys as strings takes ~65: the keys are all as wide and already uniformly
+    random, so they are their own hash and need no end offsets."""
+
+    __slots__ = ("_keys", "_values", "_table", "_mask")
+    WIDTH = 16
+
+    def __init__(self) -> None:
+        self._keys, self._values = bytearray(), array("q")
+        self._table, self._mask = array("i", bytes(8 * array("i").itemsize)), 7
+        """Slot -> 1 + the number of the digest placed there (0: empty)."""
+
+    def add(self, digest: bytes, value: int = 0) -> int | None:
+        """Add `digest` with `value` unless it is in the set; returns the value it has there (None: it is new)."""
+        if len(digest) != self.WIDTH:
+            raise ValueError(f"a digest of {len(digest)} bytes; Digests holds {self.WIDTH}-byte ones")
+        keys, table, mask, width = self._keys, self._table, self._mask, self.WIDTH
+        slot = int.from_bytes(digest[:8], "little") & mask
+        while (place := table[slot]):
+            start = (place - 1) * width
+            if keys[start:start + width] == digest:
+                return self._values[place - 1]
+            slot = (slot + 1) & mask
+        keys += digest
+        self._values.append(value)
+        if len(self._values) > len(table) * MAX_LOAD:
+            self._grow()
+        else:
+            table[slot] = len(self._values)
+        return None
+
+    def _grow(self) -> None:
+        """A table twice as large, every digest placed again."""
+        size, width, keys = 2 * len(self._table), self.WIDTH, self._keys
+        table, mask = array("i", bytes(size * self._table.itemsize)), size - 1
+        for number in range(len(self._values)):
+            slot = int.from_bytes(keys[number * width:number * width + 8], "little") & mask
+            while table[slot]:
+                slot = (slot + 1) & mask
+            table[slot] = number + 1
+        self._table, self._mask = table, mask
+
+    def __len__(self) -> int:
+        return len(self._values)

@@ -24,7 +24,7 @@ from injector.sources.sniff import not_jsonl
 from injector.sources.registry import ReadOptions, RecordFormat, detect_format, format_names, formats, get_format
 from injector.util.resources import bundled_data_path
 from injector.model.trajectory import Trajectory
-from injector.records.unit_ids import UnitIds
+from injector.records.unit_ids import Digests, text_digest
 
 # One raw record as a stream yields it: (path for messages, stem for ids, 1-based line, record, parse problem).
 RawRecord = tuple[str, str, int, Any, "str | None"]
@@ -139,10 +139,10 @@ class TrajectorySource:
         return self._generate()
 
     def _generate(self) -> Iterator[Trajectory]:
-        # Held compactly, a few dozen bytes a trajectory (as a set of digests and a dict of id strings they were
-        # ~340, what grew most in a resume): the digests of the (question, steps) seen, and per id the file number
-        # << 32 | line of the record that yielded it (two candidates must never share a unit id).
-        seen, first_use, files = UnitIds(), UnitIds(), list[str]()
+        # ~80 bytes a trajectory (a set of digests and a dict of id strings were ~340, what grew most in a resume):
+        # the 128-bit digests of the (question, steps) seen, and per id's digest the file number << 32 | line that
+        # first used it (two candidates must never share a unit id; a chance collision: ~1e-26 in 1e6 ids).
+        seen, first_use, files = Digests(), Digests(), list[str]()
         for where, stem, line, record, problem in self._records():
             self.stats.read += 1
             try:
@@ -158,12 +158,12 @@ class TrajectorySource:
                 self.stats.skipped[result] += 1
                 continue
             digest = hashlib.blake2b(json.dumps([result.question, result.steps]).encode(), digest_size=16).digest()
-            if seen.add(digest.decode("latin-1"), replace=False) is not None:
+            if seen.add(digest) is not None:
                 self.stats.skipped["duplicate"] += 1
                 continue
             if not files or files[-1] != where:
                 files.append(where)
-            first = first_use.add(result.id, (len(files) - 1) << 32 | line, replace=False)
+            first = first_use.add(text_digest(result.id), (len(files) - 1) << 32 | line)
             if first is not None:
                 if self._duplicate_ids == "first":
                     self.stats.skipped["duplicate_id"] += 1

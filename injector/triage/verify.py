@@ -23,6 +23,7 @@ from injector.model.provenance import EngineInfo
 from injector.records.directory import RunDirectory
 from injector.records.jsonl import records_at, scan_records
 from injector.records.models import Candidate
+from injector.records.unit_ids import Digests, text_digest
 from injector.runner.run_log import event
 from injector.taxonomy import Taxonomy, run_taxonomy
 from injector.triage.critique import critique_kind, critique_messages
@@ -298,12 +299,11 @@ def plan_verify(run_dir: str | Path, engine: Engine, spec: VerifySpec | None = N
     finally:
         index.close()
     plan = VerifyPlan(candidates=len(pending), skipped_existing=skipped)
-    seen: set[tuple[str, str]] = set()
+    seen = Digests()  # the (trajectory, kind) of each original judged: ~40 bytes each, not a tuple of strings
     for item in _work(directory, pending):
         candidate = item.candidate
         to_judge = [(candidate.modified_question, candidate.modified_process)]
-        if item.kind != "alternative" and (candidate.trajectory_id, item.kind) not in seen:
-            seen.add((candidate.trajectory_id, item.kind))
+        if item.kind != "alternative" and seen.add(text_digest(f"{candidate.trajectory_id}\x00{item.kind}")) is None:
             to_judge.append((candidate.original_question, candidate.original_process))
         for question, steps in to_judge:
             plan.prompt_tokens += engine.count_tokens(critique_messages(item.kind, question, steps, candidate.images))
