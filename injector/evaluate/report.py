@@ -18,6 +18,7 @@ from injector.util.errors import UserError, WriteFailed
 from injector.util.version import __version__
 from injector.evaluate.bootstrap import (BootstrapSettings, add_intervals, figures_function, strata_of,
                                          stratum_totals)
+from injector.evaluate.columns import select
 from injector.evaluate.paired import paired_section
 from injector.evaluate.metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, error_detection_curve,
                                        in_dev_subset, item_vector)
@@ -73,8 +74,8 @@ def compute_metrics(items: Sequence[EvalItem], result: ScorerResult, *, threshol
     if sweep_metric is not None:
         if scoring.rule.kind != "threshold":
             raise UserError(f"`sweep` chooses a threshold; it does not apply to `label_rule` {scoring.rule.text}")
-        dev = [item for item in items if in_dev_subset(item.id)]
-        held_out = [item for item in items if not in_dev_subset(item.id)]
+        dev = select(items, lambda item: in_dev_subset(item.id))
+        held_out = select(items, lambda item: not in_dev_subset(item.id))
         if sweep_metric == "prmscore" and any(item.error_steps is None for item in items):
             raise UserError("--sweep-metric prmscore needs step labels, and a ProcessBench file has only the first "
                             "error; use --sweep-metric processbench")
