@@ -1,4 +1,4 @@
-"""`inject eval --scores` holds a split's solutions and their scores as columns, a few bytes each (issue 37:
+"""`inject eval --scores` holds a split's solutions and their scores as columns, a few bytes each (bench/RESULTS.md:
 ~1 KB a solution as items, ids and score arrays, 396 MB at 300k solutions). Objects and bytes counted, never time."""
 from __future__ import annotations
 
