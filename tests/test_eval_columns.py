@@ -104,6 +104,11 @@ def test_columns_give_back_the_items_a_list_holds(tmp_path):
          item.given_error_steps) for item in listed.items]
     assert columns[-1].steps == ("",) * 16 and columns[2:4] == [columns[2], columns[3]]
     assert columns.index_of("p17::circular") == 17 and columns.index_of("p99::circular") is None
+    built = ItemColumns()  # items appended without a reader: numbered by `append`
+    for item in listed.items[:5]:
+        built.append(item)
+    assert [built.index_of(f"p{k}::circular") for k in range(5)] == list(range(5))
+    assert built.kind_counts() == {"error": 5, "multi_solution": 0, "correct": 0}
 
 
 def test_a_scores_file_changed_while_read_is_refused_in_one_line(tmp_path):

@@ -119,12 +119,15 @@ class ItemColumns(_ItemsByNumber):
         self._label_table: list[tuple[Any, Any, Any]] = []
         self._label_codes: dict[tuple[Any, Any, Any], int] = {}
         self._blank: dict[int, tuple[str, ...]] = {}
-        self.seen: SeenIds | None = None
-        """The reader's ids, numbered as these items are: how `index_of` finds one."""
+        self.seen = SeenIds()
+        """The items' ids, numbered as the items are: how `index_of` finds one. A reader that checks for repeats
+        adds each id here before its item (`append` then adds none)."""
         self.last: tuple[str, int] = ("", -1)
         """The id of the item made last and its number: `index_of` without a digest for the item just read."""
 
     def append(self, item: EvalItem) -> None:
+        if self.seen.count <= len(self):  # not added by a reader first
+            self.seen.add(item.id)
         encoded = item.id.encode("utf-8")
         self.ids += encoded
         self.id_ends.append(len(self.ids))
@@ -153,6 +156,9 @@ class ItemColumns(_ItemsByNumber):
     def kind_of(self, index: int) -> str:
         return KINDS[self.kind[index]]
 
+    def kind_counts(self) -> dict[str, int]:
+        return {kind: self.kind.count(code) for code, kind in enumerate(KINDS)}
+
     def item(self, index: int) -> EvalItem:
         """Item `index` (numbered as appended)."""
         n_steps = self.n_steps[index]
@@ -167,7 +173,7 @@ class ItemColumns(_ItemsByNumber):
         """The number of the item with `item_id`, or None."""
         if item_id is self.last[0] or item_id == self.last[0]:
             return self.last[1]
-        return None if self.seen is None else self.seen.find(item_id)
+        return self.seen.find(item_id)
 
     def subset(self, keep: Callable[[int], bool]) -> ItemSubset:
         """The items whose number `keep` accepts, in order (their numbers held, 4 bytes each)."""

@@ -62,7 +62,8 @@ class LoadedSplit:
         return notes
 
     def describe(self) -> str:
-        kinds = {kind: sum(item.kind == kind for item in self.items) for kind in (ERROR, MULTI_SOLUTION, CORRECT)}
+        kinds = self.items.kind_counts() if isinstance(self.items, ItemColumns) else \
+            {kind: sum(item.kind == kind for item in self.items) for kind in (ERROR, MULTI_SOLUTION, CORRECT)}
         text = (f"{self.path}: {len(self.items)} solutions ({kinds[ERROR]} with errors, {kinds[MULTI_SOLUTION]} "
                 f"multi-solution, {kinds[CORRECT]} correct controls; {', '.join(sorted(self.formats))})")
         text += f"; protocol {self.protocol}"
@@ -83,7 +84,8 @@ class _Reader:
         self.loaded = loaded
         self.by_classification = {c.classification: c for c in taxonomy.categories}
         self.multi_solution = {c.id for c in taxonomy.categories if c.rules.multi_solution} | {MULTI_SOLUTION}
-        self.seen = SeenIds()
+        # Columns number their items by this same set (`ItemColumns.index_of`): one digest an id, not two.
+        self.seen = loaded.items.seen if isinstance(loaded.items, ItemColumns) else SeenIds()
         # Where each id was first read, to name it when it comes again: a source code and a line or row number
         # per id (8 bytes), not a `FILE:LINE` string (~100).
         self.sources: list[tuple[str, str]] = []
@@ -326,6 +328,4 @@ def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy
         raise UserError(f"`split_name={split}`: only an `inject build` directory has named splits")
     if not loaded.items:
         raise UserError(f"{path}: no solutions to evaluate")
-    if isinstance(loaded.items, ItemColumns):
-        loaded.items.seen = reader.seen
     return loaded
