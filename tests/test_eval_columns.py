@@ -126,3 +126,22 @@ def test_a_scores_file_changed_while_read_is_refused_in_one_line(tmp_path):
     with pytest.raises(UserError, match="changed while `inject eval` read it"):
         result.scores["p4::circular"]
     result.scores.close()  # type: ignore[attr-defined]
+
+
+def test_score_columns_dropped_unclosed_close_their_file(tmp_path):
+    """The scores file stays open for the reads again; a `read_scores` caller that never closes it loses no
+    descriptor once the result is dropped."""
+    import os
+
+    from injector.evaluate.protocols import PRMBENCH
+    from injector.evaluate.scorers import read_scores
+
+    split, scores = _split(tmp_path, 5)
+    items = load_split(split, texts=False).items
+    opened = len(os.listdir("/proc/self/fd"))
+    result = read_scores(scores, items, PRMBENCH)
+    assert len(result.scores["p1::circular"]) == 16
+    assert len(os.listdir("/proc/self/fd")) == opened + 1
+    del result
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == opened

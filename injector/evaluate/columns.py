@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import weakref
 from array import array
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence, overload
@@ -255,6 +256,7 @@ class ScoreColumns(Mapping[str, "Sequence[float] | None"]):
         if self._fd is None:
             try:
                 self._fd = os.open(self.path, os.O_RDONLY)
+                self._closer = weakref.finalize(self, os.close, self._fd)  # closed when dropped unclosed
             except OSError as exc:
                 raise UserError(f"{self.path}: cannot read the scores file again ({exc.strerror or exc})") from None
         chunks, size = [], 1024
@@ -269,7 +271,7 @@ class ScoreColumns(Mapping[str, "Sequence[float] | None"]):
 
     def close(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)
+            self._closer()
             self._fd = None
 
     def _index(self, key: object) -> int | None:
