@@ -74,8 +74,9 @@ def test_the_prediction_lines_are_written_as_they_are_made_not_held(tmp_path, mo
 
 def test_the_precision_recall_curve_pools_the_step_scores_as_raw_doubles():
     """The curve pooled every step's score into lists: with scores held as arrays of doubles (a scores file's), each
-    step became a float object and a list slot, ~32 bytes (37 MB at 100k solutions). Now 8 bytes a step, and a
-    sorted copy. The curve itself is unchanged (`test_eval_metrics`)."""
+    step became a float object and a list slot, ~32 bytes (37 MB at 100k solutions). Then 8 bytes a step and a
+    sorted copy; now counted a batch at a time (`tally.AtOrBelow`). The curve itself is unchanged
+    (`test_eval_metrics`)."""
     import tracemalloc
     from array import array
 

@@ -5,18 +5,20 @@ metrics (README, "Evaluate: `inject eval`").
     result = evaluate(EvalRequest(split="splits/demo", scores="data/demo_scores.jsonl", out="reports/demo"))
     result.metrics["prmbench"]["overall"]["prmscore"]
 
-Modules: `request.py` (`EvalRequest`: what one evaluation takes), `metrics.py` (the formulas, pure functions), `splits.py` (the three input kinds), `scorers.py` (a scores
-file), `judge.py` (an LLM judge through litellm), `prm_server.py` (a PRM served by vLLM), `report.py` (the report
-directory, `compare`).
+Modules: `request.py` (`EvalRequest`: what one evaluation takes), `metrics.py` (the formulas, pure functions),
+`splits.py` (the three input kinds), `columns.py` (a split's solutions and a scores file's scores as columns, for
+`--scores`), `scorers.py` (a scores file), `judge.py` (an LLM judge through litellm), `prm_server.py` (a PRM served
+by vLLM), `report.py` (the report directory, `compare`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from injector.taxonomy import Taxonomy
 from injector.evaluate.bootstrap import BootstrapSettings
+from injector.evaluate.columns import KINDS, ItemColumns, ScoreColumns
 from injector.evaluate.metrics import CORRECT, DEFAULT_THRESHOLD, SWEEP_METRICS, EvalItem
 from injector.evaluate.protocols import PROTOCOLS, LabelRule
 from injector.evaluate.report import (Scoring, compare, compute_metrics, prediction_lines, report_header,
@@ -98,7 +100,32 @@ def evaluate(request: EvalRequest, scorer: Scorer | None = None,
         scorer = ScoresFile(scorer.path, scoring.protocol)
     out = request.report_dir
     result = scorer.score(loaded.items, out)
-    items = [item for item in loaded.items if item.kind != CORRECT or item.id in result.scores]
+    try:
+        return _report(request, loaded, result, scoring)
+    finally:
+        for scores in (result.scores, result.redundancy_scores):
+            if isinstance(scores, ScoreColumns):
+                scores.close()
+
+
+def _scored(items: Sequence[EvalItem], scores: Mapping[str, Any]) -> Sequence[EvalItem]:
+    """The items but for correct controls without scores (a prmbench scores file may leave them all out); columns
+    stay columns (a list of items made from them was ~200 bytes a solution)."""
+    if not isinstance(items, ItemColumns):
+        return [item for item in items if item.kind != CORRECT or item.id in scores]
+    correct = KINDS.index(CORRECT)
+
+    def keep(index: int) -> bool:
+        return items.kind[index] != correct or (scores.has(index) if isinstance(scores, ScoreColumns)
+                                                else items.id_of(index) in scores)
+
+    return items if all(keep(index) for index in range(len(items))) else items.subset(keep)
+
+
+def _report(request: EvalRequest, loaded: LoadedSplit, result: ScorerResult, scoring: Scoring) -> EvalResult:
+    """Compute the metrics of the scored items and write the report directory."""
+    split, out = request.split, request.report_dir
+    items = _scored(loaded.items, result.scores)
     sweep_metric = request.sweep_metric if request.sweep else None
     metrics = {**report_header(str(split), len(items), result.scorer),
                **compute_metrics(items, result, threshold=request.threshold_used, sweep_metric=sweep_metric,

@@ -19,10 +19,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+from itertools import compress
 from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from injector.evaluate.tally import AtOrBelow
 from injector.evaluate.protocols import NO_HIT_F1, PRMBENCH, STRICT, LabelRule, class_f1
 
 ERROR, MULTI_SOLUTION, CORRECT = "error", "multi_solution", "correct"
@@ -333,16 +335,22 @@ def error_detection_curve(items: Sequence[EvalItem], scores: Scores,
     """Precision and recall of finding error steps (the negative class: score at or below the threshold) at each
     threshold, over the pooled steps of the error and multi-solution items with valid scores.
 
-    One sort of the pooled scores, then two binary searches per threshold: O((steps + thresholds) log steps), not
-    a pass over every item per threshold."""
-    of_correct, of_errors = _pooled_step_scores(
-        (item.step_labels, scores.get(item.id)) for item in items if item.kind != CORRECT)
+    The steps are counted per threshold as they come, a few thousand at a time (`AtOrBelow`): O(steps ·
+    log thresholds), and memory for the thresholds, not a copy of every step's score (16 bytes a step at the
+    peak, once pooled and sorted: 77 MB at 300k solutions)."""
+    of_correct, of_errors = AtOrBelow(thresholds), AtOrBelow(thresholds)
+    for item in items:
+        labels, item_scores = item.step_labels, scores.get(item.id) if item.kind != CORRECT else None
+        if labels is None or item_scores is None:
+            continue
+        of_correct.extend(compress(item_scores, labels))
+        of_errors.extend(compress(item_scores, [not reference for reference in labels]))
+    found_at, correct_at = of_errors.counts(), of_correct.counts()
     curve = []
-    for threshold in thresholds:
-        found = _at_or_below(of_errors, threshold)
-        flagged = _at_or_below(of_correct, threshold) + found
+    for threshold, found, correct in zip(thresholds, found_at, correct_at):
+        flagged = correct + found
         curve.append({"threshold": threshold, "precision": found / flagged if flagged else None,
-                      "recall": found / len(of_errors) if len(of_errors) else None})
+                      "recall": found / of_errors.total if of_errors.total else None})
     return curve
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -15,10 +16,12 @@ from pydantic import ValidationError
 from injector.records.jsonl import problem_of
 from injector.util.errors import UserError, WriteFailed
 from injector.util.version import __version__
-from injector.evaluate.bootstrap import BootstrapSettings, add_intervals, figures_function
+from injector.evaluate.bootstrap import (BootstrapSettings, add_intervals, figures_function, strata_of,
+                                         stratum_totals)
+from injector.evaluate.columns import select
 from injector.evaluate.paired import paired_section
-from injector.evaluate.metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, category_totals,
-                                       error_detection_curve, in_dev_subset, item_vector)
+from injector.evaluate.metrics import (CORRECT, DEV_FRACTION, EvalItem, Scores, error_detection_curve,
+                                       in_dev_subset, item_vector)
 from injector.evaluate.metrics import sweep_threshold
 from injector.evaluate.protocols import PRMBENCH, STRICT, LabelRule
 from injector.evaluate.report_file import ReportFile
@@ -40,15 +43,23 @@ class Scoring:
 
 def _figures(items: Sequence[EvalItem], result: ScorerResult, scoring: Scoring,
              with_intervals: bool = False) -> dict[str, Any]:
-    vectors = [item_vector(item, result.scores, scoring.rule, scoring.protocol, result.redundancy_scores)
-               for item in items]
-    figures_of = figures_function({item.category: item.kind for item in items}, scoring.protocol,
-                                  step_labels=bool(items) and all(item.error_steps is not None for item in items),
-                                  subsets=bool(items) and all(item.error_steps is None for item in items))
-    figures = figures_of(category_totals(items, vectors))
-    if with_intervals and scoring.bootstrap is not None and items:
-        figures["bootstrap"] = add_intervals(figures, [item.category for item in items], vectors, figures_of,
-                                             scoring.bootstrap)
+    """The figures of `items` (and their intervals), from one pass over them: each one's VECTOR row goes into one
+    array of ints and its category becomes a code (a list of ints and the category per item were ~150 bytes)."""
+    names: dict[str, int] = {}
+    kinds: dict[str, str] = {}
+    codes, vectors = array("i"), array("i")
+    labelled = 0
+    for item in items:
+        codes.append(names.setdefault(item.category, len(names)))
+        kinds[item.category] = item.kind
+        labelled += item.error_steps is not None
+        vectors.extend(item_vector(item, result.scores, scoring.rule, scoring.protocol, result.redundancy_scores))
+    figures_of = figures_function(kinds, scoring.protocol, step_labels=bool(codes) and labelled == len(codes),
+                                  subsets=bool(codes) and not labelled)
+    strata = strata_of(codes, list(names), vectors)
+    figures = figures_of(stratum_totals(strata))
+    if with_intervals and scoring.bootstrap is not None and codes:
+        figures["bootstrap"] = add_intervals(figures, strata, figures_of, scoring.bootstrap)
     return figures
 
 
@@ -63,8 +74,8 @@ def compute_metrics(items: Sequence[EvalItem], result: ScorerResult, *, threshol
     if sweep_metric is not None:
         if scoring.rule.kind != "threshold":
             raise UserError(f"`sweep` chooses a threshold; it does not apply to `label_rule` {scoring.rule.text}")
-        dev = [item for item in items if in_dev_subset(item.id)]
-        held_out = [item for item in items if not in_dev_subset(item.id)]
+        dev = select(items, lambda item: in_dev_subset(item.id))
+        held_out = select(items, lambda item: not in_dev_subset(item.id))
         if sweep_metric == "prmscore" and any(item.error_steps is None for item in items):
             raise UserError("--sweep-metric prmscore needs step labels, and a ProcessBench file has only the first "
                             "error; use --sweep-metric processbench")

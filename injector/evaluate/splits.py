@@ -8,7 +8,8 @@ a ProcessBench file's name (ProcessBench ships one file per subset: gsm8k, math,
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from array import array
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 
 from injector.util.errors import InputError, UserError
 from injector.taxonomy import Taxonomy
+from injector.evaluate.columns import ItemColumns, SeenIds
 from injector.evaluate.metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
 from injector.evaluate.protocols import PRMBENCH, STRICT, check_protocol
 from injector.util.json_bounds import jsonl_lines
@@ -31,7 +33,8 @@ class LoadedSplit:
     """The items of a split and what reading them left out."""
 
     path: str
-    items: list[EvalItem] = field(default_factory=list)
+    items: list[EvalItem] | ItemColumns = field(default_factory=list)
+    """As `EvalItem`s, or (read without texts: a scores file's metrics) as columns, a few bytes a solution."""
     formats: set[str] = field(default_factory=set)
     dropped_error_steps: int = 0
     """Error step numbers past the last step (PRMBench's files hold some), dropped."""
@@ -59,7 +62,8 @@ class LoadedSplit:
         return notes
 
     def describe(self) -> str:
-        kinds = {kind: sum(item.kind == kind for item in self.items) for kind in (ERROR, MULTI_SOLUTION, CORRECT)}
+        kinds = self.items.kind_counts() if isinstance(self.items, ItemColumns) else \
+            {kind: sum(item.kind == kind for item in self.items) for kind in (ERROR, MULTI_SOLUTION, CORRECT)}
         text = (f"{self.path}: {len(self.items)} solutions ({kinds[ERROR]} with errors, {kinds[MULTI_SOLUTION]} "
                 f"multi-solution, {kinds[CORRECT]} correct controls; {', '.join(sorted(self.formats))})")
         text += f"; protocol {self.protocol}"
@@ -76,14 +80,21 @@ class LoadedSplit:
 class _Reader:
     """Turns records of one of the three formats into items, checking each field it reads."""
 
-    def __init__(self, taxonomy: Taxonomy, loaded: LoadedSplit, texts: bool = True):
+    def __init__(self, taxonomy: Taxonomy, loaded: LoadedSplit):
         self.loaded = loaded
-        self.texts = texts
         self.by_classification = {c.classification: c for c in taxonomy.categories}
         self.multi_solution = {c.id for c in taxonomy.categories if c.rules.multi_solution} | {MULTI_SOLUTION}
-        self.seen: dict[str, str] = {}
+        # Columns number their items by this same set (`ItemColumns.index_of`): one digest an id, not two.
+        self.seen = loaded.items.seen if isinstance(loaded.items, ItemColumns) else SeenIds()
+        # Where each id was first read, to name it when it comes again: a source code and a line or row number
+        # per id (8 bytes), not a `FILE:LINE` string (~100).
+        self.sources: list[tuple[str, str]] = []
+        self._source_codes: dict[tuple[str, str], int] = {}
+        self.first_source, self.first_number = array("i"), array("q")
 
-    def add(self, record: Any, fmt: str, where: str, location: tuple[str, int | None]) -> None:
+    def add(self, record: Any, fmt: str, location: tuple[str, int | None], sep: str = ":") -> None:
+        """Read one record; `location` (FILE or split label, line or row number) and `sep` name it: FILE:LINE,
+        LABEL row N."""
         if not isinstance(record, dict):
             raise InputError(*location, f"expected a JSON object, found {type(record).__name__}")
         if self.loaded.protocol is None:
@@ -91,32 +102,41 @@ class _Reader:
         item = {"split": self._split_row, "prmbench": self._prmbench, "processbench": self._processbench}[fmt](
             record, location, Path(location[0]).stem)
         self.loaded.formats.add(fmt)
-        if item is None or not self._first(item.id, where, location):
+        if item is None or not self._first(item.id, location, sep):
             return
-        self.loaded.items.append(item if self.texts else _without_text(item))
+        self.loaded.items.append(item)
         if fmt == "prmbench" and self.loaded.protocol == PRMBENCH and record.get("classification") == "redundency":
-            self._control(record, item, where, location)
+            self._control(record, item, location, sep)
 
-    def _first(self, item_id: str, where: str, location: tuple[str, int | None]) -> bool:
+    def _first(self, item_id: str, location: tuple[str, int | None], sep: str) -> bool:
         """Whether `item_id` is new; prmbench: a repeat is counted and left out, strict: refused."""
-        if item_id not in self.seen:
-            self.seen[item_id] = where
+        first = self.seen.add(item_id)
+        if first is None:
+            source = (location[0], sep)
+            code = self._source_codes.setdefault(source, len(self.sources))
+            if code == len(self.sources):
+                self.sources.append(source)
+            self.first_source.append(code)
+            self.first_number.append(-1 if location[1] is None else location[1])
             return True
         if self.loaded.protocol == PRMBENCH:
-            self.loaded.repeated.append(f"{where} ({item_id})")
+            self.loaded.repeated.append(f"{_where(location[0], sep, location[1])} ({item_id})")
             return False
-        raise InputError(*location, f"id {item_id!r} again (first at {self.seen[item_id]}); ids must be unique")
+        name, first_sep = self.sources[self.first_source[first]]
+        number = self.first_number[first]
+        raise InputError(*location, f"id {item_id!r} again (first at {_where(name, first_sep, number)}); ids must "
+                                    "be unique")
 
-    def _control(self, record: dict, item: EvalItem, where: str, location: tuple[str, int | None]) -> None:
+    def _control(self, record: dict, item: EvalItem, location: tuple[str, int | None], sep: str) -> None:
         """PRMBench's `correct_<idx>` sample: the redundancy item's original solution, every step correct."""
         idx = item.id.split("::")[0]
         control_id = f"correct_{idx}::{CONTROL_CATEGORY}"
         steps = _steps(record, "original_process", location)
-        if self._first(control_id, where, location):
+        if self._first(control_id, location, sep):
             control = EvalItem(id=control_id, category=CONTROL_CATEGORY, kind=CORRECT, steps=steps,
                                question=item.question, error_steps=NO_STEPS, first_error=None,
                                given_error_steps=NO_STEPS)
-            self.loaded.items.append(control if self.texts else _without_text(control))
+            self.loaded.items.append(control)
             self.loaded.controls += 1
 
     def _split_row(self, record: dict, location: tuple[str, int | None], stem: str) -> EvalItem | None:
@@ -171,10 +191,8 @@ class _Reader:
                         question=str(record.get("problem") or ""), error_steps=None, first_error=first_error)
 
 
-def _without_text(item: EvalItem) -> EvalItem:
-    """The item with its question and steps blanked (their number kept): all a scores file's metrics read, and a
-    fraction of the memory at 100k solutions."""
-    return replace(item, steps=_shared(("",) * len(item.steps)), question="")
+def _where(name: str, sep: str, number: int | None) -> str:
+    return f"{name}{sep}{'None' if number is None or number < 0 else number}"
 
 
 _SHARED: dict[Any, Any] = {}
@@ -246,7 +264,7 @@ def _read_jsonl(path: Path, reader: _Reader) -> None:
                                                "modified_process, error_steps), a PRMBench record (idx, "
                                                "classification, modified_process, error_steps) or a ProcessBench "
                                                "one (id, steps, label)")
-        reader.add(record, fmt, f"{path}:{number}", (str(path), number))
+        reader.add(record, fmt, (str(path), number))
 
 
 def _read_dataset(path: Path, split: str | None, reader: _Reader) -> None:
@@ -269,7 +287,7 @@ def _read_dataset(path: Path, split: str | None, reader: _Reader) -> None:
                             "split?")
         label = f"{path}[{name}]" if name else str(path)
         for number, row in enumerate(dataset, 1):
-            reader.add(row, "split", f"{label} row {number}", (label, number))
+            reader.add(row, "split", (label, number), " row ")
 
 
 def _refuse_run_directory(path: Path) -> None:
@@ -285,11 +303,14 @@ def load_split(path: str | Path, *, split: str | None = None, taxonomy: Taxonomy
     """Every solution of `path`: an `inject build` directory (its DatasetDict; `split` picks one of its splits,
     default all), a JSONL file (one of the three formats, detected from its first record), or a directory of JSONL
     files (PRMBench's data directory, a split's `prmbench/` or `processbench/` export). `protocol` (strict or
-    prmbench) defaults to prmbench for PRMBench's files and strict for everything else."""
+    prmbench) defaults to prmbench for PRMBench's files and strict for everything else. Without `texts`, the items
+    are `ItemColumns` (their steps blank, their question empty)."""
     path = Path(path)
     taxonomy = taxonomy or Taxonomy.load()
     loaded = LoadedSplit(path=str(path), protocol=None if protocol is None else check_protocol(protocol))
-    reader = _Reader(taxonomy, loaded, texts)
+    if not texts:  # the scores file's path: its metrics read no text, and columns hold a solution in ~60 bytes
+        loaded.items = ItemColumns()
+    reader = _Reader(taxonomy, loaded)
     _refuse_run_directory(path)
     if path.is_dir() and any((path / name).is_file() for name in ("dataset_dict.json", "dataset_info.json")):
         _read_dataset(path, split, reader)
