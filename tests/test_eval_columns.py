@@ -145,3 +145,17 @@ def test_score_columns_dropped_unclosed_close_their_file(tmp_path):
     del result
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) == opened
+
+
+def test_an_id_with_a_lone_surrogate_is_scored_like_any_other(tmp_path):
+    """JSON may spell a lone surrogate (`"\\ud800"`): Python reads it into the id, and the id's digest must take it
+    (it raised UnicodeEncodeError, an internal error, once ids were held as digests)."""
+    split, scores = _split(tmp_path, 40)
+    for path in (split / "circular.jsonl", scores):  # p1 and p10-p19
+        path.write_text(path.read_text().replace('"p1', '"p\\ud800'))
+    for sweep in (False, True):  # the sweep's dev part is drawn by a digest of the id too
+        result = evaluate(EvalRequest(split=str(split), scores=str(scores), out=str(tmp_path / f"report-{sweep}"),
+                                      sweep=sweep))
+        assert result.metrics["n_items"] == 40
+        predicted = (tmp_path / f"report-{sweep}" / "predictions.jsonl").read_text()
+        assert '"id": "p\\ud800::circular"' in predicted

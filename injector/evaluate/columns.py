@@ -10,7 +10,6 @@ ids and score arrays, 396 MB at 300k solutions).
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import weakref
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence, overload
 
 from injector.evaluate.metrics import CORRECT, ERROR, MULTI_SOLUTION, EvalItem
+from injector.records.unit_ids import text_digest
 from injector.util.errors import UserError
 from injector.util.json_bounds import loads_bounded
 
@@ -30,7 +30,7 @@ RECENT = 1 << 16
 def digest(key: str) -> bytes:
     """16 bytes of BLAKE2b, two different ids sharing one with a chance of ~2^-127 a pair; the last byte odd, as
     numpy's fixed-width bytes drop trailing zero bytes when read (a digest ending in one would not be found)."""
-    hashed = hashlib.blake2b(key.encode("utf-8"), digest_size=16).digest()
+    hashed = text_digest(key)
     return hashed[:15] + bytes((hashed[15] | 1,))
 
 
@@ -129,7 +129,7 @@ class ItemColumns(_ItemsByNumber):
     def append(self, item: EvalItem) -> None:
         if self.seen.count <= len(self):  # not added by a reader first
             self.seen.add(item.id)
-        encoded = item.id.encode("utf-8")
+        encoded = item.id.encode("utf-8", "surrogatepass")
         self.ids += encoded
         self.id_ends.append(len(self.ids))
         self.category.append(self._category_codes.setdefault(item.category, len(self.categories)))
@@ -152,7 +152,7 @@ class ItemColumns(_ItemsByNumber):
         return range(len(self.id_ends))
 
     def id_of(self, index: int) -> str:
-        return self.ids[self.id_ends[index - 1] if index else 0:self.id_ends[index]].decode("utf-8")
+        return self.ids[self.id_ends[index - 1] if index else 0:self.id_ends[index]].decode("utf-8", "surrogatepass")
 
     def kind_of(self, index: int) -> str:
         return KINDS[self.kind[index]]

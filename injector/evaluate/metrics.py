@@ -228,7 +228,7 @@ def processbench_metrics(items: Sequence[EvalItem], scores: Scores, threshold: f
 def in_dev_subset(item_id: str, fraction: float = DEV_FRACTION) -> bool:
     """Whether an item is in the sweep's dev subset: SHA-256 of its id, read as a number in [0, 1), below
     `fraction` (the same items on every machine, whatever order the split lists them in)."""
-    digest = hashlib.sha256(item_id.encode("utf-8")).digest()
+    digest = hashlib.sha256(item_id.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 

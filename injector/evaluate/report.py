@@ -225,8 +225,9 @@ def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
 
 
 def _write_lines(path: Path, lines: Iterable[dict[str, Any]]) -> None:
-    """One JSON line per record, each written as it comes."""
-    with path.open("w", encoding="utf-8") as handle:
+    """One JSON line per record, each written as it comes. A lone surrogate (an id JSON spelled `"\\ud800"`) has no
+    UTF-8: inside a JSON string, backslashreplace writes it back as that same escape."""
+    with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
         for line in lines:
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
 
