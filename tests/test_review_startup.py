@@ -40,7 +40,7 @@ def _groups(directory: Path) -> dict[str, int]:
 class _Decoded(queue_index.Facts):
     """Facts that always decode the line (what indexing did for every line with a step audit before)."""
 
-    def ends_with(self, pattern):
+    def ends_at(self, pattern, at):
         return None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from injector.util.errors import UserError
 from injector.curate.review.queue import STATUS_CODES, Entry, RunQueue, entry_columns
 from injector.curate.review.plan_index import FILTER_INDEXES
-from injector.curate.review.queue_index import UNVERIFIED
+from injector.curate.review.queue_index import UNVERIFIED, make_plan_queue
 
 Part = tuple[str, list[Any]]
 
@@ -19,8 +19,10 @@ class PlanQueue:
     """One reviewer's queue of one run's review plan."""
 
     def __init__(self, queue: RunQueue, reviewer: str):
+        """Makes the reviewer's rows in the index on their first start under this plan."""
         self.queue = queue
         self.reviewer = reviewer
+        make_plan_queue(queue.store, reviewer)
         self._indexed: set[tuple[str, ...]] = set()
         self._columns = ", ".join("p.status" if name == "status" else f"q.{name}" for name in entry_columns())
 

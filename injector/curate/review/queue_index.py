@@ -40,10 +40,10 @@ UNVERIFIED = "unverified"
 """The verdict of a candidate `inject verify` has not judged (the verdict filter's name for them)."""
 SOURCES = (CANDIDATES_FILE, GOLD_FILE)
 """The files a queue row may point into, by number (the row's `source`)."""
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 TAIL_BYTES = 4096
 TAIL_SEARCH = 512
-"""How far from a line's end `Facts.ends_with` looks."""
+"""How far from a line's end `Facts.ends_at` looks."""
 
 
 class Facts:
@@ -65,13 +65,20 @@ class Facts:
             self._record = value if isinstance(value, dict) else {}
         return self._record
 
-    def mentions(self, name: bytes) -> bool:
-        """Whether the raw line holds `name` at all (a key may skip decoding a line that cannot hold its field)."""
-        return name in self._raw
+    def last(self, name: bytes) -> int:
+        """Where `name` occurs last in the raw line (-1: nowhere; a key may skip decoding a line without it)."""
+        return self._raw.rfind(name)
 
-    def ends_with(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
-        """`pattern` (anchored at the line's end) searched in the line's last bytes only."""
-        return pattern.search(self._raw, max(0, len(self._raw) - TAIL_SEARCH))
+    def ends_at(self, pattern: re.Pattern[bytes], at: int) -> re.Match[bytes] | None:
+        """`pattern` (anchored at the line's end) matched at byte `at`, when that is among the line's last bytes
+        and follows a `,` (blanks between allowed): a field there can only be the record's last top-level one."""
+        raw = self._raw
+        if at < len(raw) - TAIL_SEARCH or at <= 0:
+            return None
+        before = at - 1
+        while before > 0 and raw[before] in b" \t\r\n":
+            before -= 1
+        return pattern.match(raw, at) if raw[before] == 44 else None  # 44: ","
 
     def verify_line(self) -> dict[str, Any] | None:
         if self._verify_offset is None:
@@ -89,6 +96,8 @@ ORDER_KEYS: dict[str, OrderKey] = {
 """How the list may be sorted: name -> a candidate's group (smaller first); within a group, run by run in file
 order. Each order is a column of the index (rebuilt once when the orders change), so adding one here is all an
 order takes; a key that raises puts the candidate last."""
+BY_VERDICT_ALONE = frozenset({"verdict", "file"})
+"""The orders whose key reads the candidate's verdict alone: keyed once per verdict when the index is built."""
 LAST_GROUP = 1 << 30
 
 
@@ -184,18 +193,37 @@ def queue_signature(run_path: Path, gold: set[str]) -> str:
 def refresh(store: ReviewStore, run_path: Path) -> bool:
     """Make the store's queue index match the run's files, rebuilding it when anything changed; whether it did."""
     wanted = signature(run_path)
+
+    def stale(db: sqlite3.Connection) -> bool:
+        db.execute("CREATE TABLE IF NOT EXISTS queue_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        return _indexed(db) != wanted
+    return _write_if(store, stale, lambda db: _build(db, run_path, wanted))
+
+
+def make_plan_queue(store: ReviewStore, reviewer: str) -> bool:
+    """Make the reviewer's queue of the indexed plan if it is not made yet (their first start under this plan:
+    `plan_index.make_queue`); whether it did."""
+    return _write_if(store, lambda db: plan_index.pending(db, reviewer),
+                     lambda db: plan_index.make_queue(db, reviewer))
+
+
+def _write_if(store: ReviewStore, needed: Callable[[sqlite3.Connection], bool],
+              work: Callable[[sqlite3.Connection], None]) -> bool:
+    """`work` in a write transaction of its own when `needed` (asked again once the lock is held: another process
+    may have done it while this one waited); whether it ran."""
     try:
         with closing(store.connect()) as db:
             db.isolation_level = None  # the transaction below is ours: BEGIN IMMEDIATE to COMMIT
-            db.execute("CREATE TABLE IF NOT EXISTS queue_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            if _indexed(db) == wanted:
+            if not needed(db):
                 return False
             db.execute("BEGIN IMMEDIATE")
             try:
-                if _indexed(db) == wanted:  # another process built it while this one waited for the lock
+                if not needed(db):
                     db.execute("COMMIT")
                     return False
-                _build(db, run_path, wanted)
+                db.execute("PRAGMA temp_store = MEMORY")  # the sorts of the index builds, in memory
+                db.execute("PRAGMA cache_size = -65536")  # up to 64 MB while building, for this connection only
+                work(db)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -217,13 +245,11 @@ def _build(db: sqlite3.Connection, run_path: Path, wanted: str) -> None:
 
     plan = read_plan(run_path)
     queue_wanted = queue_signature(run_path, set(plan.gold) if plan is not None else set())
-    db.execute("PRAGMA temp_store = MEMORY")  # the sorts of the index builds below, in memory
-    db.execute("PRAGMA cache_size = -65536")  # up to 64 MB while building, for this connection only
     if _indexed(db, "queue_signature") != queue_wanted:
         _build_queue(db, run_path, set(plan.gold) if plan is not None else set())
     for script in (plan_index.DROP, plan_index.SCHEMA):
         _execute_script(db, script)
-    plan_index.fill(db, plan.queues if plan is not None else {}, _execute_script)  # a reviewer's queue
+    plan_index.fill(db, plan.queues if plan is not None else {})  # each reviewer's made on their first start
     _execute_script(db, plan_index.AFTER_FILL)
     db.executemany("INSERT OR REPLACE INTO queue_meta VALUES (?, ?)",
                    [("signature", wanted), ("queue_signature", queue_wanted)])
@@ -234,8 +260,7 @@ def _build_queue(db: sqlite3.Connection, run_path: Path, gold: set[str]) -> None
     (`queue.RunQueue.read`): a reviewer's queue of a plan never reads them."""
     for script in (_DROP, plan_index.DROP, _schema()):  # the plan's queues point into the queue: dropped with it
         _execute_script(db, script)
-    columns = ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
-               *map(order_column, ORDER_KEYS)]
+    columns = _row_columns()
     db.executemany(f"INSERT INTO queue ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                    _rows(run_path, gold))
     _execute_script(db, _AFTER_FILL)
@@ -265,9 +290,12 @@ def _verdicts(run_path: Path) -> dict[str, tuple[int, str]]:
 
 
 def _rows(run_path: Path, gold: set[str]) -> Iterator[tuple[Any, ...]]:
-    """The queue's rows: the candidates (the first line of an id), then the gold items the review plan names."""
+    """The queue's rows (columns as `_row_columns` orders them): the candidates (the first line of an id), then the
+    gold items the review plan names. An order of `BY_VERDICT_ALONE` is keyed once per verdict, not per line."""
     verdicts, seen = _verdicts(run_path), set()
-    keys, seq = tuple(ORDER_KEYS.values()), 0
+    per_line = [key for name, key in ORDER_KEYS.items() if name not in BY_VERDICT_ALONE]
+    by_verdict: dict[str, tuple[int, ...]] = {}
+    seq = 0
     for source, name in enumerate(SOURCES):
         if source and not gold:
             break
@@ -277,12 +305,26 @@ def _rows(run_path: Path, gold: set[str]) -> Iterator[tuple[Any, ...]]:
             seen.add(id_)
             verify_offset, verdict = verdicts.get(id_, (None, UNVERIFIED))
             facts = Facts(id_, category, verdict, raw, run_path, verify_offset)
-            yield (seq, id_, category, verdict, number, offset, source, verify_offset, *[_group(key, facts)
-                                                                                         for key in keys])
+            shared = by_verdict.get(verdict)
+            if shared is None:
+                shared = by_verdict[verdict] = tuple(_group(key, facts) for name, key in ORDER_KEYS.items()
+                                                     if name in BY_VERDICT_ALONE)
+            yield (seq, id_, category, verdict, number, offset, source, verify_offset,
+                   *[_group(key, facts) for key in per_line], *shared)
             seq += 1
 
 
-_STRING_VALUE = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.)*")')
+def _row_columns() -> list[str]:
+    """The queue's columns in the order `_rows` gives them: the orders keyed per line, then those per verdict."""
+    orders = [name for name in ORDER_KEYS if name not in BY_VERDICT_ALONE]
+    orders += [name for name in ORDER_KEYS if name in BY_VERDICT_ALONE]
+    return ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
+            *map(order_column, orders)]
+
+
+_STRING_VALUE = re.compile(rb'\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)"')
+"""A key's string value, its text between the quotes (unrolled: runs of plain bytes between escapes, matched
+fast)."""
 
 
 def _scan_fields(path: Path, names: tuple[bytes, ...]) -> Iterator[tuple[int, int, tuple[str, ...], bytes]]:
@@ -294,43 +336,72 @@ def _scan_fields(path: Path, names: tuple[bytes, ...]) -> Iterator[tuple[int, in
         handle = open_read(path, None if path.name == CANDIDATES_FILE else MAX_SIDE_FILE_BYTES)
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
-    offset = 0
+    offset, together = 0, _adjacent(names)
     with handle:
         for number, raw in enumerate(handle, 1):
             start, offset = offset, offset + len(raw)
-            if not raw.strip():
-                continue
-            fields = _quick_fields(raw, names) or _decoded_fields(raw, names)
-            if isinstance(fields, str):
-                log.warning("%s:%d: skipped: %s", path, number, fields)
-                continue
+            fields = _quick_fields(raw, names, together)
+            if fields is None:
+                if not raw.strip():
+                    continue
+                fields = _decoded_fields(raw, names)
+                if isinstance(fields, str):
+                    log.warning("%s:%d: skipped: %s", path, number, fields)
+                    continue
             yield number, start, fields, raw
 
 
-def _quick_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | None:
+def _quick_fields(raw: bytes, names: tuple[bytes, ...], together: re.Pattern[bytes] | None = None
+                  ) -> tuple[str, ...] | None:
     """The keys' string values without decoding the line, when each key occurs once in it, as a key: in JSON a
     quote inside a string is escaped, so `"id"` after `{` or `,` can only be a key (of some object: a second
-    occurrence, or a line that does not end its object, goes through the decoder instead)."""
-    if not raw.rstrip().endswith(b"}"):
+    occurrence, or a line that does not end its object, goes through the decoder instead). `together`:
+    `_adjacent(names)`, made once by the caller."""
+    if not (raw.endswith(b"}\n") or raw.rstrip().endswith(b"}")):
         return None
-    for name in names:
-        if raw.count(name) != 1:
-            return None
-    together = _adjacent(names).search(raw)  # the keys side by side, as `inject run` writes them: one search
-    if together is not None and _starts_a_key(raw, together.start()):
-        tokens: list[bytes] = list(together.groups())
+    first = raw.find(names[0])
+    found = (together or _adjacent(names)).match(raw, first) if first >= 0 else None
+    if found is not None and (first > 0 and raw[first - 1] in b"{," or _starts_a_key(raw, first)) \
+            and _once(raw, names, found):
+        tokens: tuple[bytes, ...] | None = found.groups()  # the keys side by side, as `inject run` writes them
     else:
-        tokens = []
-        for name in names:
-            at = raw.find(name)
-            found = _STRING_VALUE.match(raw, at + len(name)) if _starts_a_key(raw, at) else None
-            if found is None:
-                return None
-            tokens.append(found.group(1))
+        tokens = _apart(raw, names)
     try:
-        return tuple(token[1:-1].decode("utf-8") if b"\\" not in token else json.loads(token) for token in tokens)
+        texts = tuple(map(bytes.decode, tokens)) if tokens is not None else None  # strict UTF-8
     except ValueError:  # UnicodeDecodeError is one
         return None
+    if texts is None or "\\" not in "".join(texts):
+        return texts
+    try:
+        return tuple([json.loads(f'"{text}"') for text in texts])  # escapes (ASCII): the decoder's reading
+    except ValueError:
+        return None
+
+
+def _apart(raw: bytes, names: tuple[bytes, ...]) -> tuple[bytes, ...] | None:
+    """Each key's string value (unquoted, as written), each key found once, as a key; else None."""
+    tokens = []
+    for name in names:
+        at = raw.find(name)
+        if raw.count(name) != 1 or not _starts_a_key(raw, at):
+            return None
+        value = _STRING_VALUE.match(raw, at + len(name))
+        if value is None:
+            return None
+        tokens.append(value.group(1))
+    return tuple(tokens)
+
+
+def _once(raw: bytes, names: tuple[bytes, ...], found: re.Match[bytes]) -> bool:
+    """Whether each key occurs in `raw` nowhere but in `found`, the match of the keys side by side (the first key
+    was found first: only the text after the match can hold it again; the others may be before it)."""
+    start, end = found.span()
+    if raw.find(names[0], end) >= 0:
+        return False
+    for name in names[1:]:
+        if raw.find(name, 0, start) >= 0 or raw.find(name, end) >= 0:
+            return False
+    return True
 
 
 def _starts_a_key(raw: bytes, at: int) -> bool:
@@ -343,7 +414,9 @@ def _starts_a_key(raw: bytes, at: int) -> bool:
 
 @lru_cache(maxsize=8)
 def _adjacent(names: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    return re.compile(rb"\s*,\s*".join(re.escape(name) + _STRING_VALUE.pattern for name in names))
+    """The keys side by side (a pattern starting with a literal: searched fast)."""
+    return re.compile(rb"\s*,\s*".join(re.escape(name) + _STRING_VALUE.pattern
+                                                            for name in names))
 
 
 def _decoded_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | str:
