@@ -99,3 +99,69 @@ def test_a_new_plan_rebuilds_the_plans_queues_alone(tmp_path, monkeypatch):
         out.write(json.dumps(candidate("late::x::0")) + "\n")
     assert queue_index.refresh(store, directory) and len(scanned) == 2
     assert [entry.id for entry in PlanQueue(RunQueue(store, 0), "ada").all()] == plan.queues["ada"]
+
+
+def _python_calls(work) -> int:
+    """How many Python functions `work()` calls (each generator resume counts too)."""
+    import sys
+
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        calls += event == "call"
+    sys.setprofile(count)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_indexing_a_line_costs_a_few_python_calls(tmp_path, monkeypatch):
+    """Each line's id, category and clean step audit are read by a handful of calls (before: 21 a line, the
+    verdict-only orders keyed on every line); the verdict-only orders are keyed once per verdict."""
+    records = [candidate(f"c{n}::x::0", step_audit={**CLEAN, "false_in_error_steps": n % 3}) for n in range(300)]
+    directory = _write(tmp_path / "run", records, compact=True)
+    keyed = []
+    real = queue_index.ORDER_KEYS["verdict"]
+    monkeypatch.setitem(queue_index.ORDER_KEYS, "verdict", lambda facts: keyed.append(facts.id) or real(facts))
+    rows = list(queue_index._rows(directory, set()))  # the patterns compiled, once per process
+    assert len(rows) == 300 and len(keyed) == 1  # one verdict (unverified): keyed once (was 300 times)
+    rows.clear()
+    calls = _python_calls(lambda: rows.extend(queue_index._rows(directory, set())))
+    assert len(rows) == 300 and calls <= 15 * len(rows)  # before: 23 a line
+    groups = dict(zip(queue_index._row_columns(), zip(*rows)))
+    assert set(groups["g_verdict"]) == {queue_index.verdict_rank(queue_index.UNVERIFIED)}
+    assert groups["id"] == tuple(record["id"] for record in records)
+
+
+def test_a_reviewers_first_start_makes_their_queue_alone(tmp_path):
+    """A plan's queues are made one by one, each on its reviewer's first start (before: every reviewer's rows at
+    any first start); decisions that arrive before a reviewer's first start are in their queue once it is made."""
+    from injector.curate.review.assign import make_plan, write_plan
+    from injector.curate.review.session import ReviewSession
+    from injector.curate.review.store import Decision
+
+    directory = _write(tmp_path / "run", _records(), compact=True)
+    ids = [record["id"] for record in _records()]
+    plan = make_plan(ids, ["ada", "bob", "cy"], overlap=2)
+    write_plan(directory, plan)
+    store = ReviewStore(directory)
+    store.add_all([Decision(ids[0], "reject", "wrong", reviewer="bob"), Decision(ids[1], "accept", reviewer="ada")])
+
+    def made() -> dict[str, int]:
+        with sqlite3.connect(directory / STORE_FILE) as db:
+            return dict(db.execute("SELECT reviewer, count(*) FROM plan_queue GROUP BY reviewer"))
+    ReviewSession([directory], reviewer="ada", queue=True)
+    assert made() == {"ada": len(plan.queues["ada"])}  # before: ada's, bob's and cy's rows
+    mine = [id_ for id_ in plan.queues["bob"] if id_ not in (ids[0], ids[1])][0]
+    store.add_all([Decision(mine, "accept", reviewer="bob")])  # an import while bob's queue is still to make
+    bob = ReviewSession([directory], reviewer="bob", queue=True)
+    assert made() == {"ada": len(plan.queues["ada"]), "bob": len(plan.queues["bob"])}
+    expected = {id_: "" for id_ in plan.queues["bob"]} | {mine: "accept"}
+    if ids[0] in expected:
+        expected[ids[0]] = "reject"
+    assert {entry.id: entry.status for entry in bob.runs[0].plan.all()} == expected  # his own, no one else's
+    decided = sum(accepted + rejected for _, accepted, rejected in bob.progress().values())
+    assert decided == sum(1 for status in expected.values() if status)
