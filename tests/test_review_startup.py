@@ -165,3 +165,32 @@ def test_a_reviewers_first_start_makes_their_queue_alone(tmp_path):
     assert {entry.id: entry.status for entry in bob.runs[0].plan.all()} == expected  # his own, no one else's
     decided = sum(accepted + rejected for _, accepted, rejected in bob.progress().values())
     assert decided == sum(1 for status in expected.values() if status)
+
+
+def test_a_start_under_a_plan_leaves_the_queues_own_counts_to_their_first_use(tmp_path):
+    """The statuses and counts only the queue's own views read are not made at a reviewer's start under a plan
+    (before: made at every first start: a status per decided candidate, the counts, every candidate registered);
+    a plain start makes them, decisions made meanwhile included, and triggers keep them from then on."""
+    from injector.curate.review.assign import make_plan, write_plan
+    from injector.curate.review.session import ReviewSession, View
+    from injector.curate.review.store import Decision
+
+    directory = _write(tmp_path / "run", _records(), compact=True)
+    ids = [record["id"] for record in _records()]
+    write_plan(directory, make_plan(ids, ["ada", "bob"], overlap=2))
+    store = ReviewStore(directory)
+    store.add_all([Decision(ids[0], "reject", "wrong", reviewer="ada")])
+
+    def made() -> list[int]:
+        with sqlite3.connect(directory / STORE_FILE) as db:
+            return [db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in (
+                "queue WHERE status != ''", "queue_tally", "candidates")]
+    ReviewSession([directory], reviewer="ada", queue=True)
+    assert made() == [0, 0, 0]  # before: [1, 2, 15]
+    store.add_all([Decision(ids[1], "accept", reviewer="ada")])  # while they are still to make
+    plain = ReviewSession([directory], reviewer="judy")
+    assert made()[0] == 2 and made()[2] == len(ids)
+    assert plain.progress()["counterfactual"][1:] == [1, 1]
+    assert plain.window(View(status="rejected"), None, 0, 5).at(0).id == ids[0]
+    store.add_all([Decision(ids[2], "reject", "no", reviewer="bob")])  # kept by the triggers from now on
+    assert made()[0] == 3 and ReviewSession([directory]).progress()["counterfactual"][1:] == [1, 2]

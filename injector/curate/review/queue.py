@@ -18,7 +18,7 @@ from injector.records.jsonl import problem_of
 from injector.records.models import CANDIDATES_FILE, Candidate
 from injector.triage.verdicts import VERIFY_FILE, VerifyRecord
 from injector.util.errors import UserError
-from injector.curate.review.queue_index import ORDER_KEYS, SOURCES, UNVERIFIED, line_at, order_column
+from injector.curate.review.queue_index import ORDER_KEYS, SOURCES, UNVERIFIED, line_at, make_plain, order_column
 from injector.curate.review.store import ReviewStore, store_error
 
 log = logging.getLogger("injector")
@@ -104,6 +104,7 @@ class RunQueue:
         self.store = store
         self.run = run
         self._indexed: set[tuple[str, ...]] = set()
+        self._plain = False
         # Held open, unused, for the session's life: each read's own connection is then never the store's last
         # one, whose closing checkpoints the WAL (a page of reads paid that each time). Not without `hold` (build
         # reads no views): a read-only connection never closed leaves -wal and -shm in a received run directory.
@@ -127,19 +128,29 @@ class RunQueue:
         except sqlite3.Error as exc:
             raise store_error(self.store.path, exc, "read the queue of") from None
 
+    def ready(self) -> "RunQueue":
+        """This queue, its own views' statuses and counts made (once per build of the index: `make_plain`); every
+        read of its views comes through here, a plan's queue never does."""
+        if not self._plain:
+            make_plain(self.store)
+            self._plain = True
+        return self
+
     def entry(self, candidate_id: str) -> Entry | None:
+        self.ready()
         found = self.read(f"SELECT {_columns()} FROM queue WHERE id = ?", (candidate_id,))
         return self.row_entry(found[0]) if found else None
 
     def all(self) -> list[Entry]:
         """Every entry in file order: O(run), for the queues a plan or an adjudication narrows, not for a page."""
-        return [self.row_entry(row) for row in self.read(f"SELECT {_columns()} FROM queue ORDER BY seq")]
+        return [self.row_entry(row) for row in self.ready().read(f"SELECT {_columns()} FROM queue ORDER BY seq")]
 
     def near(self, view: Any, order: str, after: bool, parts: list[Bound], limit: int) -> list[Entry]:
         """Up to `limit` entries of the view on one side of a place (`parts`: conditions on the order's group and
         seq, nearest first, each an index range), nearest first."""
         column, direction = order_column(order), "" if after else " DESC"
         found: list[Entry] = []
+        self.ready()
         for part in parts:
             if len(found) >= limit:
                 break
@@ -154,22 +165,22 @@ class RunQueue:
         total = 0
         for part in parts:
             where, args, index = _where(view, order, part)
-            total += int(self.read(f"SELECT count(*) FROM queue WHERE {where}", args, index)[0][0])
+            total += int(self.ready().read(f"SELECT count(*) FROM queue WHERE {where}", args, index)[0][0])
         return total
 
     def total(self, view: Any) -> int:
         """The view's size, from the counts the triggers keep."""
         where, args, _ = _where(view, "file", ("1", []))
-        return int(self.read(f"SELECT coalesce(sum(n), 0) FROM queue_tally WHERE {where}", args)[0][0])
+        return int(self.ready().read(f"SELECT coalesce(sum(n), 0) FROM queue_tally WHERE {where}", args)[0][0])
 
     def categories(self) -> list[tuple[str, int]]:
         """(category, how many) in order of first appearance."""
-        return [(category, int(n)) for category, n in self.read(
+        return [(category, int(n)) for category, n in self.ready().read(
             "SELECT c.category, coalesce(sum(t.n), 0) FROM queue_categories c JOIN queue_tally t USING (category) "
             "GROUP BY c.category ORDER BY min(c.first)")]
 
     def verdicts(self) -> set[str]:
-        return {verdict for (verdict,) in self.read(
+        return {verdict for (verdict,) in self.ready().read(
             "SELECT verdict FROM queue_tally GROUP BY verdict HAVING sum(n) > 0")}
 
 

@@ -131,6 +131,11 @@ DROP TRIGGER IF EXISTS queue_standing_changed;
 that do something else."""
 _AFTER_FILL = """
 CREATE UNIQUE INDEX queue_by_id ON queue (id);
+DELETE FROM queue_meta WHERE name = 'plain';
+"""
+"""Filled once per build: the id lookup (a plan's queues are joined to the queue by it). What only the queue's own
+views read (`PLAIN`) is made on their first use: a reviewer's start under a plan never reads it."""
+PLAIN = """
 UPDATE queue SET status = standing.decision FROM standing WHERE standing.id = queue.id;
 CREATE TEMP TABLE queue_groups AS SELECT category, verdict, status, count(*) AS n, min(seq) AS first
     FROM queue GROUP BY category, verdict, status;
@@ -149,11 +154,13 @@ CREATE TRIGGER queue_tally_kept AFTER UPDATE OF status ON queue WHEN OLD.status 
     WHERE category = OLD.category AND verdict = OLD.verdict AND status = OLD.status;
     INSERT INTO queue_tally VALUES (NEW.category, NEW.verdict, NEW.status, 1) ON CONFLICT DO UPDATE SET n = n + 1;
 END;
+INSERT INTO queue_meta VALUES ('plain', 'made');
 """
-"""Filled once per build: the statuses from the standing decisions, the counts per (category, verdict, status),
-each category's first row, the candidates the progress counts. From then on the triggers keep the status and the
-counts as decisions arrive, whichever process (and version of the app) writes them: the standing table's own
-triggers fire on every insert."""
+"""Made once per build, on the first read of the queue's own views (`make_plain`): the statuses from the standing
+decisions, the counts per (category, verdict, status), each category's first row, the candidates the progress
+counts. From then on the triggers keep the status and the counts as decisions arrive, whichever process (and
+version of the app) writes them: the standing table's own triggers fire on every insert. Before, no trigger keeps
+them: they are computed from the standing decisions when made."""
 
 
 def line_at(path: Path, offset: int) -> Any:
@@ -205,6 +212,12 @@ def make_plan_queue(store: ReviewStore, reviewer: str) -> bool:
     `plan_index.make_queue`); whether it did."""
     return _write_if(store, lambda db: plan_index.pending(db, reviewer),
                      lambda db: plan_index.make_queue(db, reviewer))
+
+
+def make_plain(store: ReviewStore) -> bool:
+    """Make what the queue's own views read (`PLAIN`) if it is not made since the queue was indexed; whether it
+    did."""
+    return _write_if(store, lambda db: _indexed(db, "plain") is None, lambda db: _execute_script(db, PLAIN))
 
 
 def _write_if(store: ReviewStore, needed: Callable[[sqlite3.Connection], bool],

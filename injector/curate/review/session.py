@@ -143,9 +143,10 @@ class ReviewSession:
             if listing:
                 refresh(store, path)  # every candidate, gold items too (their decisions are imported and exported)
             run = Run(path, store, loaded, RunQueue(store, number, hold=listing), note, image_base=_run_image_base(path))
-            run.verified = listing and bool(run.queue.verdicts() - {UNVERIFIED})
             if queue:
                 _to_queue(run, reviewer)
+            # a reviewer's queue shows no verdict (and never reads the queue's own views)
+            run.verified = listing and run.plan is None and bool(run.queue.verdicts() - {UNVERIFIED})
             self.runs.append(run)
         self.planned = any(run.plan for run in self.runs)
         """Whether the runs are narrowed to a reviewer's queues of their plans (read from the index)."""
@@ -313,6 +314,7 @@ class ReviewSession:
                 own = run.store.latest_of_for(category, self.reviewer, self.role).values()
                 rows = [(category[d.id], d.decision, 1) for d in own]
             else:
+                run.queue.ready()  # registers the candidates the store's counts cover
                 rows = run.store.progress()
             for name, decision, count in rows:
                 if name in per and decision in STATUS_OF:
