@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from injector.curate.review import queue_index
+from injector.curate.review import line_fields, queue_index
 from injector.curate.review.routing_order import routing_group
 from injector.curate.review.store import STORE_FILE, ReviewStore
 from test_review import candidate, make_run
@@ -66,9 +66,9 @@ def test_fields_are_read_side_by_side_or_apart_alike():
     names = (b'"id"', b'"category"')
     line = json.dumps({"a": 1, "id": "x\\u00e9\"y", "category": "c"}).encode() + b"\n"
     apart = json.dumps({"id": "x\\u00e9\"y", "b": [1], "category": "c"}).encode() + b"\n"
-    assert queue_index._quick_fields(line, names) == queue_index._quick_fields(apart, names) == ('x\\u00e9"y', "c")
+    assert line_fields.quick_fields(line, names) == line_fields.quick_fields(apart, names) == ('x\\u00e9"y', "c")
     twice = json.dumps({"id": "x", "category": "c", "more": {"id": "z"}}).encode()
-    assert queue_index._quick_fields(twice, names) is None  # goes to the decoder
+    assert line_fields.quick_fields(twice, names) is None  # goes to the decoder
 
 
 def test_a_new_plan_rebuilds_the_plans_queues_alone(tmp_path, monkeypatch):

@@ -6,9 +6,9 @@ The index is derived data. It is rebuilt whenever a file it was read from change
 modification time or the hash of its last bytes differ from what was indexed), so an index received inside a run
 directory's store is never used (the receiver's copy has its own inode). Its rows are only a map: a candidate is
 read by its offset, validated and its id checked when it is shown (`queue.py`), and `build` validates every line
-itself. Lines are read here only as JSON objects with a text id and category; a line that is not one is skipped
-and said (FILE:LINE). Nothing the files or the store name is ever used as a path: a row's file is a number into
-`SOURCES`.
+itself. Lines are read here only as JSON objects with a text id and category (`line_fields.py`); a line that is
+not one is skipped and said (FILE:LINE). Nothing the files or the store name is ever used as a path: a row's file
+is a number into `SOURCES`.
 """
 from __future__ import annotations
 
@@ -19,18 +19,17 @@ import os
 import re
 import sqlite3
 from contextlib import closing
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from injector.records.models import CANDIDATES_FILE
 from injector.triage.verdicts import VERDICTS, VERIFY_FILE, verdict_rank
-from injector.util.errors import UserError
-from injector.util.json_bounds import JsonRefused, loads_bounded
-from injector.util.safe_files import MAX_SIDE_FILE_BYTES, open_read
+from injector.util.json_bounds import loads_bounded
+from injector.util.safe_files import open_read
 from injector.curate.review.assign import PLAN_FILE
 from injector.curate.review import plan_index
 from injector.curate.review.gold import GOLD_FILE
+from injector.curate.review.line_fields import scan_fields
 from injector.curate.review.routing_order import routing_group
 from injector.curate.review.store import ReviewStore, store_error
 
@@ -294,7 +293,7 @@ def _verdicts(run_path: Path) -> dict[str, tuple[int, str]]:
     record is validated when shown)."""
     found: dict[str, tuple[int, str]] = {}
     path = run_path / VERIFY_FILE
-    for number, offset, fields, _ in _scan_fields(path, (b'"id"', b'"verdict"')):
+    for number, offset, fields, _ in scan_fields(path, (b'"id"', b'"verdict"')):
         if fields[1] in VERDICTS:
             found[fields[0]] = (offset, fields[1])
         else:
@@ -312,7 +311,7 @@ def _rows(run_path: Path, gold: set[str]) -> Iterator[tuple[Any, ...]]:
     for source, name in enumerate(SOURCES):
         if source and not gold:
             break
-        for number, offset, (id_, category), raw in _scan_fields(run_path / name, (b'"id"', b'"category"')):
+        for number, offset, (id_, category), raw in scan_fields(run_path / name, (b'"id"', b'"category"')):
             if id_ in seen or not id_ or (source and id_ not in gold):
                 continue
             seen.add(id_)
@@ -333,117 +332,6 @@ def _row_columns() -> list[str]:
     orders += [name for name in ORDER_KEYS if name in BY_VERDICT_ALONE]
     return ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
             *map(order_column, orders)]
-
-
-_STRING_VALUE = re.compile(rb'\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)"')
-"""A key's string value, its text between the quotes (unrolled: runs of plain bytes between escapes, matched
-fast)."""
-
-
-def _scan_fields(path: Path, names: tuple[bytes, ...]) -> Iterator[tuple[int, int, tuple[str, ...], bytes]]:
-    """(line number, byte offset, the text of the top-level keys `names`, the line) of each line of `path` that is
-    a JSON object with them; any other line is skipped and said (FILE:LINE)."""
-    if not path.exists():
-        return
-    try:
-        handle = open_read(path, None if path.name == CANDIDATES_FILE else MAX_SIDE_FILE_BYTES)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
-    offset, together = 0, _adjacent(names)
-    with handle:
-        for number, raw in enumerate(handle, 1):
-            start, offset = offset, offset + len(raw)
-            fields = _quick_fields(raw, names, together)
-            if fields is None:
-                if not raw.strip():
-                    continue
-                fields = _decoded_fields(raw, names)
-                if isinstance(fields, str):
-                    log.warning("%s:%d: skipped: %s", path, number, fields)
-                    continue
-            yield number, start, fields, raw
-
-
-def _quick_fields(raw: bytes, names: tuple[bytes, ...], together: re.Pattern[bytes] | None = None
-                  ) -> tuple[str, ...] | None:
-    """The keys' string values without decoding the line, when each key occurs once in it, as a key: in JSON a
-    quote inside a string is escaped, so `"id"` after `{` or `,` can only be a key (of some object: a second
-    occurrence, or a line that does not end its object, goes through the decoder instead). `together`:
-    `_adjacent(names)`, made once by the caller."""
-    if not (raw.endswith(b"}\n") or raw.rstrip().endswith(b"}")):
-        return None
-    first = raw.find(names[0])
-    found = (together or _adjacent(names)).match(raw, first) if first >= 0 else None
-    if found is not None and (first > 0 and raw[first - 1] in b"{," or _starts_a_key(raw, first)) \
-            and _once(raw, names, found):
-        tokens: tuple[bytes, ...] | None = found.groups()  # the keys side by side, as `inject run` writes them
-    else:
-        tokens = _apart(raw, names)
-    try:
-        texts = tuple(map(bytes.decode, tokens)) if tokens is not None else None  # strict UTF-8
-    except ValueError:  # UnicodeDecodeError is one
-        return None
-    if texts is None or "\\" not in "".join(texts):
-        return texts
-    try:
-        return tuple([json.loads(f'"{text}"') for text in texts])  # escapes (ASCII): the decoder's reading
-    except ValueError:
-        return None
-
-
-def _apart(raw: bytes, names: tuple[bytes, ...]) -> tuple[bytes, ...] | None:
-    """Each key's string value (unquoted, as written), each key found once, as a key; else None."""
-    tokens = []
-    for name in names:
-        at = raw.find(name)
-        if raw.count(name) != 1 or not _starts_a_key(raw, at):
-            return None
-        value = _STRING_VALUE.match(raw, at + len(name))
-        if value is None:
-            return None
-        tokens.append(value.group(1))
-    return tuple(tokens)
-
-
-def _once(raw: bytes, names: tuple[bytes, ...], found: re.Match[bytes]) -> bool:
-    """Whether each key occurs in `raw` nowhere but in `found`, the match of the keys side by side (the first key
-    was found first: only the text after the match can hold it again; the others may be before it)."""
-    start, end = found.span()
-    if raw.find(names[0], end) >= 0:
-        return False
-    for name in names[1:]:
-        if raw.find(name, 0, start) >= 0 or raw.find(name, end) >= 0:
-            return False
-    return True
-
-
-def _starts_a_key(raw: bytes, at: int) -> bool:
-    """Whether the text at `at` follows `{` or `,` (blanks between allowed)."""
-    before = at - 1
-    while before >= 0 and raw[before] in b" \t\r\n":
-        before -= 1
-    return raw[before:before + 1] in (b"{", b",")
-
-
-@lru_cache(maxsize=8)
-def _adjacent(names: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    """The keys side by side (a pattern starting with a literal: searched fast)."""
-    return re.compile(rb"\s*,\s*".join(re.escape(name) + _STRING_VALUE.pattern
-                                                            for name in names))
-
-
-def _decoded_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | str:
-    """The keys' values from the decoded line, or what is wrong with it."""
-    try:
-        value = loads_bounded(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return "a torn line (an interrupted write) or not JSON"
-    except JsonRefused as exc:
-        return f"not a record ({exc})"
-    keys = [name.decode().strip('"') for name in names]
-    if not isinstance(value, dict) or not all(isinstance(value.get(key), str) for key in keys):
-        return f"not a record (no text {' and '.join(keys)})"
-    return tuple(value[key] for key in keys)
 
 
 def _group(key: OrderKey, facts: Facts) -> int:
