@@ -212,11 +212,13 @@ class ReviewSession:
 
     def latest(self) -> dict[str, Decision]:
         """Latest decision per entry key, across every run (in a blind queue the reviewer's own: under a plan, on
-        the candidates of their queue, read through its index)."""
+        the candidates of their queue, read through its index; else the standing ones, read through the store's
+        standing table)."""
         found: dict[str, Decision] = {}
         for number, run in enumerate(self.runs):
             decisions = (run.store.latest_in_plan(self.reviewer) if run.plan else
-                         run.store.latest_of(self.reviewer, self.role) if run.blind else run.store.latest())
+                         run.store.latest_of(self.reviewer, self.role) if run.blind else
+                         run.store.standing_decisions())
             for candidate_id, decision in decisions.items():
                 found[f"{number}/{candidate_id}"] = decision
         return found
