@@ -19,6 +19,7 @@ import os
 import re
 import sqlite3
 from contextlib import closing
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -322,7 +323,7 @@ def _rows(run_path: Path, gold: set[str]) -> Iterator[tuple[Any, ...]]:
                 shared = by_verdict[verdict] = tuple(_group(key, facts) for name, key in ORDER_KEYS.items()
                                                      if name in BY_VERDICT_ALONE)
             yield (seq, id_, category, verdict, number, offset, source, verify_offset,
-                   *[_group(key, facts) for key in per_line], *shared)
+                   *map(_group, per_line, repeat(facts)), *shared)
             seq += 1
 
 
