@@ -194,3 +194,23 @@ def test_a_start_under_a_plan_leaves_the_queues_own_counts_to_their_first_use(tm
     assert plain.window(View(status="rejected"), None, 0, 5).at(0).id == ids[0]
     store.add_all([Decision(ids[2], "reject", "no", reviewer="bob")])  # kept by the triggers from now on
     assert made()[0] == 3 and ReviewSession([directory]).progress()["counterfactual"][1:] == [1, 2]
+
+
+def test_an_open_session_makes_again_what_another_start_rebuilt(tmp_path):
+    """The files changed and another start rebuilt the index while sessions are open: their next read makes the
+    queue's own counts, or the reviewer's queue, again (an open session never shows an empty view for it)."""
+    from injector.curate.review.assign import make_plan, write_plan
+    from injector.curate.review.session import ReviewSession, View
+
+    directory = _write(tmp_path / "run", _records(), compact=True)
+    ids = [record["id"] for record in _records()]
+    plan = make_plan(ids, ["ada", "bob"], overlap=1)
+    write_plan(directory, plan)
+    ada = ReviewSession([directory], reviewer="ada", queue=True)
+    plain = ReviewSession([directory], reviewer="judy")
+    assert plain.runs[0].queue.total(View()) == len(ids)
+    with (directory / "candidates.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps(candidate("late::x::0")) + "\n")
+    assert queue_index.refresh(ReviewStore(directory), directory)  # another start: every table made again
+    assert plain.runs[0].queue.total(View()) == len(ids) + 1
+    assert [entry.id for entry in ada.runs[0].plan.all()] == plan.queues["ada"]

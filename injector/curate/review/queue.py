@@ -9,7 +9,7 @@ import sqlite3
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
 from pydantic import ValidationError
@@ -97,6 +97,21 @@ def _columns() -> str:
     return ", ".join(entry_columns())
 
 
+@dataclass(frozen=True)
+class Needs:
+    """What a read needs made first: `sql` (with `args`) hands back a row while it is still to be made, and
+    `make(store)` makes it (in a write transaction of its own, asked again under the lock)."""
+
+    sql: str
+    args: tuple[Any, ...]
+    make: Callable[[ReviewStore], bool]
+
+
+PLAIN = Needs("SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM queue_meta WHERE name = 'plain')", (), make_plain)
+"""The queue's own statuses and counts (`queue_index.make_plain`): every read of the queue's views needs them."""
+NOTHING = Needs("", (), lambda store: False)
+
+
 class RunQueue:
     """Reads of one run's queue index; each opens its own connection (threads and processes may share the store)."""
 
@@ -104,7 +119,6 @@ class RunQueue:
         self.store = store
         self.run = run
         self._indexed: set[tuple[str, ...]] = set()
-        self._plain = False
         # Held open, unused, for the session's life: each read's own connection is then never the store's last
         # one, whose closing checkpoints the WAL (a page of reads paid that each time). Not without `hold` (build
         # reads no views): a read-only connection never closed leaves -wal and -shm in a received run directory.
@@ -118,9 +132,15 @@ class RunQueue:
         return Entry(f"{self.run}/{id_}", self.run, id_, category, offset, file, line, seq, verdict, status,
                      dict(zip(ORDER_KEYS, groups)), verify_offset)
 
-    def read(self, sql: str, args: Sequence[Any] = (), index: tuple[str, ...] = ()) -> list[Any]:
+    def read(self, sql: str, args: Sequence[Any] = (), index: tuple[str, ...] = (),
+             needs: Needs = PLAIN) -> list[Any]:
+        """The rows of `sql`; what it `needs` (the queue's own statuses and counts by default) made first, when
+        its check, asked on this read's connection, says it is still to be made (at the first read after a build,
+        by this process or another)."""
         try:
             with closing(self.store.connect()) as db:
+                if needs.sql and db.execute(needs.sql, needs.args).fetchall():  # all: no read left open
+                    needs.make(self.store)
                 if index and index not in self._indexed:  # made once, on a view's first use, and kept
                     db.execute(f"CREATE INDEX IF NOT EXISTS queue_by_{'_'.join(index)} ON queue ({', '.join(index)})")
                     self._indexed.add(index)
@@ -128,29 +148,23 @@ class RunQueue:
         except sqlite3.Error as exc:
             raise store_error(self.store.path, exc, "read the queue of") from None
 
-    def ready(self) -> "RunQueue":
-        """This queue, its own views' statuses and counts made (once per build of the index: `make_plain`); every
-        read of its views comes through here, a plan's queue never does."""
-        if not self._plain:
-            make_plain(self.store)
-            self._plain = True
-        return self
+    def ready(self) -> None:
+        """The queue's own statuses, counts and registered candidates made, if they are not yet."""
+        self.read("SELECT 1")
 
     def entry(self, candidate_id: str) -> Entry | None:
-        self.ready()
         found = self.read(f"SELECT {_columns()} FROM queue WHERE id = ?", (candidate_id,))
         return self.row_entry(found[0]) if found else None
 
     def all(self) -> list[Entry]:
         """Every entry in file order: O(run), for the queues a plan or an adjudication narrows, not for a page."""
-        return [self.row_entry(row) for row in self.ready().read(f"SELECT {_columns()} FROM queue ORDER BY seq")]
+        return [self.row_entry(row) for row in self.read(f"SELECT {_columns()} FROM queue ORDER BY seq")]
 
     def near(self, view: Any, order: str, after: bool, parts: list[Bound], limit: int) -> list[Entry]:
         """Up to `limit` entries of the view on one side of a place (`parts`: conditions on the order's group and
         seq, nearest first, each an index range), nearest first."""
         column, direction = order_column(order), "" if after else " DESC"
         found: list[Entry] = []
-        self.ready()
         for part in parts:
             if len(found) >= limit:
                 break
@@ -165,22 +179,22 @@ class RunQueue:
         total = 0
         for part in parts:
             where, args, index = _where(view, order, part)
-            total += int(self.ready().read(f"SELECT count(*) FROM queue WHERE {where}", args, index)[0][0])
+            total += int(self.read(f"SELECT count(*) FROM queue WHERE {where}", args, index)[0][0])
         return total
 
     def total(self, view: Any) -> int:
         """The view's size, from the counts the triggers keep."""
         where, args, _ = _where(view, "file", ("1", []))
-        return int(self.ready().read(f"SELECT coalesce(sum(n), 0) FROM queue_tally WHERE {where}", args)[0][0])
+        return int(self.read(f"SELECT coalesce(sum(n), 0) FROM queue_tally WHERE {where}", args)[0][0])
 
     def categories(self) -> list[tuple[str, int]]:
         """(category, how many) in order of first appearance."""
-        return [(category, int(n)) for category, n in self.ready().read(
+        return [(category, int(n)) for category, n in self.read(
             "SELECT c.category, coalesce(sum(t.n), 0) FROM queue_categories c JOIN queue_tally t USING (category) "
             "GROUP BY c.category ORDER BY min(c.first)")]
 
     def verdicts(self) -> set[str]:
-        return {verdict for (verdict,) in self.ready().read(
+        return {verdict for (verdict,) in self.read(
             "SELECT verdict FROM queue_tally GROUP BY verdict HAVING sum(n) > 0")}
 
 
