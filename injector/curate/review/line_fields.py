@@ -110,9 +110,9 @@ def _starts_a_key(raw: bytes, at: int) -> bool:
 
 @lru_cache(maxsize=8)
 def _adjacent(names: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    """The keys side by side (a pattern starting with a literal: searched fast)."""
-    return re.compile(rb"\s*,\s*".join(re.escape(name) + _STRING_VALUE.pattern
-                                                            for name in names))
+    """The keys side by side, as `inject run` writes them (matched where the first key is found: `find` is
+    faster than a regex's search for its literal start)."""
+    return re.compile(rb"\s*,\s*".join(re.escape(name) + _STRING_VALUE.pattern for name in names))
 
 
 def _decoded_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | str:
