@@ -279,3 +279,24 @@ def test_in_a_blind_queue_the_decisions_api_reads_the_reviewers_own_rows(tmp_pat
     assert {key: d["decision"] for key, d in large_body.items()} == {"0/c3::x::0": "accept",
                                                                     "0/c39999::x::0": "accept"}
     assert small == large and large[0] < 100
+
+
+def test_outside_a_blind_queue_the_decisions_api_reads_the_standing_rows(tmp_path: Path, counter: Counter) -> None:
+    """`/api/decisions` in a plain session hands back the standing decision per candidate, read through the
+    standing table: a row per decided candidate, not the history (before: every row, here twice the answer). A
+    standing row that is no decision (a received store) leaves its candidate to its valid rows, as before."""
+    run = disputed_run(tmp_path / "run", 2_000)  # ada and bob decided the first half: 2,000 rows on 1,000
+    with sqlite3.connect(run / STORE_FILE) as db:  # a later row that is no decision: it stands in the table
+        db.execute("INSERT INTO decisions (id, decision, reviewer, time, role) VALUES ('c10::x::0', 'maybe', 'bob', "
+                   "'2027-01-01T00:00:00.000+00:00', 'review')")
+    with running([run], reviewer="carol") as server:
+        counter.rows = counter.statements = 0
+        status, _, body = http(server, "/api/decisions")
+        rows = counter.rows
+    assert status == 200
+    expected = {f"0/{id_}": vars(d) for id_, d in ReviewStore(run).latest().items()}
+    assert json.loads(body) == expected and len(expected) == 1_000
+    assert rows <= len(expected) + 5  # the standing rows, a count, c10's rows (before: every row, 2,001 and more)
+    with sqlite3.connect(run / STORE_FILE) as db:  # the standing row of c20 now names no row: the history is read
+        db.execute("DELETE FROM decisions WHERE id = 'c20::x::0' AND reviewer = 'bob'")
+    assert ReviewStore(run).standing_decisions() == ReviewStore(run).latest()

@@ -30,7 +30,8 @@ def to_adjudication(session) -> None:
 
     session.role = "adjudication"
     for run in session.runs:
-        split = [run.queue.row_entry(row) for row in run.queue.read(SPLIT.format(columns=", ".join(entry_columns())))]
+        rows = run.queue.read(SPLIT.format(columns=", ".join(entry_columns())))
+        split = [run.queue.row_entry(row) for row in rows]
         if session.listed:  # already narrowed: keep to its entries
             kept = {entry.key for entry in run.entries}
             split = [entry for entry in split if entry.key in kept]

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from injector.util.errors import UserError
-from injector.curate.review.queue import STATUS_CODES, Entry, RunQueue, entry_columns
+from injector.curate.review.queue import NOTHING, STATUS_CODES, Entry, Needs, RunQueue, entry_columns
 from injector.curate.review.plan_index import FILTER_INDEXES
-from injector.curate.review.queue_index import UNVERIFIED
+from injector.curate.review.queue_index import UNVERIFIED, make_plan_queue
 
 Part = tuple[str, list[Any]]
 
@@ -19,16 +19,25 @@ class PlanQueue:
     """One reviewer's queue of one run's review plan."""
 
     def __init__(self, queue: RunQueue, reviewer: str):
+        """Makes the reviewer's rows in the index on their first start under this plan."""
         self.queue = queue
         self.reviewer = reviewer
+        make_plan_queue(queue.store, reviewer)
+        self._needs = Needs("SELECT 1 FROM plan_pending WHERE reviewer = ?", (reviewer,),
+                            lambda store: make_plan_queue(store, reviewer))
+        """Asked by each read: made again after another process rebuilt the index while this one is open."""
         self._indexed: set[tuple[str, ...]] = set()
         self._columns = ", ".join("p.status" if name == "status" else f"q.{name}" for name in entry_columns())
+
+    def _read(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> list[Any]:
+        return self.queue.read(sql, args, needs=self._needs)
 
     @classmethod
     def open(cls, queue: RunQueue, reviewer: str, where: Any) -> "PlanQueue | None":
         """The reviewer's queue of the run's plan; None when the run has no plan; a UserError when the plan has no
         queue for this reviewer (`where` names the run)."""
-        names = [name for (name,) in queue.read("SELECT reviewer FROM plan_reviewers ORDER BY number")]
+        names = [name for (name,) in queue.read("SELECT reviewer FROM plan_reviewers ORDER BY number",
+                                                needs=NOTHING)]
         if not names:
             return None
         if reviewer not in names:
@@ -41,13 +50,13 @@ class PlanQueue:
         filters = tuple(name for name, on in (("category", view.cat), ("status", view.status not in ("", "all")))
                         if on)
         if filters and filters not in self._indexed:
-            self.queue.read(f"CREATE INDEX IF NOT EXISTS {FILTER_INDEXES[filters]} ON plan_queue "
-                            f"(reviewer, {', '.join(filters)}, place)")
+            self._read(f"CREATE INDEX IF NOT EXISTS {FILTER_INDEXES[filters]} ON plan_queue "
+                       f"(reviewer, {', '.join(filters)}, place)")
             self._indexed.add(filters)
 
     def _entries(self, where: str, args: list[Any], tail: str = "") -> list[Entry]:
-        rows = self.queue.read(f"SELECT {self._columns}, p.place FROM plan_queue p JOIN queue q ON q.seq = p.seq "
-                               f"WHERE p.reviewer = ? AND {where} {tail}", [self.reviewer, *args])
+        rows = self._read(f"SELECT {self._columns}, p.place FROM plan_queue p JOIN queue q ON q.seq = p.seq "
+                          f"WHERE p.reviewer = ? AND {where} {tail}", [self.reviewer, *args])
         found = []
         for *row, place in rows:
             entry = self.queue.row_entry(row)
@@ -73,25 +82,25 @@ class PlanQueue:
         """How many entries of the view come before `place`: a COUNT over the view's index."""
         self._index(view)
         where, args = _where(view, ("p.place < ?", [place]))
-        return int(self.queue.read(f"SELECT count(*) FROM plan_queue p WHERE p.reviewer = ? AND {where}",
-                                   [self.reviewer, *args])[0][0])
+        return int(self._read(f"SELECT count(*) FROM plan_queue p WHERE p.reviewer = ? AND {where}",
+                              [self.reviewer, *args])[0][0])
 
     def total(self, view: Any) -> int:
         """The view's size, from the counts the triggers keep."""
         where, args = _where(view, ("1", []))
-        return int(self.queue.read(f"SELECT coalesce(sum(n), 0) FROM plan_tally p WHERE p.reviewer = ? AND {where}",
-                                   [self.reviewer, *args])[0][0])
+        return int(self._read(f"SELECT coalesce(sum(n), 0) FROM plan_tally p WHERE p.reviewer = ? AND {where}",
+                              [self.reviewer, *args])[0][0])
 
     def categories(self) -> list[tuple[str, int]]:
         """(category, how many) in the queue's order of first appearance."""
-        return [(category, int(n)) for category, n in self.queue.read(
+        return [(category, int(n)) for category, n in self._read(
             "SELECT c.category, coalesce(sum(t.n), 0) FROM plan_categories c JOIN plan_tally t "
             "ON t.reviewer = c.reviewer AND t.category = c.category WHERE c.reviewer = ? "
             "GROUP BY c.category ORDER BY min(c.first)", [self.reviewer])]
 
     def progress(self) -> list[tuple[str, str, int]]:
         """(category, own standing decision or "", how many) over the queue."""
-        return [(category, status, int(n)) for category, status, n in self.queue.read(
+        return [(category, status, int(n)) for category, status, n in self._read(
             "SELECT category, status, n FROM plan_tally WHERE reviewer = ?", [self.reviewer])]
 
 

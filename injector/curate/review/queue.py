@@ -9,7 +9,7 @@ import sqlite3
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
 from pydantic import ValidationError
@@ -18,7 +18,7 @@ from injector.records.jsonl import problem_of
 from injector.records.models import CANDIDATES_FILE, Candidate
 from injector.triage.verdicts import VERIFY_FILE, VerifyRecord
 from injector.util.errors import UserError
-from injector.curate.review.queue_index import ORDER_KEYS, SOURCES, UNVERIFIED, line_at, order_column
+from injector.curate.review.queue_index import ORDER_KEYS, SOURCES, UNVERIFIED, line_at, make_plain, order_column
 from injector.curate.review.store import ReviewStore, store_error
 
 log = logging.getLogger("injector")
@@ -97,6 +97,21 @@ def _columns() -> str:
     return ", ".join(entry_columns())
 
 
+@dataclass(frozen=True)
+class Needs:
+    """What a read needs made first: `sql` (with `args`) hands back a row while it is still to be made, and
+    `make(store)` makes it (in a write transaction of its own, asked again under the lock)."""
+
+    sql: str
+    args: tuple[Any, ...]
+    make: Callable[[ReviewStore], bool]
+
+
+PLAIN = Needs("SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM queue_meta WHERE name = 'plain')", (), make_plain)
+"""The queue's own statuses and counts (`queue_index.make_plain`): every read of the queue's views needs them."""
+NOTHING = Needs("", (), lambda store: False)
+
+
 class RunQueue:
     """Reads of one run's queue index; each opens its own connection (threads and processes may share the store)."""
 
@@ -117,15 +132,25 @@ class RunQueue:
         return Entry(f"{self.run}/{id_}", self.run, id_, category, offset, file, line, seq, verdict, status,
                      dict(zip(ORDER_KEYS, groups)), verify_offset)
 
-    def read(self, sql: str, args: Sequence[Any] = (), index: tuple[str, ...] = ()) -> list[Any]:
+    def read(self, sql: str, args: Sequence[Any] = (), index: tuple[str, ...] = (),
+             needs: Needs = PLAIN) -> list[Any]:
+        """The rows of `sql`; what it `needs` (the queue's own statuses and counts by default) made first, when
+        its check, asked on this read's connection, says it is still to be made (at the first read after a build,
+        by this process or another)."""
         try:
             with closing(self.store.connect()) as db:
+                if needs.sql and db.execute(needs.sql, needs.args).fetchall():  # all: no read left open
+                    needs.make(self.store)
                 if index and index not in self._indexed:  # made once, on a view's first use, and kept
                     db.execute(f"CREATE INDEX IF NOT EXISTS queue_by_{'_'.join(index)} ON queue ({', '.join(index)})")
                     self._indexed.add(index)
                 return db.execute(sql, tuple(args)).fetchall()
         except sqlite3.Error as exc:
             raise store_error(self.store.path, exc, "read the queue of") from None
+
+    def ready(self) -> None:
+        """The queue's own statuses, counts and registered candidates made, if they are not yet."""
+        self.read("SELECT 1")
 
     def entry(self, candidate_id: str) -> Entry | None:
         found = self.read(f"SELECT {_columns()} FROM queue WHERE id = ?", (candidate_id,))

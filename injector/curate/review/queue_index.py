@@ -6,9 +6,9 @@ The index is derived data. It is rebuilt whenever a file it was read from change
 modification time or the hash of its last bytes differ from what was indexed), so an index received inside a run
 directory's store is never used (the receiver's copy has its own inode). Its rows are only a map: a candidate is
 read by its offset, validated and its id checked when it is shown (`queue.py`), and `build` validates every line
-itself. Lines are read here only as JSON objects with a text id and category; a line that is not one is skipped
-and said (FILE:LINE). Nothing the files or the store name is ever used as a path: a row's file is a number into
-`SOURCES`.
+itself. Lines are read here only as JSON objects with a text id and category (`line_fields.py`); a line that is
+not one is skipped and said (FILE:LINE). Nothing the files or the store name is ever used as a path: a row's file
+is a number into `SOURCES`.
 """
 from __future__ import annotations
 
@@ -19,18 +19,18 @@ import os
 import re
 import sqlite3
 from contextlib import closing
-from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from injector.records.models import CANDIDATES_FILE
 from injector.triage.verdicts import VERDICTS, VERIFY_FILE, verdict_rank
-from injector.util.errors import UserError
-from injector.util.json_bounds import JsonRefused, loads_bounded
-from injector.util.safe_files import MAX_SIDE_FILE_BYTES, open_read
+from injector.util.json_bounds import loads_bounded
+from injector.util.safe_files import open_read
 from injector.curate.review.assign import PLAN_FILE
 from injector.curate.review import plan_index
 from injector.curate.review.gold import GOLD_FILE
+from injector.curate.review.line_fields import scan_fields
 from injector.curate.review.routing_order import routing_group
 from injector.curate.review.store import ReviewStore, store_error
 
@@ -40,10 +40,10 @@ UNVERIFIED = "unverified"
 """The verdict of a candidate `inject verify` has not judged (the verdict filter's name for them)."""
 SOURCES = (CANDIDATES_FILE, GOLD_FILE)
 """The files a queue row may point into, by number (the row's `source`)."""
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 TAIL_BYTES = 4096
 TAIL_SEARCH = 512
-"""How far from a line's end `Facts.ends_with` looks."""
+"""How far from a line's end `Facts.ends_at` looks."""
 
 
 class Facts:
@@ -65,13 +65,20 @@ class Facts:
             self._record = value if isinstance(value, dict) else {}
         return self._record
 
-    def mentions(self, name: bytes) -> bool:
-        """Whether the raw line holds `name` at all (a key may skip decoding a line that cannot hold its field)."""
-        return name in self._raw
+    def last(self, name: bytes) -> int:
+        """Where `name` occurs last in the raw line (-1: nowhere; a key may skip decoding a line without it)."""
+        return self._raw.rfind(name)
 
-    def ends_with(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
-        """`pattern` (anchored at the line's end) searched in the line's last bytes only."""
-        return pattern.search(self._raw, max(0, len(self._raw) - TAIL_SEARCH))
+    def ends_at(self, pattern: re.Pattern[bytes], at: int) -> re.Match[bytes] | None:
+        """`pattern` (anchored at the line's end) matched at byte `at`, when that is among the line's last bytes
+        and follows a `,` (blanks between allowed): a field there can only be the record's last top-level one."""
+        raw = self._raw
+        if at < len(raw) - TAIL_SEARCH or at <= 0:
+            return None
+        before = at - 1
+        while before > 0 and raw[before] in b" \t\r\n":
+            before -= 1
+        return pattern.match(raw, at) if raw[before] == 44 else None  # 44: ","
 
     def verify_line(self) -> dict[str, Any] | None:
         if self._verify_offset is None:
@@ -89,6 +96,8 @@ ORDER_KEYS: dict[str, OrderKey] = {
 """How the list may be sorted: name -> a candidate's group (smaller first); within a group, run by run in file
 order. Each order is a column of the index (rebuilt once when the orders change), so adding one here is all an
 order takes; a key that raises puts the candidate last."""
+BY_VERDICT_ALONE = frozenset({"verdict", "file"})
+"""The orders whose key reads the candidate's verdict alone: keyed once per verdict when the index is built."""
 LAST_GROUP = 1 << 30
 
 
@@ -122,6 +131,11 @@ DROP TRIGGER IF EXISTS queue_standing_changed;
 that do something else."""
 _AFTER_FILL = """
 CREATE UNIQUE INDEX queue_by_id ON queue (id);
+DELETE FROM queue_meta WHERE name = 'plain';
+"""
+"""Filled once per build: the id lookup (a plan's queues are joined to the queue by it). What only the queue's own
+views read (`PLAIN`) is made on their first use: a reviewer's start under a plan never reads it."""
+PLAIN = """
 UPDATE queue SET status = standing.decision FROM standing WHERE standing.id = queue.id;
 CREATE TEMP TABLE queue_groups AS SELECT category, verdict, status, count(*) AS n, min(seq) AS first
     FROM queue GROUP BY category, verdict, status;
@@ -140,11 +154,13 @@ CREATE TRIGGER queue_tally_kept AFTER UPDATE OF status ON queue WHEN OLD.status 
     WHERE category = OLD.category AND verdict = OLD.verdict AND status = OLD.status;
     INSERT INTO queue_tally VALUES (NEW.category, NEW.verdict, NEW.status, 1) ON CONFLICT DO UPDATE SET n = n + 1;
 END;
+INSERT INTO queue_meta VALUES ('plain', 'made');
 """
-"""Filled once per build: the statuses from the standing decisions, the counts per (category, verdict, status),
-each category's first row, the candidates the progress counts. From then on the triggers keep the status and the
-counts as decisions arrive, whichever process (and version of the app) writes them: the standing table's own
-triggers fire on every insert."""
+"""Made once per build, on the first read of the queue's own views (`make_plain`): the statuses from the standing
+decisions, the counts per (category, verdict, status), each category's first row, the candidates the progress
+counts. From then on the triggers keep the status and the counts as decisions arrive, whichever process (and
+version of the app) writes them: the standing table's own triggers fire on every insert. Before, no trigger keeps
+them: they are computed from the standing decisions when made."""
 
 
 def line_at(path: Path, offset: int) -> Any:
@@ -184,18 +200,43 @@ def queue_signature(run_path: Path, gold: set[str]) -> str:
 def refresh(store: ReviewStore, run_path: Path) -> bool:
     """Make the store's queue index match the run's files, rebuilding it when anything changed; whether it did."""
     wanted = signature(run_path)
+
+    def stale(db: sqlite3.Connection) -> bool:
+        db.execute("CREATE TABLE IF NOT EXISTS queue_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        return _indexed(db) != wanted
+    return _write_if(store, stale, lambda db: _build(db, run_path, wanted))
+
+
+def make_plan_queue(store: ReviewStore, reviewer: str) -> bool:
+    """Make the reviewer's queue of the indexed plan if it is not made yet (their first start under this plan:
+    `plan_index.make_queue`); whether it did."""
+    return _write_if(store, lambda db: plan_index.pending(db, reviewer),
+                     lambda db: plan_index.make_queue(db, reviewer))
+
+
+def make_plain(store: ReviewStore) -> bool:
+    """Make what the queue's own views read (`PLAIN`) if it is not made since the queue was indexed; whether it
+    did."""
+    return _write_if(store, lambda db: _indexed(db, "plain") is None, lambda db: _execute_script(db, PLAIN))
+
+
+def _write_if(store: ReviewStore, needed: Callable[[sqlite3.Connection], bool],
+              work: Callable[[sqlite3.Connection], None]) -> bool:
+    """`work` in a write transaction of its own when `needed` (asked again once the lock is held: another process
+    may have done it while this one waited); whether it ran."""
     try:
         with closing(store.connect()) as db:
             db.isolation_level = None  # the transaction below is ours: BEGIN IMMEDIATE to COMMIT
-            db.execute("CREATE TABLE IF NOT EXISTS queue_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            if _indexed(db) == wanted:
+            if not needed(db):
                 return False
             db.execute("BEGIN IMMEDIATE")
             try:
-                if _indexed(db) == wanted:  # another process built it while this one waited for the lock
+                if not needed(db):
                     db.execute("COMMIT")
                     return False
-                _build(db, run_path, wanted)
+                db.execute("PRAGMA temp_store = MEMORY")  # the sorts of the index builds, in memory
+                db.execute("PRAGMA cache_size = -65536")  # up to 64 MB while building, for this connection only
+                work(db)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -217,13 +258,11 @@ def _build(db: sqlite3.Connection, run_path: Path, wanted: str) -> None:
 
     plan = read_plan(run_path)
     queue_wanted = queue_signature(run_path, set(plan.gold) if plan is not None else set())
-    db.execute("PRAGMA temp_store = MEMORY")  # the sorts of the index builds below, in memory
-    db.execute("PRAGMA cache_size = -65536")  # up to 64 MB while building, for this connection only
     if _indexed(db, "queue_signature") != queue_wanted:
         _build_queue(db, run_path, set(plan.gold) if plan is not None else set())
     for script in (plan_index.DROP, plan_index.SCHEMA):
         _execute_script(db, script)
-    plan_index.fill(db, plan.queues if plan is not None else {}, _execute_script)  # a reviewer's queue
+    plan_index.fill(db, plan.queues if plan is not None else {})  # each reviewer's made on their first start
     _execute_script(db, plan_index.AFTER_FILL)
     db.executemany("INSERT OR REPLACE INTO queue_meta VALUES (?, ?)",
                    [("signature", wanted), ("queue_signature", queue_wanted)])
@@ -234,8 +273,7 @@ def _build_queue(db: sqlite3.Connection, run_path: Path, gold: set[str]) -> None
     (`queue.RunQueue.read`): a reviewer's queue of a plan never reads them."""
     for script in (_DROP, plan_index.DROP, _schema()):  # the plan's queues point into the queue: dropped with it
         _execute_script(db, script)
-    columns = ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
-               *map(order_column, ORDER_KEYS)]
+    columns = _row_columns()
     db.executemany(f"INSERT INTO queue ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                    _rows(run_path, gold))
     _execute_script(db, _AFTER_FILL)
@@ -256,7 +294,7 @@ def _verdicts(run_path: Path) -> dict[str, tuple[int, str]]:
     record is validated when shown)."""
     found: dict[str, tuple[int, str]] = {}
     path = run_path / VERIFY_FILE
-    for number, offset, fields, _ in _scan_fields(path, (b'"id"', b'"verdict"')):
+    for number, offset, fields, _ in scan_fields(path, (b'"id"', b'"verdict"')):
         if fields[1] in VERDICTS:
             found[fields[0]] = (offset, fields[1])
         else:
@@ -265,99 +303,36 @@ def _verdicts(run_path: Path) -> dict[str, tuple[int, str]]:
 
 
 def _rows(run_path: Path, gold: set[str]) -> Iterator[tuple[Any, ...]]:
-    """The queue's rows: the candidates (the first line of an id), then the gold items the review plan names."""
+    """The queue's rows (columns as `_row_columns` orders them): the candidates (the first line of an id), then the
+    gold items the review plan names. An order of `BY_VERDICT_ALONE` is keyed once per verdict, not per line."""
     verdicts, seen = _verdicts(run_path), set()
-    keys, seq = tuple(ORDER_KEYS.values()), 0
+    per_line = [key for name, key in ORDER_KEYS.items() if name not in BY_VERDICT_ALONE]
+    by_verdict: dict[str, tuple[int, ...]] = {}
+    seq = 0
     for source, name in enumerate(SOURCES):
         if source and not gold:
             break
-        for number, offset, (id_, category), raw in _scan_fields(run_path / name, (b'"id"', b'"category"')):
+        for number, offset, (id_, category), raw in scan_fields(run_path / name, (b'"id"', b'"category"')):
             if id_ in seen or not id_ or (source and id_ not in gold):
                 continue
             seen.add(id_)
             verify_offset, verdict = verdicts.get(id_, (None, UNVERIFIED))
             facts = Facts(id_, category, verdict, raw, run_path, verify_offset)
-            yield (seq, id_, category, verdict, number, offset, source, verify_offset, *[_group(key, facts)
-                                                                                         for key in keys])
+            shared = by_verdict.get(verdict)
+            if shared is None:
+                shared = by_verdict[verdict] = tuple(_group(key, facts) for name, key in ORDER_KEYS.items()
+                                                     if name in BY_VERDICT_ALONE)
+            yield (seq, id_, category, verdict, number, offset, source, verify_offset,
+                   *map(_group, per_line, repeat(facts)), *shared)
             seq += 1
 
 
-_STRING_VALUE = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.)*")')
-
-
-def _scan_fields(path: Path, names: tuple[bytes, ...]) -> Iterator[tuple[int, int, tuple[str, ...], bytes]]:
-    """(line number, byte offset, the text of the top-level keys `names`, the line) of each line of `path` that is
-    a JSON object with them; any other line is skipped and said (FILE:LINE)."""
-    if not path.exists():
-        return
-    try:
-        handle = open_read(path, None if path.name == CANDIDATES_FILE else MAX_SIDE_FILE_BYTES)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror}); check it is a file you may read") from None
-    offset = 0
-    with handle:
-        for number, raw in enumerate(handle, 1):
-            start, offset = offset, offset + len(raw)
-            if not raw.strip():
-                continue
-            fields = _quick_fields(raw, names) or _decoded_fields(raw, names)
-            if isinstance(fields, str):
-                log.warning("%s:%d: skipped: %s", path, number, fields)
-                continue
-            yield number, start, fields, raw
-
-
-def _quick_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | None:
-    """The keys' string values without decoding the line, when each key occurs once in it, as a key: in JSON a
-    quote inside a string is escaped, so `"id"` after `{` or `,` can only be a key (of some object: a second
-    occurrence, or a line that does not end its object, goes through the decoder instead)."""
-    if not raw.rstrip().endswith(b"}"):
-        return None
-    for name in names:
-        if raw.count(name) != 1:
-            return None
-    together = _adjacent(names).search(raw)  # the keys side by side, as `inject run` writes them: one search
-    if together is not None and _starts_a_key(raw, together.start()):
-        tokens: list[bytes] = list(together.groups())
-    else:
-        tokens = []
-        for name in names:
-            at = raw.find(name)
-            found = _STRING_VALUE.match(raw, at + len(name)) if _starts_a_key(raw, at) else None
-            if found is None:
-                return None
-            tokens.append(found.group(1))
-    try:
-        return tuple(token[1:-1].decode("utf-8") if b"\\" not in token else json.loads(token) for token in tokens)
-    except ValueError:  # UnicodeDecodeError is one
-        return None
-
-
-def _starts_a_key(raw: bytes, at: int) -> bool:
-    """Whether the text at `at` follows `{` or `,` (blanks between allowed)."""
-    before = at - 1
-    while before >= 0 and raw[before] in b" \t\r\n":
-        before -= 1
-    return raw[before:before + 1] in (b"{", b",")
-
-
-@lru_cache(maxsize=8)
-def _adjacent(names: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    return re.compile(rb"\s*,\s*".join(re.escape(name) + _STRING_VALUE.pattern for name in names))
-
-
-def _decoded_fields(raw: bytes, names: tuple[bytes, ...]) -> tuple[str, ...] | str:
-    """The keys' values from the decoded line, or what is wrong with it."""
-    try:
-        value = loads_bounded(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return "a torn line (an interrupted write) or not JSON"
-    except JsonRefused as exc:
-        return f"not a record ({exc})"
-    keys = [name.decode().strip('"') for name in names]
-    if not isinstance(value, dict) or not all(isinstance(value.get(key), str) for key in keys):
-        return f"not a record (no text {' and '.join(keys)})"
-    return tuple(value[key] for key in keys)
+def _row_columns() -> list[str]:
+    """The queue's columns in the order `_rows` gives them: the orders keyed per line, then those per verdict."""
+    orders = [name for name in ORDER_KEYS if name not in BY_VERDICT_ALONE]
+    orders += [name for name in ORDER_KEYS if name in BY_VERDICT_ALONE]
+    return ["seq", "id", "category", "verdict", "line", "offset", "source", "verify_offset",
+            *map(order_column, orders)]
 
 
 def _group(key: OrderKey, facts: Facts) -> int:

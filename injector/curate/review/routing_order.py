@@ -36,23 +36,25 @@ class IndexFacts(Protocol):
 
     def verify_line(self) -> dict[str, Any] | None: ...
 
-    def mentions(self, name: bytes) -> bool: ...
+    def last(self, name: bytes) -> int: ...
 
-    def ends_with(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None: ...
+    def ends_at(self, pattern: re.Pattern[bytes], at: int) -> re.Match[bytes] | None: ...
 
 
 _NUMBER = rb"\s*:\s*(0|[1-9][0-9]*)\s*"
-CLEAN_AUDIT_LAST = re.compile(rb',\s*"step_audit"\s*:\s*\{\s*"steps"' + _NUMBER + rb',\s*"checked_steps"' + _NUMBER
+CLEAN_AUDIT_LAST = re.compile(rb'"step_audit"\s*:\s*\{\s*"steps"' + _NUMBER + rb',\s*"checked_steps"' + _NUMBER
                               + rb',\s*"findings"\s*:\s*\[\s*\]\s*,\s*"false_in_error_steps"' + _NUMBER
                               + rb'\}\s*\}\s*$')
 """A record line ending with a step audit without flags, as `inject run` writes it (its last field): the object
-after the last `,` at the top level can only be the record's own `step_audit`, so the line need not be decoded."""
+after the last `,` at the top level can only be the record's own `step_audit`, so the line need not be decoded
+(matched where the line names `"step_audit"` last, after a `,`: `Facts.ends_at`)."""
 
 
 def _algebra(facts: IndexFacts) -> Opinion:
-    if not facts.mentions(b'"step_audit"'):  # most lines of a run written before the audit: no decoding
+    at = facts.last(b'"step_audit"')
+    if at < 0:  # most lines of a run written before the audit: no decoding
         return "silent"
-    clean = facts.ends_with(CLEAN_AUDIT_LAST)  # nearly every line of a run written since: no decoding either
+    clean = facts.ends_at(CLEAN_AUDIT_LAST, at)  # nearly every line of a run written since: no decoding either
     if clean is not None:
         return "agree" if int(clean.group(3)) else "silent"
     audit = facts.record.get("step_audit")

@@ -143,9 +143,10 @@ class ReviewSession:
             if listing:
                 refresh(store, path)  # every candidate, gold items too (their decisions are imported and exported)
             run = Run(path, store, loaded, RunQueue(store, number, hold=listing), note, image_base=_run_image_base(path))
-            run.verified = listing and bool(run.queue.verdicts() - {UNVERIFIED})
             if queue:
                 _to_queue(run, reviewer)
+            # a reviewer's queue shows no verdict (and never reads the queue's own views)
+            run.verified = listing and run.plan is None and bool(run.queue.verdicts() - {UNVERIFIED})
             self.runs.append(run)
         self.planned = any(run.plan for run in self.runs)
         """Whether the runs are narrowed to a reviewer's queues of their plans (read from the index)."""
@@ -211,11 +212,13 @@ class ReviewSession:
 
     def latest(self) -> dict[str, Decision]:
         """Latest decision per entry key, across every run (in a blind queue the reviewer's own: under a plan, on
-        the candidates of their queue, read through its index)."""
+        the candidates of their queue, read through its index; else the standing ones, read through the store's
+        standing table)."""
         found: dict[str, Decision] = {}
         for number, run in enumerate(self.runs):
             decisions = (run.store.latest_in_plan(self.reviewer) if run.plan else
-                         run.store.latest_of(self.reviewer, self.role) if run.blind else run.store.latest())
+                         run.store.latest_of(self.reviewer, self.role) if run.blind else
+                         run.store.standing_decisions())
             for candidate_id, decision in decisions.items():
                 found[f"{number}/{candidate_id}"] = decision
         return found
@@ -313,6 +316,7 @@ class ReviewSession:
                 own = run.store.latest_of_for(category, self.reviewer, self.role).values()
                 rows = [(category[d.id], d.decision, 1) for d in own]
             else:
+                run.queue.ready()  # registers the candidates the store's counts cover
                 rows = run.store.progress()
             for name, decision, count in rows:
                 if name in per and decision in STATUS_OF:

@@ -204,7 +204,8 @@ class ReviewStore:
             return self._select("WHERE id = ?", (candidate_id,))
         return self._select("", ())
 
-    def _select(self, where: str, args: Sequence[Any]) -> list[Decision]:
+    def _select(self, where: str, args: Sequence[Any], skipped: list[Any] | None = None) -> list[Decision]:
+        """The decisions of the rows `where` picks, oldest first; the ids of rows that are none go to `skipped`."""
         try:
             with closing(self._connect()) as db:
                 found = db.execute(f"SELECT seq, {', '.join(FIELDS)} FROM decisions {where} ORDER BY time, seq",
@@ -217,6 +218,8 @@ class ReviewStore:
                 decisions.append(_from_row(tuple(row)))
             except (ValueError, TypeError, AttributeError) as exc:
                 log.warning("%s: decision row %s is not a decision (%s); ignored", self.path, seq, exc)
+                if skipped is not None:
+                    skipped.append(row[0])
         return decisions
 
     def _rows_of(self, ids: Iterable[str], reviewer: str | None = None, role: str = "review") -> list[Decision]:
@@ -235,6 +238,17 @@ class ReviewStore:
     def latest(self) -> dict[str, Decision]:
         """The decision per candidate id that stands: the latest adjudication, else the latest of any reviewer."""
         return _standing(self.rows())
+
+    def standing_decisions(self) -> dict[str, Decision]:
+        """`latest`, read through the standing table the triggers keep (a row per decided candidate, not the
+        history). A candidate whose standing row is no decision is read as `latest_for` reads it; a standing table
+        that does not follow the history (a received store) is not used."""
+        skipped: list[Any] = []
+        found = {d.id: d for d in self._select("WHERE (seq, id) IN (SELECT seq, id FROM standing)", (), skipped)}
+        if len(found) + len(skipped) != self._query("SELECT count(*) FROM standing")[0][0]:
+            return self.latest()
+        found.update(self.latest_for(id_ for id_ in skipped if isinstance(id_, str)))
+        return found
 
     def latest_for(self, ids: Iterable[str]) -> dict[str, Decision]:
         """`latest` for these candidates only, reading their rows alone."""
