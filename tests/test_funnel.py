@@ -194,3 +194,40 @@ def test_a_run_never_verified_holds_nothing_per_candidate(tmp_path: Path, monkey
                         lambda self: (c.model_copy(update={"id": Id(c.id)}) for c in real(self)))
     assert funnel([run]) == expected and expected is not None and expected.total.units >= 3
     assert Id.most <= 2
+
+
+def test_a_verified_runs_readers_hold_a_verdict_in_a_few_dozen_bytes(tmp_path: Path) -> None:
+    """build, stats, the funnel and calibration read each candidate's latest verdict: as a dict of every verify
+    record (~2 KB each) that was over 600 MB for a `build` of 300k verified candidates. Now the id's digest and the
+    verdict's number; the peak of `stats`' verdict counts, per verify line, measured with tracemalloc."""
+    import tracemalloc
+
+    from injector.curate.stats import verdict_counts
+
+    run = make_run(tmp_path / "run", [_priced(C[0], 0.002), _priced(C[1], 0.002)])
+    count = 3_000
+    lines = [_verified(f"x{k}::counterfactual::0", "confirmed", 0.001) for k in range(count)]
+    lines += [_verified(C[0], "missed", 0.001), _verified(C[0], "late", 0.001)]  # the latest line counts
+    (run / "verify.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tracemalloc.start()
+    try:
+        counts = verdict_counts(run)
+        peak = tracemalloc.get_traced_memory()[1] / count
+    finally:
+        tracemalloc.stop()
+    assert counts == {"counterfactual": {"late": 1, "unverified": 1}}
+    assert peak < 250, peak
+    from injector.triage.verdicts import latest_verdicts
+
+    verdicts = latest_verdicts(run)
+    assert len(verdicts) == count + 1 and verdicts.get(C[0]) == "late" and verdicts.get(C[1]) is None
+
+
+def test_verify_costs_come_back_per_candidate_in_file_order() -> None:
+    from injector.curate.funnel import VerifyCosts
+
+    costs = VerifyCosts()
+    for cid, cost in [("a", 0.1), ("b", None), ("a", None), ("c", 0.3), ("a", 0.2), ("b", 0.5)]:
+        costs.add(cid, cost)
+    assert list(costs.get("a")) == [0.1, None, 0.2] and list(costs.get("b")) == [None, 0.5]
+    assert list(costs.get("c")) == [0.3] and list(costs.get("d")) == []

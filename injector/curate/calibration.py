@@ -53,16 +53,16 @@ def human_decisions(run_dir: Path) -> dict[str, str]:
 
 def paired_judgements(run_dirs: list[Path]) -> list[tuple[str, str, str]]:
     """(category, verdict, human decision) per candidate that has both."""
-    from injector.triage.verdicts import read_verdicts
+    from injector.triage.verdicts import latest_verdicts
 
     pairs: list[tuple[str, str, str]] = []
     for run_dir in map(Path, run_dirs):
-        verdicts, humans = read_verdicts(run_dir), human_decisions(run_dir)
+        verdicts, humans = latest_verdicts(run_dir), human_decisions(run_dir)
         if not verdicts or not humans:
             continue
         for candidate in RunDirectory(run_dir).candidates():
-            if candidate.id in verdicts and candidate.id in humans:
-                pairs.append((candidate.category, verdicts[candidate.id].verdict, humans[candidate.id]))
+            if (verdict := verdicts.get(candidate.id)) is not None and candidate.id in humans:
+                pairs.append((candidate.category, verdict, humans[candidate.id]))
     return pairs
 
 

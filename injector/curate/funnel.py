@@ -13,9 +13,10 @@ out; a reviewer's several decisions on one candidate add up.
 """
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
@@ -23,6 +24,7 @@ from pydantic import BaseModel, Field, computed_field
 from injector.records.directory import RunDirectory
 from injector.records.jsonl import read_jsonl_numbered, read_records
 from injector.records.models import Candidate, Rejection
+from injector.records.unit_ids import Digests, text_digest
 from injector.util.money import money, rounded_dollars
 
 IDLE_MINUTES = 30.0
@@ -103,12 +105,12 @@ def _accepted(run_dir: Path, candidates: Iterable[Candidate], consensus: str | N
 
 def _run_rows(run_dir: Path, consensus: str | None, rows: dict[str, FunnelRow]) -> None:
     """Adds one run directory's funnel to `rows` (category -> row)."""
-    from injector.triage.verdicts import VERIFY_FILE, read_verdicts
+    from injector.triage.verdicts import VERIFY_FILE, latest_verdicts
 
     directory = RunDirectory(run_dir)
     decided = _decisions(run_dir)
     accepted = _accepted(run_dir, directory.candidates(), consensus) if decided else set()
-    verdicts = read_verdicts(run_dir)
+    verdicts = latest_verdicts(run_dir)
     verify_costs = _verify_costs(Path(run_dir) / VERIFY_FILE)
     for candidate in directory.candidates():  # one at a time: a run's candidates are never all held
         row = rows.setdefault(candidate.category, FunnelRow(category=candidate.category))
@@ -116,8 +118,8 @@ def _run_rows(run_dir: Path, consensus: str | None, rows: dict[str, FunnelRow]) 
         row.generation_cost = _plus(row.generation_cost, _generation_cost(candidate))
         if (verdict := verdicts.get(candidate.id)) is not None:
             row.verified += 1
-            row.verdicts[verdict.verdict] = row.verdicts.get(verdict.verdict, 0) + 1
-        for cost in verify_costs.get(candidate.id, ()):
+            row.verdicts[verdict] = row.verdicts.get(verdict, 0) + 1
+        for cost in verify_costs.get(candidate.id):
             row.verify_cost = _plus(row.verify_cost, cost)
         row.reviewed += candidate.id in decided
         row.accepted += candidate.id in accepted
@@ -127,16 +129,43 @@ def _run_rows(run_dir: Path, consensus: str | None, rows: dict[str, FunnelRow]) 
         row.generation_cost = _plus(row.generation_cost, _generation_cost(reject))
 
 
-def _verify_costs(path: Path) -> dict[str, list[float | None]]:
-    """Candidate id -> what each of its `inject verify` lines cost (None: unknown), in file order. Every line was
-    paid for; ones that are not verify records were warned about by `read_verdicts`. Held per verify line, so a run
-    never verified holds nothing per candidate."""
-    costs: dict[str, list[float | None]] = {}
+class VerifyCosts:
+    """Candidate id -> what each of its `inject verify` lines cost (None: unknown), in file order: each line's cost
+    and the next line of its id in arrays, the id as a 16-byte digest (~60 bytes a verified candidate; a dict of id
+    strings to lists of floats was ~280). Held per verify line, so a run never verified holds nothing."""
+
+    def __init__(self) -> None:
+        self._first_last = Digests()  # id -> its first line << 32 | its last line
+        self._cost, self._known, self._next = array("d"), bytearray(), array("q")
+
+    def add(self, candidate_id: str, cost: float | None) -> None:
+        line = len(self._cost)
+        self._cost.append(0.0 if cost is None else cost)
+        self._known.append(cost is not None)
+        self._next.append(-1)
+        key = text_digest(candidate_id)
+        ends = self._first_last.add(key, line << 32 | line)
+        if ends is not None:
+            self._next[ends & 0xFFFFFFFF] = line
+            self._first_last.put(key, (ends >> 32) << 32 | line)
+
+    def get(self, candidate_id: str) -> Iterator[float | None]:
+        """The costs of `candidate_id`'s lines, in file order (none when it has none)."""
+        ends = self._first_last.value(text_digest(candidate_id))
+        line = -1 if ends is None else ends >> 32
+        while line >= 0:
+            yield self._cost[line] if self._known[line] else None
+            line = self._next[line]
+
+
+def _verify_costs(path: Path) -> VerifyCosts:
+    """What each verify line cost, per candidate. Every line was paid for; ones that are not verify records were
+    warned about by `latest_verdicts`."""
+    costs = VerifyCosts()
     for _, line in read_jsonl_numbered(path):
         if isinstance(line, dict) and isinstance(line.get("id"), str):
             cost = line.get("usage", {}).get("cost") if isinstance(line.get("usage"), dict) else None
-            known = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
-            costs.setdefault(line["id"], []).append(known)
+            costs.add(line["id"], cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
     return costs
 
 

@@ -17,7 +17,7 @@ from injector.model.problem import row_problem_key
 from injector.model.provenance import Provenance
 from injector.records.models import Candidate
 from injector.triage.step_audit.hooks import flagged_for_build
-from injector.triage.verdicts import VERIFY_FILE, read_verdicts
+from injector.triage.verdicts import VERIFY_FILE, LatestVerdicts, latest_verdicts
 from injector.util.errors import UserError
 from injector.util.safe_files import is_file_safe_id
 
@@ -63,7 +63,7 @@ class _RunReading:
     decisions: dict[str, Any]
     session: Any
     verified: bool
-    verdicts: dict[str, Any]
+    verdicts: LatestVerdicts
 
 
 @dataclass
@@ -99,7 +99,7 @@ class _RowCollector:
                             f"verify {run_path} --model MODEL` first, or build without `require`")
         return _RunReading(path=run_path, directory=run_dir, categories=categories, config_hash=config_hash,
                            decisions=decisions, session=session, verified=verified,
-                           verdicts=read_verdicts(run_path) if verified else {})
+                           verdicts=latest_verdicts(run_path) if verified else LatestVerdicts())
 
     def add_run(self, run_path: Path) -> None:
         run = self.open_run(run_path)
@@ -146,8 +146,8 @@ class _RowCollector:
 
     @staticmethod
     def verdict_of(run: _RunReading, candidate: Candidate) -> str | None:
-        record = run.verdicts.get(candidate.id)
-        return record.verdict if record else ("unverified" if run.verified else None)
+        verdict = run.verdicts.get(candidate.id)
+        return verdict if verdict is not None else ("unverified" if run.verified else None)
 
     def admitted(self, candidate: Candidate, decision: Any, verdict: str | None) -> bool:
         """Whether the candidate enters the split; what leaves it out is counted in the report."""

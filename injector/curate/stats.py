@@ -227,15 +227,14 @@ def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
     `unverified` for candidates it has no verdict for yet; None when the run was not verified."""
     from collections import Counter
 
-    from injector.triage.verdicts import VERIFY_FILE, read_verdicts, verdict_rank
+    from injector.triage.verdicts import VERIFY_FILE, latest_verdicts, verdict_rank
 
     if not (path.is_dir() and (path / VERIFY_FILE).is_file()):
         return None
-    verdicts = read_verdicts(path)
+    verdicts = latest_verdicts(path)
     counts: Counter = Counter()
     for _, candidate in RunDirectory(path).numbered_candidates():
-        record = verdicts.get(candidate.id)
-        counts[(candidate.category, record.verdict if record else "unverified")] += 1
+        counts[(candidate.category, verdicts.get(candidate.id) or "unverified")] += 1
     result: dict[str, dict[str, int]] = {}
     for (category, verdict), n in sorted(counts.items(), key=lambda item: (item[0][0], verdict_rank(item[0][1]))):
         result.setdefault(category, {})[verdict] = n

@@ -207,6 +207,29 @@ class Digests:
 
     def add(self, digest: bytes, value: int = 0) -> int | None:
         """Add `digest` with `value` unless it is in the set; returns the value it has there (None: it is new)."""
+        slot, place = self._find(digest)
+        if place >= 0:
+            return self._values[place]
+        self._keys += digest
+        self._values.append(value)
+        if len(self._values) > len(self._table) * MAX_LOAD:
+            self._grow()
+        else:
+            self._table[slot] = len(self._values)
+        return None
+
+    def put(self, digest: bytes, value: int) -> None:
+        """`digest`'s value becomes `value` (added when new)."""
+        if (before := self.add(digest, value)) is not None and before != value:
+            self._values[self._find(digest)[1]] = value
+
+    def value(self, digest: bytes) -> int | None:
+        """`digest`'s value, or None when it is not in the set."""
+        place = self._find(digest)[1]
+        return None if place < 0 else self._values[place]
+
+    def _find(self, digest: bytes) -> tuple[int, int]:
+        """(the slot `digest` is in or would go to, the number of the digest there or -1)."""
         if len(digest) != self.WIDTH:
             raise ValueError(f"a digest of {len(digest)} bytes; Digests holds {self.WIDTH}-byte ones")
         keys, table, mask, width = self._keys, self._table, self._mask, self.WIDTH
@@ -214,15 +237,9 @@ class Digests:
         while (place := table[slot]):
             start = (place - 1) * width
             if keys[start:start + width] == digest:
-                return self._values[place - 1]
+                return slot, place - 1
             slot = (slot + 1) & mask
-        keys += digest
-        self._values.append(value)
-        if len(self._values) > len(table) * MAX_LOAD:
-            self._grow()
-        else:
-            table[slot] = len(self._values)
-        return None
+        return slot, -1
 
     def _grow(self) -> None:
         """A table twice as large, every digest placed again."""
