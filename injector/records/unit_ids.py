@@ -192,10 +192,10 @@ def text_digest(text: str) -> bytes:
 
 
 class Digests:
-    """A set of 16-byte digests with a number each (`add`, `len`): what the input's duplicate checks remember per
-    trajectory, the digest of its content and of its id. ~40 bytes a digest (its bytes, its number, its slots),
-    where a `UnitIds` of the same keys as strings takes ~65: the keys are all as wide and already uniformly
-    random, so they are their own hash and need no end offsets."""
+    """A set of 16-byte digests with a number each (`add`, `put`, `value`, `len`): what is remembered per id where
+    the id itself is never given back (the input's duplicate checks, a run's readers, the latest verdicts). ~40
+    bytes a digest (its bytes, its number, its slots), where a `UnitIds` of the same keys as strings takes ~65:
+    the keys are all as wide and already uniformly random, so they are their own hash and need no end offsets."""
 
     __slots__ = ("_keys", "_values", "_table", "_mask")
     WIDTH = 16
