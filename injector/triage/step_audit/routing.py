@@ -19,6 +19,7 @@ from injector.triage.verdicts import VerifyRecord
 
 Opinion = Literal["agree", "disagree", "silent"]
 Route = Literal["fast_track", "review_first", "review"]
+OPINIONS: tuple[Opinion, ...] = ("agree", "disagree", "silent")
 
 _JUDGE_AGREES = {"confirmed"}
 _JUDGE_DISAGREES = {"missed", "original_flagged", "disputed", "flagged", "early", "late"}
@@ -79,11 +80,15 @@ def route(item_id: str, category: str, audit: RecordAudit | StepAuditFindings | 
 
 def route_opinions(item_id: str, category: str, algebra: Opinion, verdict: VerifyRecord | None) -> Routing:
     """`route` from the algebra's opinion already taken (the review app keeps only that of each candidate)."""
-    opinions = {"algebra": algebra, "judge": judge_opinion(verdict), "rollouts": rollout_opinion(verdict)}
+    return route_signals(item_id, category, algebra, judge_opinion(verdict), rollout_opinion(verdict))
+
+
+def route_signals(item_id: str, category: str, algebra: Opinion, judge: Opinion, rollouts: Opinion) -> Routing:
+    """`route` from the three opinions already taken."""
+    opinions = {"algebra": algebra, "judge": judge, "rollouts": rollouts}
     disagreeing = [name for name, opinion in opinions.items() if opinion == "disagree"]
-    return Routing(id=item_id, category=category, algebra=opinions["algebra"], judge=opinions["judge"],
-                   rollouts=opinions["rollouts"], route=choose_route(algebra, opinions["judge"], opinions["rollouts"]),
-                   disagreeing=disagreeing)
+    return Routing(id=item_id, category=category, algebra=algebra, judge=judge, rollouts=rollouts,
+                   route=choose_route(algebra, judge, rollouts), disagreeing=disagreeing)
 
 
 def choose_route(algebra: Opinion, judge: Opinion, rollouts: Opinion) -> Route:
@@ -117,11 +122,20 @@ def run_routing(run_dir: Path) -> Iterator[Routing]:
     `verify.jsonl` (`inject verify`, with its rollouts when `--mc` ran), one at a time (a run's candidates are not
     held: `inject stats` only counts them); a signal missing is silent."""
     from injector.records.directory import RunDirectory
-    from injector.triage.verdicts import VERIFY_FILE, read_verdicts
+    from injector.records.unit_ids import Digests, text_digest
+    from injector.triage.verdicts import VERIFY_FILE, iter_verdicts
 
-    verdicts = read_verdicts(run_dir) if (run_dir / VERIFY_FILE).is_file() else {}
+    # Per candidate its latest record's two opinions as one number (a dict of the records: ~3 KB a candidate).
+    opinions = Digests()
+    if (run_dir / VERIFY_FILE).is_file():
+        for record in iter_verdicts(run_dir):
+            opinions.put(text_digest(record.id),
+                         OPINIONS.index(judge_opinion(record)) * 3 + OPINIONS.index(rollout_opinion(record)))
     for _, candidate in RunDirectory(run_dir).numbered_candidates():
-        yield route(candidate.id, candidate.category, candidate.step_audit, verdicts.get(candidate.id))
+        code = opinions.value(text_digest(candidate.id))
+        judge: Opinion = "silent" if code is None else OPINIONS[code // 3]
+        rollouts: Opinion = "silent" if code is None else OPINIONS[code % 3]
+        yield route_signals(candidate.id, candidate.category, algebra_opinion(candidate.step_audit), judge, rollouts)
 
 
 def routing_lines(table: dict[str, dict[str, int]]) -> list[str]:
