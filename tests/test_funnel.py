@@ -111,7 +111,7 @@ def test_stats_show_the_funnel_as_a_table_json_and_plots(funnel_run: Path, tmp_p
     table = CliRunner().invoke(main, ["stats", str(funnel_run), "--plots", str(tmp_path / "plots")])
     assert table.exit_code == 0, table.output
     assert ("counterfactual              5      4        2        4        3    $0.0100    $0.0015    $0.0038  "
-            "confirmed 1, missed 1") in table.output
+            "missed 1, confirmed 1") in table.output  # reviewer order, as stats' verdict table
     assert "steps 13–26         2    3.50    3.90" in table.output
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
         "counts_by_category.png", "error_positions.png", "funnel.png", "reject_codes.png"]
@@ -202,7 +202,7 @@ def test_a_verified_runs_readers_hold_a_verdict_in_a_few_dozen_bytes(tmp_path: P
     verdict's number; the peak of `stats`' verdict counts, per verify line, measured with tracemalloc."""
     import tracemalloc
 
-    from injector.curate.stats import verdict_counts
+    from injector.triage.verdicts import verdict_counts
 
     run = make_run(tmp_path / "run", [_priced(C[0], 0.002), _priced(C[1], 0.002)])
     count = 3_000

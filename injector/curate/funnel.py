@@ -105,20 +105,23 @@ def _accepted(run_dir: Path, candidates: Iterable[Candidate], consensus: str | N
 
 def _run_rows(run_dir: Path, consensus: str | None, rows: dict[str, FunnelRow]) -> None:
     """Adds one run directory's funnel to `rows` (category -> row)."""
-    from injector.triage.verdicts import VERIFY_FILE, latest_verdicts
+    from injector.triage.verdicts import VERIFY_FILE, verdict_counts
 
     directory = RunDirectory(run_dir)
     decided = _decisions(run_dir)
     accepted = _accepted(run_dir, directory.candidates(), consensus) if decided else set()
-    verdicts = latest_verdicts(run_dir)
+    # Counted in a pass of their own: the latest verdicts are let go before the verify costs are read.
+    for category, counts in (verdict_counts(Path(run_dir)) or {}).items():
+        row = rows.setdefault(category, FunnelRow(category=category))
+        for verdict, n in counts.items():
+            if verdict != "unverified":
+                row.verified += n
+                row.verdicts[verdict] = row.verdicts.get(verdict, 0) + n
     verify_costs = _verify_costs(Path(run_dir) / VERIFY_FILE)
     for candidate in directory.candidates():  # one at a time: a run's candidates are never all held
         row = rows.setdefault(candidate.category, FunnelRow(category=candidate.category))
         row.units, row.valid = row.units + 1, row.valid + 1
         row.generation_cost = _plus(row.generation_cost, _generation_cost(candidate))
-        if (verdict := verdicts.get(candidate.id)) is not None:
-            row.verified += 1
-            row.verdicts[verdict] = row.verdicts.get(verdict, 0) + 1
         for cost in verify_costs.get(candidate.id):
             row.verify_cost = _plus(row.verify_cost, cost)
         row.reviewed += candidate.id in decided

@@ -199,6 +199,8 @@ def compute_stats(path: str | Path, *, cues: bool = False, cue_sample: int | Non
     for category, totals in sorted(streamed.totals.items()):
         result["categories"][category] = {**names.get(category, {"name": "", "domain": ""}), **totals.summary()}
     result["total"] = streamed.overall().summary()
+    from injector.triage.verdicts import verdict_counts
+
     verdicts = verdict_counts(path)
     if verdicts is not None:
         result["verdicts"] = verdicts
@@ -219,25 +221,6 @@ def compute_stats(path: str | Path, *, cues: bool = False, cue_sample: int | Non
         from injector.curate.stats_cues import add_cue_figures
 
         add_cue_figures(result, probe.report())
-    return result
-
-
-def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
-    """Category -> verdict -> candidates, from a run directory's `verify.jsonl` (`inject verify`), in reviewer order,
-    `unverified` for candidates it has no verdict for yet; None when the run was not verified."""
-    from collections import Counter
-
-    from injector.triage.verdicts import VERIFY_FILE, latest_verdicts, verdict_rank
-
-    if not (path.is_dir() and (path / VERIFY_FILE).is_file()):
-        return None
-    verdicts = latest_verdicts(path)
-    counts: Counter = Counter()
-    for _, candidate in RunDirectory(path).numbered_candidates():
-        counts[(candidate.category, verdicts.get(candidate.id) or "unverified")] += 1
-    result: dict[str, dict[str, int]] = {}
-    for (category, verdict), n in sorted(counts.items(), key=lambda item: (item[0][0], verdict_rank(item[0][1]))):
-        result.setdefault(category, {})[verdict] = n
     return result
 
 

@@ -175,6 +175,25 @@ def latest_verdicts(run_dir: Path) -> LatestVerdicts:
     return LatestVerdicts(iter_verdicts(run_dir))
 
 
+def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
+    """Category -> verdict -> candidates, from a run directory's `verify.jsonl` (`inject verify`), in reviewer order,
+    `unverified` for candidates it has no verdict for yet; None when the run was not verified."""
+    from collections import Counter
+
+    from injector.records.directory import RunDirectory
+
+    if not (path.is_dir() and (path / VERIFY_FILE).is_file()):
+        return None
+    verdicts = latest_verdicts(path)
+    counts: Counter = Counter()
+    for _, candidate in RunDirectory(path).numbered_candidates():
+        counts[(candidate.category, verdicts.get(candidate.id) or "unverified")] += 1
+    result: dict[str, dict[str, int]] = {}
+    for (category, verdict), n in sorted(counts.items(), key=lambda item: (item[0][0], verdict_rank(item[0][1]))):
+        result.setdefault(category, {})[verdict] = n
+    return result
+
+
 def iter_verdicts(run_dir: Path) -> Iterator[VerifyRecord]:
     """Every verify record of the run in file order (a candidate judged again has several; the last one counts),
     one at a time, for readers that keep only what they need of each."""
