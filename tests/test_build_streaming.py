@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,31 @@ def test_the_cards_cue_probe_runs_before_the_tables_and_gives_the_samples_figure
     assert probed == expected and probed["per_category"]["redundancy"]["auc"] is not None
     card = (tmp_path / "split" / "README.md").read_text()
     assert f"| {probed['per_category']['redundancy']['auc']:.2f} |" in card
+
+
+def test_a_builds_keys_hold_few_bytes_a_row(large_run, tmp_path):
+    """What `collect_keys` leaves held per row (tracemalloc, after a first pass has warmed every cache): a key with
+    its id, the strings a source's rows share held once, the spill offsets in an array (before: ~450 B a row)."""
+    from injector.curate.build_report import BuildReport
+    from injector.curate.row_spill import RowSpill
+    from injector.curate.rows import collect_keys
+
+    def keys_of(name: str) -> tuple[list, RowSpill]:  # the spill too: what it holds per row counts
+        spill = RowSpill(tmp_path / name)
+        keys = collect_keys([large_run], spill, include_unreviewed=True, include_sources=True,
+                            report=BuildReport(out_dir=tmp_path))
+        spill.close()
+        return keys, spill
+
+    keys_of("warm.spill")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        keys, spill = keys_of("rows.spill")
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(keys) >= 400 and spill.path.stat().st_size
+    assert held / len(keys) < 350, f"{held / len(keys):.0f} bytes a row"
