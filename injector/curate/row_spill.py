@@ -18,28 +18,68 @@ _LENGTH = struct.Struct("<Q")
 """The bytes of a record, before it in the spill."""
 
 
+@dataclass(frozen=True, slots=True)
+class RowKind:
+    """The fields of a row that few rows tell apart (its run, category, verdict, ...): one object per value in a
+    build, which its rows' keys share (a slot per row instead of eight)."""
+
+    run: str
+    category: str
+    classification: str
+    sample: int
+    reviewed: bool
+    config_hash: str
+    verdict: str | None
+    audit_flagged: bool | None
+
+
 @dataclass(slots=True)
 class RowKey:
     """One row of a build, without its text: the fields `rows._unique_ids`, `rows._unique_idx`,
     `build.assign_splits` and the report read (the names `SplitRow` gives them), and where its record is."""
 
     id: str
-    run: str
-    category: str
-    classification: str
     source_idx: str
     trajectory_id: str
-    sample: int
     problem_key: str
     idx: str
-    reviewed: bool
-    _config_hash: str
-    _verdict: str | None
-    _audit_flagged: bool | None
+    kind: RowKind
     seq: int
     """The row's place in the order the runs were read (sources as correct controls after every candidate), once
     `RowSpill.renumber` has set it (before: the order rows were added); its record's offset is the spill's
     `offsets[seq]` (an int object per row less)."""
+
+    @property
+    def run(self) -> str:
+        return self.kind.run
+
+    @property
+    def category(self) -> str:
+        return self.kind.category
+
+    @property
+    def classification(self) -> str:
+        return self.kind.classification
+
+    @property
+    def sample(self) -> int:
+        return self.kind.sample
+
+    @property
+    def reviewed(self) -> bool:
+        return self.kind.reviewed
+
+    @property
+    def _config_hash(self) -> str:
+        return self.kind.config_hash
+
+    @property
+    def _verdict(self) -> str | None:
+        return self.kind.verdict
+
+    @property
+    def _audit_flagged(self) -> bool | None:
+        return self.kind.audit_flagged
 
 
 class RowSpill:
@@ -58,7 +98,9 @@ class RowSpill:
         """Where each key's record starts in the file, by the key's `seq`."""
         self._shared: dict[str, str] = {}
         """One object per string value of the keys' repeated fields, while rows are added: a source's rows share
-        its idx and problem key, a run's its name (each read or made afresh per row otherwise)."""
+        its idx and problem key (each read afresh per row otherwise)."""
+        self._kinds: dict[RowKind, RowKind] = {}
+        """One `RowKind` per value, while rows are added."""
 
     def add(self, row: SplitRow) -> RowKey:
         """Append `row`'s record; its key."""
@@ -71,12 +113,12 @@ class RowSpill:
             self.failed = True
             raise
         share = self._share
-        key = RowKey(id=row.id, run=share(row.run), category=share(row.category),
-                     classification=share(row.classification), source_idx=share(row.source_idx),
-                     trajectory_id=share(row.trajectory_id), sample=row.sample, problem_key=share(row.problem_key),
-                     idx=share(row.idx), reviewed=row.reviewed, _config_hash=share(row._config_hash),
-                     _verdict=None if row._verdict is None else share(row._verdict),
-                     _audit_flagged=row._audit_flagged, seq=len(self.offsets))
+        kind = RowKind(run=row.run, category=row.category, classification=row.classification, sample=row.sample,
+                       reviewed=row.reviewed, config_hash=row._config_hash, verdict=row._verdict,
+                       audit_flagged=row._audit_flagged)
+        key = RowKey(id=row.id, source_idx=share(row.source_idx), trajectory_id=share(row.trajectory_id),
+                     problem_key=share(row.problem_key), idx=share(row.idx), kind=self._kinds.setdefault(kind, kind),
+                     seq=len(self.offsets))
         self.offsets.append(offset)
         return key
 
@@ -91,7 +133,7 @@ class RowSpill:
         for number, key in enumerate(keys):
             offsets[number] = self.offsets[key.seq]
             key.seq = number
-        self.offsets, self._shared = offsets, {}
+        self.offsets, self._shared, self._kinds = offsets, {}, {}
 
     def record(self, key: RowKey) -> dict[str, Any]:
         """The record of `key`'s row as the split's files hold it (its final `id` and `idx` from the key)."""
