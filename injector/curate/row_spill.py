@@ -5,6 +5,7 @@ written out."""
 from __future__ import annotations
 
 import marshal
+import operator
 import struct
 from array import array
 from dataclasses import dataclass
@@ -33,6 +34,11 @@ class RowKind:
     audit_flagged: bool | None
 
 
+def _of_kind(field: str) -> Any:
+    """A key's read-only attribute that is its kind's `field` (typed Any: one property a field, read in C)."""
+    return property(operator.attrgetter(f"kind.{field}"))
+
+
 @dataclass(slots=True)
 class RowKey:
     """One row of a build, without its text: the fields `rows._unique_ids`, `rows._unique_idx`,
@@ -49,37 +55,15 @@ class RowKey:
     `RowSpill.renumber` has set it (before: the order rows were added); its record's offset is the spill's
     `offsets[seq]` (an int object per row less)."""
 
-    @property
-    def run(self) -> str:
-        return self.kind.run
-
-    @property
-    def category(self) -> str:
-        return self.kind.category
-
-    @property
-    def classification(self) -> str:
-        return self.kind.classification
-
-    @property
-    def sample(self) -> int:
-        return self.kind.sample
-
-    @property
-    def reviewed(self) -> bool:
-        return self.kind.reviewed
-
-    @property
-    def _config_hash(self) -> str:
-        return self.kind.config_hash
-
-    @property
-    def _verdict(self) -> str | None:
-        return self.kind.verdict
-
-    @property
-    def _audit_flagged(self) -> bool | None:
-        return self.kind.audit_flagged
+    # The kind's fields under the names `SplitRow` gives them (what sorts and counts the keys read).
+    run = _of_kind("run")
+    category = _of_kind("category")
+    classification = _of_kind("classification")
+    sample = _of_kind("sample")
+    reviewed = _of_kind("reviewed")
+    _config_hash = _of_kind("config_hash")
+    _verdict = _of_kind("verdict")
+    _audit_flagged = _of_kind("audit_flagged")
 
 
 class RowSpill:
