@@ -198,8 +198,7 @@ def collect_keys(run_dirs: Iterable[str | Path], spill: RowSpill, *, include_unr
              (lambda row: sources.append(spill.add(row))) if include_sources else None, report=report,
              include_unreviewed=include_unreviewed, taxonomy=taxonomy, require=require, consensus=consensus)
     keys.extend(sources)
-    for number, key in enumerate(keys):
-        key.seq = number
+    spill.renumber(keys)
     _unique_ids(keys)
     _unique_idx(keys)
     return keys
