@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -196,31 +197,44 @@ def test_a_run_never_verified_holds_nothing_per_candidate(tmp_path: Path, monkey
     assert Id.most <= 2
 
 
-def test_a_verified_runs_readers_hold_a_verdict_in_a_few_dozen_bytes(tmp_path: Path) -> None:
-    """build, stats, the funnel and calibration read each candidate's latest verdict: as a dict of every verify
-    record (~2 KB each) that was over 600 MB for a `build` of 300k verified candidates. Now the id's digest and the
-    verdict's number; the peak of `stats`' verdict counts, per verify line, measured with tracemalloc."""
+VERIFIED_LINES = 3_000
+
+
+def _verified_run(tmp_path: Path, last_two: tuple[str, str]) -> Path:
+    """A run of C[0] and C[1] whose verify.jsonl has `VERIFIED_LINES` lines of other ids, then C[0]'s `last_two`
+    verdicts (the latest counts); C[1] is unverified."""
+    run = make_run(tmp_path / "run", [_priced(C[0], 0.002), _priced(C[1], 0.002)])
+    lines = [_verified(f"x{k}::counterfactual::0", "confirmed", 0.001) for k in range(VERIFIED_LINES)]
+    lines += [_verified(C[0], verdict, 0.001) for verdict in last_two]
+    (run / "verify.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return run
+
+
+def _peak_per_line(read: Any) -> tuple[Any, float]:
+    """What `read()` gives, and its peak of traced memory per verify line."""
     import tracemalloc
 
-    from injector.triage.verdicts import verdict_counts
-
-    run = make_run(tmp_path / "run", [_priced(C[0], 0.002), _priced(C[1], 0.002)])
-    count = 3_000
-    lines = [_verified(f"x{k}::counterfactual::0", "confirmed", 0.001) for k in range(count)]
-    lines += [_verified(C[0], "missed", 0.001), _verified(C[0], "late", 0.001)]  # the latest line counts
-    (run / "verify.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     tracemalloc.start()
     try:
-        counts = verdict_counts(run)
-        peak = tracemalloc.get_traced_memory()[1] / count
+        return read(), tracemalloc.get_traced_memory()[1] / VERIFIED_LINES
     finally:
         tracemalloc.stop()
+
+
+def test_a_verified_runs_readers_hold_a_verdict_in_a_few_dozen_bytes(tmp_path: Path) -> None:
+    """build, stats, the funnel and calibration read each candidate's latest verdict: as a dict of every verify
+    record (~3 KB each) that was over 2 GB for a `build` of 300k verified candidates. Now the id's digest and the
+    verdict's number; the peak of `stats`' verdict counts, per verify line, measured with tracemalloc."""
+    from injector.triage.verdicts import verdict_counts
+
+    run = _verified_run(tmp_path, ("missed", "late"))
+    counts, peak = _peak_per_line(lambda: verdict_counts(run))
     assert counts == {"counterfactual": {"late": 1, "unverified": 1}}
     assert peak < 250, peak
     from injector.triage.verdicts import latest_verdicts
 
     verdicts = latest_verdicts(run)
-    assert len(verdicts) == count + 1 and verdicts.get(C[0]) == "late" and verdicts.get(C[1]) is None
+    assert len(verdicts) == VERIFIED_LINES + 1 and verdicts.get(C[0]) == "late" and verdicts.get(C[1]) is None
 
 
 def test_verify_costs_come_back_per_candidate_in_file_order() -> None:
@@ -235,23 +249,12 @@ def test_verify_costs_come_back_per_candidate_in_file_order() -> None:
 
 def test_the_triage_routing_of_a_verified_run_holds_no_verify_record_per_candidate(tmp_path: Path) -> None:
     """`inject stats` routes each candidate of a verified run from its latest verify record: a dict of every record
-    made it hold ~3 KB a verify line (with its verdict counts, 1.7 GB at 300k verified candidates). Now two
+    made it hold ~3 KB a verify line (with its verdict counts, 1.8 GB at 300k verified candidates). Now two
     opinions per id digest; the peak of the routing, per verify line, measured with tracemalloc."""
-    import tracemalloc
-
     from injector.triage.step_audit.routing import routing_agreement, run_routing
 
-    run = make_run(tmp_path / "run", [_priced(C[0], 0.002), _priced(C[1], 0.002)])
-    count = 3_000
-    lines = [_verified(f"x{k}::counterfactual::0", "confirmed", 0.001) for k in range(count)]
-    lines += [_verified(C[0], "confirmed", 0.001), _verified(C[0], "missed", 0.001)]  # the latest line counts
-    (run / "verify.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tracemalloc.start()
-    try:
-        table = routing_agreement(run_routing(run))
-        peak = tracemalloc.get_traced_memory()[1] / count
-    finally:
-        tracemalloc.stop()
+    run = _verified_run(tmp_path, ("confirmed", "missed"))
+    table, peak = _peak_per_line(lambda: routing_agreement(run_routing(run)))
     assert table["counterfactual"]["route=review_first"] == 1
     assert table["counterfactual"]["algebra=silent judge=disagree rollouts=silent"] == 1
     assert table["counterfactual"]["algebra=silent judge=silent rollouts=silent"] == 1
