@@ -3,11 +3,13 @@ earlier decision is never overwritten without the reviewer's confirmation (issue
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from injector.curate.review.session import ReviewSession
 from injector.curate.review.store import Decision, ReviewStore
 from test_review import make_run, running
 from test_review_browser import CHROMIUM, browser  # noqa: F401 - the fixture
@@ -15,8 +17,13 @@ from test_review_browser import CHROMIUM, browser  # noqa: F401 - the fixture
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
 
 
-def test_twenty_quick_presses_save_at_most_one_decision_per_candidate(browser, tmp_path: Path) -> None:  # noqa: F811
+def test_twenty_quick_presses_save_at_most_one_decision_per_candidate(browser, tmp_path: Path,  # noqa: F811
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     run = make_run(tmp_path / "run")
+    # Each save held back 300 ms in the server's thread, so the later presses come while it is in flight whatever
+    # the machine's speed (a save quicker than the presses let them land on the next page: nothing to refuse).
+    real_decide = ReviewSession.decide
+    monkeypatch.setattr(ReviewSession, "decide", lambda self, *args: (time.sleep(0.3), real_decide(self, *args))[1])
     earlier = Decision("t2::counterfactual::0", "reject", reason="not an error", reviewer="quick")
     ReviewStore(run).record(earlier)
     with running([run], reviewer="quick") as server:
