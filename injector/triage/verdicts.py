@@ -1,13 +1,15 @@
 """The triage verdicts `inject verify` writes to `RUN/verify.jsonl`, and how other stages read them.
 
-One line per candidate, keyed by the candidate's `id`. The review app sorts and filters by `verdict`, and
-`inject build --require` keeps only candidates with the verdicts named; both read through `read_verdicts`.
-A later line for the same id (a re-verify) replaces an earlier one.
+One line per candidate, keyed by the candidate's `id`. The review app sorts and filters by `verdict` (reading a
+line by its offset in its index), and `inject build --require` keeps only candidates with the verdicts named
+(through `latest_verdicts`, the verdict alone per candidate; `read_verdicts` gives whole records). A later line for
+the same id (a re-verify) replaces an earlier one.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator, Literal
 
@@ -15,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from injector.engines.base import Proposal
 from injector.model.provenance import EngineInfo
+from injector.records.directory import RunDirectory
 from injector.records.jsonl import problem_of, read_jsonl_numbered
 from injector.records.unit_ids import Digests, text_digest
 
@@ -147,8 +150,8 @@ def read_verdicts(run_dir: Path) -> dict[str, VerifyRecord]:
 
 class LatestVerdicts:
     """Candidate id -> the verdict of its latest verify record (`get`, `in`, `len`), held as the id's 16-byte digest
-    and the verdict's number: ~40 bytes a candidate, where a dict of the records was ~2 KB (over 600 MB for a
-    `build` of 300k verified candidates)."""
+    and the verdict's number: ~40 bytes a candidate, where a dict of the records was ~3 KB (2 GB for a `build` of
+    300k verified candidates)."""
 
     def __init__(self, records: Iterable[VerifyRecord] = ()) -> None:
         self._numbers = Digests()
@@ -178,10 +181,6 @@ def latest_verdicts(run_dir: Path) -> LatestVerdicts:
 def verdict_counts(path: Path) -> dict[str, dict[str, int]] | None:
     """Category -> verdict -> candidates, from a run directory's `verify.jsonl` (`inject verify`), in reviewer order,
     `unverified` for candidates it has no verdict for yet; None when the run was not verified."""
-    from collections import Counter
-
-    from injector.records.directory import RunDirectory
-
     if not (path.is_dir() and (path / VERIFY_FILE).is_file()):
         return None
     verdicts = latest_verdicts(path)
